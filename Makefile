@@ -1,0 +1,49 @@
+# kafka_pyspark: set-up, tests, lint, demo, bench. `make demo` and `make test` do all set-up.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_CONF_DIR := $(abspath spark-conf)
+
+.PHONY: setup test test-unit lint demo bench clean java-check zookeeper-check
+
+setup: $(STAMP) java-check zookeeper-check
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test,dev]"
+	touch $(STAMP)
+
+java-check:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "Java >= 17 is required by Spark 4 (found: '$$v'). Install it, e.g.: apt-get install -y openjdk-17-jre-headless"; exit 1; \
+	else echo "java $$v ok"; fi
+
+zookeeper-check:
+	@if [ -f /usr/share/java/zookeeper.jar ]; then echo "zookeeper ok"; \
+	elif [ "$$(id -u)" = "0" ]; then \
+	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
+	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
+
+test: setup
+	$(PY) -m pytest -q tests
+
+test-unit: setup
+	$(PY) -m pytest -q tests -m "not spark and not zk"
+
+lint: setup
+	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench
+	$(VENV)/bin/mypy
+
+demo: setup
+	$(PY) -m kafka_pyspark.demo
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench-results.json

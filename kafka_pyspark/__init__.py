@@ -1,0 +1,48 @@
+"""kafka_pyspark: Apache Spark data source "kafka07" for Apache Kafka 0.7 clusters.
+
+Public API::
+
+    register(spark)                      # registers the short name "kafka07" (idempotent)
+    Kafka07DataSource                    # the pyspark DataSource class
+    decode_message_set(data, base_offset=0, *, verify_crc=True) -> DecodeResult
+    encode_message_set(values, *, compression="none", magic=1) -> bytes
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing kafka_pyspark (e.g. for the codec alone) must not import pyspark.
+    if name in ("decode_message_set", "encode_message_set", "DecodeResult"):
+        from kafka_pyspark import messages
+
+        return getattr(messages, name)
+    if name == "Kafka07DataSource":
+        from kafka_pyspark.spark.source import Kafka07DataSource
+
+        return Kafka07DataSource
+    raise AttributeError(f"module 'kafka_pyspark' has no attribute {name!r}")
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``kafka07`` data source with ``spark`` (safe to call more than once)."""
+    from kafka_pyspark.spark.source import Kafka07DataSource
+
+    spark.dataSource.register(Kafka07DataSource)
+
+
+__all__ = [
+    "DecodeResult",
+    "Kafka07DataSource",
+    "__version__",
+    "decode_message_set",
+    "encode_message_set",
+    "register",
+]

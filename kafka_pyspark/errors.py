@@ -1,0 +1,190 @@
+"""One exception hierarchy for the whole connector.
+
+Every error a user can see derives from :class:`KafkaError`. Kafka 0.7 wire error codes map to
+typed :class:`BrokerError` subclasses through :func:`for_code`, with :class:`UnknownCodeError`
+as the fallback for any code 0.7.2's ``ErrorMapping`` does not define.
+
+Translation point: code that parses untrusted bytes catches ``struct.error``/``ValueError``/
+``IndexError`` in one place and re-raises a domain error ``from`` the original.
+"""
+
+from __future__ import annotations
+
+
+class KafkaError(Exception):
+    """Base class of every error raised by kafka_pyspark."""
+
+
+# --- configuration / user input -------------------------------------------------------------
+
+
+class OptionError(KafkaError, ValueError):
+    """A data source option is unknown, malformed, out of range or conflicts with another."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"option '{option}': {message}")
+
+
+class TopicNameError(KafkaError, ValueError):
+    """A topic name is not a legal 0.7 topic (directory) name."""
+
+
+class SchemaError(KafkaError, ValueError):
+    """A DataFrame handed to the writer does not have the columns/types the contract requires."""
+
+
+# --- wire protocol -------------------------------------------------------------------------
+
+
+class ProtocolError(KafkaError):
+    """Bytes on the wire do not follow the 0.7 request/response layout."""
+
+
+class BrokerError(KafkaError):
+    """A broker answered with a non-zero 0.7 error code."""
+
+    code: int = -1
+    name: str = "Unknown"
+
+    def __init__(self, message: str = "", *, code: int | None = None) -> None:
+        if code is not None:
+            self.code = code
+        text = f"{self.name} (error code {self.code})"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+class UnknownError(BrokerError):
+    code = -1
+    name = "Unknown"
+
+
+class OffsetOutOfRangeError(BrokerError):
+    code = 1
+    name = "OffsetOutOfRange"
+
+
+class InvalidMessageError(BrokerError):
+    code = 2
+    name = "InvalidMessage"
+
+
+class WrongPartitionError(BrokerError):
+    code = 3
+    name = "WrongPartition"
+
+
+class InvalidFetchSizeError(BrokerError):
+    code = 4
+    name = "InvalidFetchSize"
+
+
+class UnknownCodeError(BrokerError):
+    """Fallback for an error code 0.7.2 does not define."""
+
+    name = "UnknownErrorCode"
+
+
+_BY_CODE: dict[int, type[BrokerError]] = {
+    cls.code: cls
+    for cls in (
+        UnknownError,
+        OffsetOutOfRangeError,
+        InvalidMessageError,
+        WrongPartitionError,
+        InvalidFetchSizeError,
+    )
+}
+
+
+def for_code(code: int) -> type[BrokerError]:
+    """The exception class for a 0.7 error code (``UnknownCodeError`` for unknown codes).
+
+    Code 0 (NoError) is not an error; asking for it raises ``ValueError``.
+    """
+    if code == 0:
+        raise ValueError("error code 0 is NoError, not an error")
+    return _BY_CODE.get(code, UnknownCodeError)
+
+
+def raise_for_code(code: int, message: str = "") -> None:
+    """Raise the typed error for ``code``; return quietly for 0 (NoError)."""
+    if code == 0:
+        return
+    cls = for_code(code)
+    if cls is UnknownCodeError:
+        raise UnknownCodeError(message, code=code)
+    raise cls(message)
+
+
+# --- message sets (codec) ------------------------------------------------------------------
+
+
+class MessageError(KafkaError):
+    """A message set could not be decoded or encoded.
+
+    ``offset`` is the absolute byte offset of the offending (outer) message when known.
+    """
+
+    def __init__(self, message: str, *, offset: int | None = None) -> None:
+        self.offset = offset
+        super().__init__(message if offset is None else f"{message} (at offset {offset})")
+
+
+class CorruptMessageError(MessageError):
+    """CRC32 mismatch."""
+
+
+class InvalidMessageSizeError(MessageError):
+    """A message length field is negative, too small for its header, or absurd."""
+
+
+class UnknownMagicError(MessageError):
+    """A message has a magic byte this codec does not understand."""
+
+
+class UnknownCodecError(MessageError):
+    """A message's compression attribute names a codec this codec does not know."""
+
+
+class DecompressionError(MessageError):
+    """A compressed payload could not be decompressed."""
+
+
+class DecompressedSizeError(MessageError):
+    """A compressed wrapper decompresses past ``max.decompressed.size``."""
+
+
+class MessageTooLargeError(MessageError):
+    """Writing: a message or compressed wrapper is larger than ``max.message.size``."""
+
+
+class CodecUnavailableError(MessageError):
+    """A compression library needed for a codec is not installed."""
+
+
+# --- I/O -----------------------------------------------------------------------------------
+
+
+class BrokerConnectionError(KafkaError, ConnectionError):
+    """A broker could not be reached, or closed/reset the connection."""
+
+
+class BrokerTimeoutError(BrokerConnectionError, TimeoutError):
+    """A broker did not answer within ``socket.timeout.ms``."""
+
+
+class FetchSizeTooSmallError(KafkaError):
+    """A single message is larger than ``max.fetch.size``."""
+
+
+class DataLossError(KafkaError):
+    """Requested offsets are no longer on the broker and ``failOnDataLoss`` is true."""
+
+
+class RegistryError(KafkaError):
+    """ZooKeeper was unreachable, timed out, or holds data not in 0.7's registry format."""
+
+
+class TopicNotFoundError(KafkaError):
+    """A topic asked for by name is not in the registry / on any broker."""

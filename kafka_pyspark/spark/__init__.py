@@ -1,0 +1,1 @@
+"""The Spark DataSource "kafka07": options, planning, batch/stream readers, writers."""

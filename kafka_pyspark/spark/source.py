@@ -1,0 +1,49 @@
+"""The ``kafka07`` DataSource: the one class Spark sees. Each mode lives in its own module."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from kafka_pyspark.spark.schema import READ_SCHEMA
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import (
+        DataSourceReader,
+        DataSourceStreamReader,
+        DataSourceStreamWriter,
+        DataSourceWriter,
+    )
+
+
+class Kafka07DataSource(DataSource):
+    """Read from and write to Apache Kafka 0.7 (``spark.read.format("kafka07")``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka07"
+
+    def schema(self) -> StructType:
+        return READ_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from kafka_pyspark.spark.reader import Kafka07BatchReader
+
+        return Kafka07BatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from kafka_pyspark.spark.stream import Kafka07StreamReader
+
+        return Kafka07StreamReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from kafka_pyspark.spark.writer import Kafka07BatchWriter
+
+        return Kafka07BatchWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from kafka_pyspark.spark.writer import Kafka07StreamWriter
+
+        return Kafka07StreamWriter(dict(self.options), schema, overwrite)

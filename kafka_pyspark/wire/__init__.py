@@ -1,0 +1,65 @@
+"""Kafka 0.7 requests and responses <-> bytes. Pure: no sockets, no clocks.
+
+Client side: ``encode_request`` and the ``decode_*_response`` functions.
+Broker side: ``decode_request`` and the ``encode_*_response`` functions.
+"""
+
+from kafka_pyspark.wire.protocol import (
+    FETCH,
+    MULTIFETCH,
+    MULTIPRODUCE,
+    OFFSETS,
+    OFFSETS_EARLIEST,
+    OFFSETS_LATEST,
+    PRODUCE,
+    FetchRequest,
+    FetchResponse,
+    MultiFetchRequest,
+    MultiFetchResponse,
+    MultiProduceRequest,
+    OffsetsRequest,
+    OffsetsResponse,
+    ProduceRequest,
+    Request,
+    decode_fetch_response,
+    decode_multifetch_response,
+    decode_offsets_response,
+    decode_request,
+    encode_fetch_response,
+    encode_fetch_response_header,
+    encode_multifetch_response,
+    encode_offsets_response,
+    encode_request,
+    frame_length,
+)
+from kafka_pyspark.wire.topics import validate_topic_name
+
+__all__ = [
+    "FETCH",
+    "MULTIFETCH",
+    "MULTIPRODUCE",
+    "OFFSETS",
+    "OFFSETS_EARLIEST",
+    "OFFSETS_LATEST",
+    "PRODUCE",
+    "FetchRequest",
+    "FetchResponse",
+    "MultiFetchRequest",
+    "MultiFetchResponse",
+    "MultiProduceRequest",
+    "OffsetsRequest",
+    "OffsetsResponse",
+    "ProduceRequest",
+    "Request",
+    "decode_fetch_response",
+    "decode_multifetch_response",
+    "decode_offsets_response",
+    "decode_request",
+    "encode_fetch_response",
+    "encode_fetch_response_header",
+    "encode_multifetch_response",
+    "encode_offsets_response",
+    "encode_request",
+    "frame_length",
+    "validate_topic_name",
+]

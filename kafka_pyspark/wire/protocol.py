@@ -1,0 +1,370 @@
+"""Kafka 0.7 wire layouts (seed 003, "Writing a Driver for Kafka"; MULTIFETCH as BROKER-FACTS.md).
+
+All integers are big-endian. Every request and response is framed by an int32 length that
+excludes itself; ``encode_*`` functions return whole frames (length included), ``decode_*``
+functions take the frame *body* (the bytes after the length field).
+
+Request header (PRODUCE, FETCH, OFFSETS)::
+
+    int32 REQUEST_LENGTH | int16 REQUEST_TYPE | int16 TOPIC_LENGTH | TOPIC | int32 PARTITION
+
+    PRODUCE 0       header | int32 MESSAGES_LENGTH | MESSAGES
+    FETCH 1         header | int64 OFFSET | int32 MAX_SIZE
+    OFFSETS 4       header | int64 TIME (-1 latest, -2 earliest) | int32 MAX_NUMBER
+
+Multi-request header (MULTIFETCH, MULTIPRODUCE)::
+
+    int32 REQUEST_LENGTH | int16 REQUEST_TYPE | int16 TOPICPARTITION_COUNT
+    MULTIFETCH 2    per fetch:   int16 TOPIC_LENGTH | TOPIC | int32 PARTITION | int64 OFFSET
+                                 | int32 MAX_SIZE
+    MULTIPRODUCE 3  per produce: int16 TOPIC_LENGTH | TOPIC | int32 PARTITION
+                                 | int32 MESSAGES_LENGTH | MESSAGES
+
+Responses (PRODUCE and MULTIPRODUCE have none)::
+
+    FETCH       int32 RESPONSE_LENGTH | int16 ERROR_CODE | MESSAGES
+    OFFSETS     int32 RESPONSE_LENGTH | int16 ERROR_CODE | int32 NUMBER_OFFSETS | int64 * n
+    MULTIFETCH  int32 RESPONSE_LENGTH | int16 ERROR_CODE (always 0)
+                | per fetch: int32 (2 + n) | int16 ERROR_CODE | n bytes of MESSAGES
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Union
+
+from kafka_pyspark.errors import ProtocolError
+
+PRODUCE = 0
+FETCH = 1
+MULTIFETCH = 2
+MULTIPRODUCE = 3
+OFFSETS = 4
+
+OFFSETS_LATEST = -1
+OFFSETS_EARLIEST = -2
+
+_INT16 = struct.Struct(">h")  # TOPIC_LENGTH, ERROR_CODE, REQUEST_TYPE, COUNT
+_INT32 = struct.Struct(">i")  # lengths, PARTITION, MAX_SIZE, NUMBER_OFFSETS
+_LEN_TYPE = struct.Struct(">ih")  # REQUEST_LENGTH, REQUEST_TYPE
+_LEN_ERR = struct.Struct(">ih")  # RESPONSE_LENGTH, ERROR_CODE
+_OFFSET_SIZE = struct.Struct(">qi")  # FETCH: OFFSET, MAX_SIZE / OFFSETS: TIME, MAX_NUMBER
+_PART_OFFSET_SIZE = struct.Struct(">iqi")  # MULTIFETCH item: PARTITION, OFFSET, MAX_SIZE
+_PART_LEN = struct.Struct(">ii")  # MULTIPRODUCE item: PARTITION, MESSAGES_LENGTH
+
+_MAX_TOPIC_CHARS = 32767  # int16 TOPIC_LENGTH
+
+
+@dataclass(frozen=True)
+class ProduceRequest:
+    topic: str
+    partition: int
+    messages: bytes
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    topic: str
+    partition: int
+    offset: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class OffsetsRequest:
+    topic: str
+    partition: int
+    time: int
+    max_number: int
+
+
+@dataclass(frozen=True)
+class MultiFetchRequest:
+    fetches: tuple[FetchRequest, ...]
+
+
+@dataclass(frozen=True)
+class MultiProduceRequest:
+    produces: tuple[ProduceRequest, ...]
+
+
+Request = Union[ProduceRequest, FetchRequest, OffsetsRequest, MultiFetchRequest, MultiProduceRequest]
+
+
+@dataclass(frozen=True)
+class FetchResponse:
+    error: int
+    messages: memoryview | bytes
+
+
+@dataclass(frozen=True)
+class MultiFetchResponse:
+    error: int
+    parts: tuple[FetchResponse, ...]
+
+
+@dataclass(frozen=True)
+class OffsetsResponse:
+    error: int
+    offsets: tuple[int, ...]
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _topic_bytes(topic: str) -> bytes:
+    try:
+        raw = topic.encode("ascii")
+    except UnicodeEncodeError as e:
+        raise ProtocolError(f"topic {topic!r} is not ASCII") from e
+    if len(raw) > _MAX_TOPIC_CHARS:
+        raise ProtocolError(f"topic is {len(raw)} bytes, over the int16 limit")
+    return _INT16.pack(len(raw)) + raw
+
+
+def _frame(body: bytes) -> bytes:
+    return _INT32.pack(len(body)) + body
+
+
+def frame_length(prefix: bytes | memoryview) -> int:
+    """The body length announced by a 4-byte frame prefix (request or response)."""
+    if len(prefix) != 4:
+        raise ProtocolError(f"frame length prefix must be 4 bytes, got {len(prefix)}")
+    (n,) = _INT32.unpack(prefix)
+    if n < 0:
+        raise ProtocolError(f"negative frame length {n}")
+    return n
+
+
+# --- requests: encode (client) -------------------------------------------------------------
+
+
+def encode_request(req: Request) -> bytes:
+    """One whole request frame (length prefix included)."""
+    if isinstance(req, FetchRequest):
+        body = (
+            _INT16.pack(FETCH)
+            + _topic_bytes(req.topic)
+            + _INT32.pack(req.partition)
+            + _OFFSET_SIZE.pack(req.offset, req.max_size)
+        )
+    elif isinstance(req, OffsetsRequest):
+        body = (
+            _INT16.pack(OFFSETS)
+            + _topic_bytes(req.topic)
+            + _INT32.pack(req.partition)
+            + _OFFSET_SIZE.pack(req.time, req.max_number)
+        )
+    elif isinstance(req, ProduceRequest):
+        body = b"".join(
+            (
+                _INT16.pack(PRODUCE),
+                _topic_bytes(req.topic),
+                _INT32.pack(req.partition),
+                _INT32.pack(len(req.messages)),
+                req.messages,
+            )
+        )
+    elif isinstance(req, MultiFetchRequest):
+        _check_count(len(req.fetches))
+        parts = [_INT16.pack(MULTIFETCH), _INT16.pack(len(req.fetches))]
+        for f in req.fetches:
+            parts.append(_topic_bytes(f.topic))
+            parts.append(_PART_OFFSET_SIZE.pack(f.partition, f.offset, f.max_size))
+        body = b"".join(parts)
+    elif isinstance(req, MultiProduceRequest):
+        _check_count(len(req.produces))
+        parts = [_INT16.pack(MULTIPRODUCE), _INT16.pack(len(req.produces))]
+        for p in req.produces:
+            parts.append(_topic_bytes(p.topic))
+            parts.append(_PART_LEN.pack(p.partition, len(p.messages)))
+            parts.append(p.messages)
+        body = b"".join(parts)
+    else:  # pragma: no cover - guarded by the type checker
+        raise TypeError(f"not a 0.7 request: {req!r}")
+    return _frame(body)
+
+
+def _check_count(n: int) -> None:
+    if not 0 <= n <= 32767:
+        raise ProtocolError(f"a multi-request holds at most 32767 items, got {n}")
+
+
+# --- requests: decode (broker) -------------------------------------------------------------
+
+
+class _Reader:
+    """Bounds-checked cursor over a memoryview; every short read is a ProtocolError."""
+
+    __slots__ = ("buf", "pos", "what")
+
+    def __init__(self, buf: memoryview, what: str) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.what = what
+
+    def need(self, n: int, field: str) -> None:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ProtocolError(
+                f"{self.what}: truncated at byte {self.pos} reading {field} "
+                f"({n} bytes needed, {len(self.buf) - self.pos} left)"
+            )
+
+    def unpack(self, st: struct.Struct, field: str) -> tuple[int, ...]:
+        self.need(st.size, field)
+        vals = st.unpack_from(self.buf, self.pos)
+        self.pos += st.size
+        return vals
+
+    def take(self, n: int, field: str) -> memoryview:
+        self.need(n, field)
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def topic(self) -> str:
+        (n,) = self.unpack(_INT16, "TOPIC_LENGTH")
+        if n < 0:
+            raise ProtocolError(f"{self.what}: negative TOPIC_LENGTH {n}")
+        raw = self.take(n, "TOPIC")
+        try:
+            return bytes(raw).decode("ascii")
+        except UnicodeDecodeError as e:
+            raise ProtocolError(f"{self.what}: topic is not ASCII: {bytes(raw)!r}") from e
+
+    def done(self) -> None:
+        if self.pos != len(self.buf):
+            raise ProtocolError(
+                f"{self.what}: {len(self.buf) - self.pos} unexpected trailing bytes"
+            )
+
+
+def decode_request(body: bytes | memoryview) -> Request:
+    """Decode a request frame body (the bytes after REQUEST_LENGTH).
+
+    Raises :class:`ProtocolError` for an unknown request type or a malformed body. PRODUCE
+    message bytes are returned as they are (a memoryview copied to bytes); validating them is
+    the message codec's job.
+    """
+    r = _Reader(memoryview(body), "request")
+    (rtype,) = r.unpack(_INT16, "REQUEST_TYPE")
+    if rtype in (PRODUCE, FETCH, OFFSETS):
+        r.what = {PRODUCE: "PRODUCE", FETCH: "FETCH", OFFSETS: "OFFSETS"}[rtype]
+        topic = r.topic()
+        (partition,) = r.unpack(_INT32, "PARTITION")
+        req: Request
+        if rtype == PRODUCE:
+            (mlen,) = r.unpack(_INT32, "MESSAGES_LENGTH")
+            if mlen < 0:
+                raise ProtocolError(f"PRODUCE: negative MESSAGES_LENGTH {mlen}")
+            req = ProduceRequest(topic, partition, bytes(r.take(mlen, "MESSAGES")))
+        elif rtype == FETCH:
+            offset, max_size = r.unpack(_OFFSET_SIZE, "OFFSET/MAX_SIZE")
+            req = FetchRequest(topic, partition, offset, max_size)
+        else:
+            time, max_number = r.unpack(_OFFSET_SIZE, "TIME/MAX_NUMBER")
+            req = OffsetsRequest(topic, partition, time, max_number)
+        r.done()
+        return req
+    if rtype in (MULTIFETCH, MULTIPRODUCE):
+        r.what = "MULTIFETCH" if rtype == MULTIFETCH else "MULTIPRODUCE"
+        (count,) = r.unpack(_INT16, "TOPICPARTITION_COUNT")
+        if count < 0:
+            raise ProtocolError(f"{r.what}: negative TOPICPARTITION_COUNT {count}")
+        if rtype == MULTIFETCH:
+            fetches = []
+            for _ in range(count):
+                topic = r.topic()
+                partition, offset, max_size = r.unpack(_PART_OFFSET_SIZE, "PARTITION/OFFSET/MAX_SIZE")
+                fetches.append(FetchRequest(topic, partition, offset, max_size))
+            r.done()
+            return MultiFetchRequest(tuple(fetches))
+        produces = []
+        for _ in range(count):
+            topic = r.topic()
+            partition, mlen = r.unpack(_PART_LEN, "PARTITION/MESSAGES_LENGTH")
+            if mlen < 0:
+                raise ProtocolError(f"MULTIPRODUCE: negative MESSAGES_LENGTH {mlen}")
+            produces.append(ProduceRequest(topic, partition, bytes(r.take(mlen, "MESSAGES"))))
+        r.done()
+        return MultiProduceRequest(tuple(produces))
+    raise ProtocolError(f"unknown request type {rtype}")
+
+
+# --- responses: encode (broker) ------------------------------------------------------------
+
+
+def encode_fetch_response_header(error: int, message_bytes: int) -> bytes:
+    """The 6-byte FETCH response header for ``message_bytes`` of messages that follow.
+
+    Lets a broker send the header and then ``sendfile`` the message bytes.
+    """
+    return _LEN_ERR.pack(2 + message_bytes, error)
+
+
+def encode_fetch_response(error: int, messages: bytes | memoryview = b"") -> bytes:
+    return encode_fetch_response_header(error, len(messages)) + bytes(messages)
+
+
+def encode_offsets_response(error: int, offsets: Sequence[int]) -> bytes:
+    n = len(offsets)
+    return (
+        _LEN_ERR.pack(2 + 4 + 8 * n, error)
+        + _INT32.pack(n)
+        + struct.pack(f">{n}q", *offsets)
+    )
+
+
+def encode_multifetch_response(parts: Sequence[tuple[int, bytes | memoryview]]) -> bytes:
+    """MULTIFETCH response: top-level error 0, then per fetch ``int32 (2+n) | int16 error | n``."""
+    chunks = [_INT16.pack(0)]
+    for error, messages in parts:
+        chunks.append(_LEN_ERR.pack(2 + len(messages), error))
+        chunks.append(bytes(messages))
+    return _frame(b"".join(chunks))
+
+
+# --- responses: decode (client) ------------------------------------------------------------
+
+
+def decode_fetch_response(body: bytes | memoryview) -> FetchResponse:
+    """Decode a FETCH response body; ``messages`` is a zero-copy view of the message bytes."""
+    r = _Reader(memoryview(body), "FETCH response")
+    (error,) = r.unpack(_INT16, "ERROR_CODE")
+    return FetchResponse(error, r.buf[r.pos :])
+
+
+def decode_offsets_response(body: bytes | memoryview) -> OffsetsResponse:
+    r = _Reader(memoryview(body), "OFFSETS response")
+    (error,) = r.unpack(_INT16, "ERROR_CODE")
+    if r.pos == len(r.buf) and error != 0:
+        return OffsetsResponse(error, ())
+    (n,) = r.unpack(_INT32, "NUMBER_OFFSETS")
+    if n < 0:
+        raise ProtocolError(f"OFFSETS response: negative NUMBER_OFFSETS {n}")
+    raw = r.take(8 * n, "OFFSETS")
+    r.done()
+    return OffsetsResponse(error, struct.unpack(f">{n}q", raw))
+
+
+def decode_multifetch_response(body: bytes | memoryview, expected: int | None = None) -> MultiFetchResponse:
+    """Decode a MULTIFETCH response body into one :class:`FetchResponse` per fetch, in order.
+
+    ``expected`` (the number of fetches sent) is checked when given.
+    """
+    r = _Reader(memoryview(body), "MULTIFETCH response")
+    (error,) = r.unpack(_INT16, "ERROR_CODE")
+    parts = []
+    while r.pos < len(r.buf):
+        (n,) = r.unpack(_INT32, "part length")
+        if n < 2:
+            raise ProtocolError(f"MULTIFETCH response: part length {n} < 2")
+        (perr,) = r.unpack(_INT16, "part ERROR_CODE")
+        parts.append(FetchResponse(perr, r.take(n - 2, "part MESSAGES")))
+    if expected is not None and len(parts) != expected and error == 0:
+        raise ProtocolError(
+            f"MULTIFETCH response: {len(parts)} parts for {expected} fetches"
+        )
+    return MultiFetchResponse(error, tuple(parts))

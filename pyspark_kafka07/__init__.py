@@ -1,0 +1,5 @@
+"""Auto-registration hook: Spark 4 registers ``DefaultSource`` of installed ``pyspark_*`` modules."""
+
+from kafka_pyspark.spark.source import Kafka07DataSource as DefaultSource
+
+__all__ = ["DefaultSource"]

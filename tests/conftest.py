@@ -1,0 +1,92 @@
+"""Shared fixtures: a real ZooKeeper (Debian's package), embedded 0.7 brokers, a local Spark.
+
+Fixture contract (used by every test module; keep names stable):
+
+- ``zookeeper`` (session): a running :class:`ZooKeeperServer`; ``.connect_string`` is
+  ``"127.0.0.1:<port>"``.
+- ``zk_connect``: a fresh chroot per test on that server, ``"127.0.0.1:<port>/t-<hex>"``, so
+  tests never see each other's registry nodes.
+- ``broker``: one started :class:`EmbeddedBroker` (id 0, 2 partitions) registered under
+  ``zk_connect``.
+- ``brokers``: two started brokers (ids 0 and 1, 2 and 3 partitions) under ``zk_connect``.
+- ``spark`` (session): a local[2] SparkSession using ``spark-conf/`` with kafka07 registered.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "spark-conf"))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[Any]:
+    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+
+    with ZooKeeperServer() as zk:
+        yield zk
+
+
+@pytest.fixture
+def zk_connect(zookeeper: Any) -> Iterator[str]:
+    from kazoo.client import KazooClient
+
+    chroot = f"/t-{uuid.uuid4().hex[:12]}"
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    client.start(timeout=10.0)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    yield zookeeper.connect_string + chroot
+
+
+@pytest.fixture
+def broker(tmp_path: Path, zk_connect: str) -> Iterator[Any]:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with EmbeddedBroker(
+        broker_id=0, log_dir=tmp_path / "broker-0", zk_connect=zk_connect, num_partitions=2
+    ) as b:
+        yield b
+
+
+@pytest.fixture
+def brokers(tmp_path: Path, zk_connect: str) -> Iterator[list[Any]]:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with EmbeddedBroker(
+        broker_id=0, log_dir=tmp_path / "broker-0", zk_connect=zk_connect, num_partitions=2
+    ) as b0, EmbeddedBroker(
+        broker_id=1, log_dir=tmp_path / "broker-1", zk_connect=zk_connect, num_partitions=3
+    ) as b1:
+        yield [b0, b1]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    from kafka_pyspark import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafka_pyspark-tests")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    register(session)
+    yield session
+    session.stop()
