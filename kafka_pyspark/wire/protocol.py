@@ -33,7 +33,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from kafka_pyspark.errors import ProtocolError
 
@@ -90,7 +89,9 @@ class MultiProduceRequest:
     produces: tuple[ProduceRequest, ...]
 
 
-Request = Union[ProduceRequest, FetchRequest, OffsetsRequest, MultiFetchRequest, MultiProduceRequest]
+Request = (
+    ProduceRequest | FetchRequest | OffsetsRequest | MultiFetchRequest | MultiProduceRequest
+)
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,9 @@ def decode_request(body: bytes | memoryview) -> Request:
             fetches = []
             for _ in range(count):
                 topic = r.topic()
-                partition, offset, max_size = r.unpack(_PART_OFFSET_SIZE, "PARTITION/OFFSET/MAX_SIZE")
+                partition, offset, max_size = r.unpack(
+                    _PART_OFFSET_SIZE, "PARTITION/OFFSET/MAX_SIZE"
+                )
                 fetches.append(FetchRequest(topic, partition, offset, max_size))
             r.done()
             return MultiFetchRequest(tuple(fetches))
@@ -349,7 +352,9 @@ def decode_offsets_response(body: bytes | memoryview) -> OffsetsResponse:
     return OffsetsResponse(error, struct.unpack(f">{n}q", raw))
 
 
-def decode_multifetch_response(body: bytes | memoryview, expected: int | None = None) -> MultiFetchResponse:
+def decode_multifetch_response(
+    body: bytes | memoryview, expected: int | None = None
+) -> MultiFetchResponse:
     """Decode a MULTIFETCH response body into one :class:`FetchResponse` per fetch, in order.
 
     ``expected`` (the number of fetches sent) is checked when given.
