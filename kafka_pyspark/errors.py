@@ -26,6 +26,10 @@ class OptionError(KafkaError, ValueError):
         super().__init__(f"option '{option}': {message}")
 
 
+class OffsetFormatError(KafkaError, ValueError):
+    """A stream offset (from Spark's checkpoint) is not ``{topic: {"brokerId-partition": n}}``."""
+
+
 class TopicNameError(KafkaError, ValueError):
     """A topic name is not a legal 0.7 topic (directory) name."""
 
@@ -188,3 +192,47 @@ class RegistryError(KafkaError):
 
 class TopicNotFoundError(KafkaError):
     """A topic asked for by name is not in the registry / on any broker."""
+
+
+# --- client (sockets) ----------------------------------------------------------------------
+
+
+class DataNotAvailableError(KafkaError):
+    """A broker keeps answering a FETCH before a range's end with no (complete) message.
+
+    A 0.7 broker serves only flushed bytes, so this means the data is not flushed yet, or the
+    range's end lies beyond the partition's log end.
+    """
+
+
+class RequestTooLargeError(KafkaError, ValueError):
+    """A request would exceed the broker's ``max.socket.request.bytes`` (it would close the
+    connection and drop the request)."""
+
+
+class DeliveryError(BrokerConnectionError):
+    """Produced data could not be confirmed by the delivery barrier.
+
+    ``unconfirmed`` and ``confirmed`` map ``(topic, broker, partition)`` to ``(message_sets,
+    bytes)``: what may be lost and what the broker is known to have appended.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        unconfirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
+        confirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
+    ) -> None:
+        self.unconfirmed = dict(unconfirmed or {})
+        self.confirmed = dict(confirmed or {})
+        super().__init__(message)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+class InvalidPartitionError(KafkaError, ValueError):
+    """Writing: a row has no valid target broker-partition (0.7's ``InvalidPartitionException``):
+    the key's Java hash is ``Integer.MIN_VALUE`` and ``Math.abs`` left it negative, or an
+    explicit ``broker``/``partition`` names a broker or partition the cluster does not have."""

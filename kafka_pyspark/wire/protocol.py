@@ -133,7 +133,7 @@ def frame_length(prefix: bytes | memoryview) -> int:
     """The body length announced by a 4-byte frame prefix (request or response)."""
     if len(prefix) != 4:
         raise ProtocolError(f"frame length prefix must be 4 bytes, got {len(prefix)}")
-    (n,) = _INT32.unpack(prefix)
+    n: int = _INT32.unpack(prefix)[0]
     if n < 0:
         raise ProtocolError(f"negative frame length {n}")
     return n
@@ -143,7 +143,18 @@ def frame_length(prefix: bytes | memoryview) -> int:
 
 
 def encode_request(req: Request) -> bytes:
-    """One whole request frame (length prefix included)."""
+    """One whole request frame (length prefix included).
+
+    A field out of its wire range (e.g. a partition >= 2**31) is a :class:`ProtocolError`.
+    """
+    try:
+        return _frame(_request_body(req))
+    except struct.error as e:
+        name = type(req).__name__
+        raise ProtocolError(f"cannot encode {name}: a field is out of range: {e}") from e
+
+
+def _request_body(req: Request) -> bytes:
     if isinstance(req, FetchRequest):
         body = (
             _INT16.pack(FETCH)
@@ -185,7 +196,7 @@ def encode_request(req: Request) -> bytes:
         body = b"".join(parts)
     else:  # pragma: no cover - guarded by the type checker
         raise TypeError(f"not a 0.7 request: {req!r}")
-    return _frame(body)
+    return body
 
 
 def _check_count(n: int) -> None:
@@ -304,7 +315,10 @@ def encode_fetch_response_header(error: int, message_bytes: int) -> bytes:
 
     Lets a broker send the header and then ``sendfile`` the message bytes.
     """
-    return _LEN_ERR.pack(2 + message_bytes, error)
+    try:
+        return _LEN_ERR.pack(2 + message_bytes, error)
+    except struct.error as e:
+        raise ProtocolError(f"cannot encode FETCH response header: {e}") from e
 
 
 def encode_fetch_response(error: int, messages: bytes | memoryview = b"") -> bytes:
@@ -313,20 +327,26 @@ def encode_fetch_response(error: int, messages: bytes | memoryview = b"") -> byt
 
 def encode_offsets_response(error: int, offsets: Sequence[int]) -> bytes:
     n = len(offsets)
-    return (
-        _LEN_ERR.pack(2 + 4 + 8 * n, error)
-        + _INT32.pack(n)
-        + struct.pack(f">{n}q", *offsets)
-    )
+    try:
+        return (
+            _LEN_ERR.pack(2 + 4 + 8 * n, error)
+            + _INT32.pack(n)
+            + struct.pack(f">{n}q", *offsets)
+        )
+    except struct.error as e:
+        raise ProtocolError(f"cannot encode OFFSETS response: {e}") from e
 
 
 def encode_multifetch_response(parts: Sequence[tuple[int, bytes | memoryview]]) -> bytes:
     """MULTIFETCH response: top-level error 0, then per fetch ``int32 (2+n) | int16 error | n``."""
     chunks = [_INT16.pack(0)]
-    for error, messages in parts:
-        chunks.append(_LEN_ERR.pack(2 + len(messages), error))
-        chunks.append(bytes(messages))
-    return _frame(b"".join(chunks))
+    try:
+        for error, messages in parts:
+            chunks.append(_LEN_ERR.pack(2 + len(messages), error))
+            chunks.append(bytes(messages))
+        return _frame(b"".join(chunks))
+    except struct.error as e:
+        raise ProtocolError(f"cannot encode MULTIFETCH response: {e}") from e
 
 
 # --- responses: decode (client) ------------------------------------------------------------

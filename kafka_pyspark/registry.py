@@ -1,0 +1,484 @@
+"""Kafka 0.7's ZooKeeper registry, read (and group offsets written) with kazoo.
+
+Nodes, as Kafka 0.7.2 writes them (seed 003 "ZooKeeper"; BROKER-FACTS.md "ZooKeeper")::
+
+    /brokers/ids/[brokerId]          -> "creator:host:port"       ephemeral, written by a broker
+                                        creator is "<host>-<epoch ms>", e.g.
+                                        "127.0.0.1-1795304894516:127.0.0.1:9092"
+    /brokers/topics/[topic]/[brokerId] -> "2"                     ephemeral, written by a broker:
+                                        that broker's partition count for the topic, decimal;
+                                        created on the topic's first produce
+    /consumers/[group]/ids/[consumerId]                  ephemeral, JSON { "topic": n }
+    /consumers/[group]/owners/[topic]/[brokerId]-[partition]   ephemeral, consumer thread id
+    /consumers/[group]/offsets/[topic]/[brokerId]-[partition]  persistent
+
+Consumer offsets (``/consumers/[group]/offsets/...``) are what 0.7's
+``ZookeeperConsumerConnector`` commits and reads back on start, and what
+``kafka.tools.ConsumerOffsetChecker`` reports: the node name is ``[brokerId]-[partition]``
+(e.g. ``0-1``), the value is the **decimal ASCII string of the next byte offset to fetch**
+(e.g. ``b"1234"``, no padding, no newline) -- BROKER-FACTS.md "ZooKeeper". This module reads and
+writes exactly that format, so a group's progress is shared with 0.7's own tools both ways.
+Parents created by :meth:`Registry.commit_group_offsets` hold the committer's id as their value,
+as seed 003 recommends ("the value that should be stored at an intermediate node is the ID of the
+node's creator").
+
+Every node value is parsed strictly; a value not in 0.7's format is a :class:`RegistryError`
+naming the node and the ZooKeeper address rather than a guess. A ``zk.connect`` string may carry
+a chroot (``host:port,host:port/chroot``); all paths are then relative to it.
+
+Time bounds: the session is opened lazily on first use and must connect within
+``connection_timeout_ms``; every later call (including retries after a lost connection or an
+expired session: the registry holds no ephemeral nodes, so a new session is as good as the old
+one) completes or fails within ``max(session_timeout_ms, connection_timeout_ms)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, NoReturn
+
+from kafka_pyspark.errors import OptionError, RegistryError
+from kafka_pyspark.wire.topics import validate_topic_name
+
+__all__ = ["BrokerInfo", "Registry", "parse_partition_name"]
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONSUMERS = "/consumers"
+
+_DECIMAL = re.compile(r"[0-9]+\Z")
+_PARTITION_NAME = re.compile(r"([0-9]+)-([0-9]+)\Z")
+# characters ZooKeeper refuses in a node name (PathUtils.validatePath)
+_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One ``/brokers/ids/[id]`` node: ``creator:host:port``."""
+
+    id: int
+    host: str
+    port: int
+    creator: str
+
+
+def parse_partition_name(name: str) -> tuple[int, int] | None:
+    """``"0-1"`` -> ``(0, 1)`` (``[brokerId]-[partition]``, as 0.7 names them); else None."""
+    m = _PARTITION_NAME.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _path_component(value: str, option: str) -> str:
+    """A name used as one ZooKeeper path component (group ids; topics use wire's rules)."""
+    if not isinstance(value, str) or value == "":
+        raise OptionError(option, "must be a non-empty string")
+    if value in (".", "..") or "/" in value:
+        raise OptionError(option, f"{value!r} is not a legal ZooKeeper node name")
+    if _ZK_FORBIDDEN.search(value):
+        raise OptionError(option, f"{value!r} contains characters ZooKeeper does not allow")
+    return value
+
+
+class Registry:
+    """Kafka 0.7's ZooKeeper registry. Context manager; thread-safe; all calls time-bounded.
+
+    Raises :class:`OptionError` (``zk.connect``) for a malformed connect string and
+    :class:`RegistryError` (naming the path and the ZooKeeper address) for anything that goes
+    wrong talking to ZooKeeper or reading its nodes.
+    """
+
+    def __init__(
+        self,
+        zk_connect: str,
+        *,
+        session_timeout_ms: int = 6000,
+        connection_timeout_ms: int = 6000,
+    ) -> None:
+        from kazoo.hosts import collect_hosts
+
+        if not isinstance(zk_connect, str) or not zk_connect.strip():
+            raise OptionError(
+                "zk.connect", "must be a non-empty 'host:port[,host:port...][/chroot]'"
+            )
+        for name, value in (
+            ("zk.sessiontimeout.ms", session_timeout_ms),
+            ("zk.connectiontimeout.ms", connection_timeout_ms),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise OptionError(name, f"must be a positive number of milliseconds, got {value!r}")
+        try:
+            hosts, chroot = collect_hosts(zk_connect.strip())
+        except ValueError as e:
+            raise OptionError("zk.connect", f"cannot parse {zk_connect!r}: {e}") from e
+        if not hosts:
+            raise OptionError("zk.connect", f"no host in {zk_connect!r}")
+        if chroot is not None and (chroot.endswith("/") or "//" in chroot):
+            raise OptionError("zk.connect", f"malformed chroot {chroot!r} in {zk_connect!r}")
+        self.zk_connect = zk_connect.strip()
+        self.chroot: str | None = chroot
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self._op_timeout = max(session_timeout_ms, connection_timeout_ms) / 1000.0
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Registry({self.zk_connect!r})"
+
+    def close(self) -> None:
+        """End the ZooKeeper session. Idempotent."""
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            _stop_quietly(client)
+
+    def _zk(self) -> Any:
+        """The connected kazoo client, started on first use (bounded by the connection timeout)."""
+        with self._lock:
+            if self._closed:
+                raise RegistryError(f"ZooKeeper {self.zk_connect}: the registry is closed")
+            if self._client is not None:
+                return self._client
+            from kazoo.client import KazooClient
+            from kazoo.retry import KazooRetry
+
+            client = KazooClient(
+                hosts=self.zk_connect,
+                timeout=self.session_timeout_ms / 1000.0,
+                # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
+                connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+            )
+            timeout = self.connection_timeout_ms / 1000.0
+            try:
+                with warnings.catch_warnings():
+                    # kazoo warns when the chroot does not exist; we report missing nodes ourselves
+                    warnings.simplefilter("ignore")
+                    client.start(timeout=timeout)
+            except Exception as e:
+                _stop_quietly(client)
+                raise RegistryError(
+                    f"ZooKeeper {self.zk_connect}: could not connect within "
+                    f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
+                ) from e
+            self._client = client
+            return client
+
+    # --- one bounded call --------------------------------------------------------------------
+
+    def _call(self, what: str, path: str, method: str, *args: Any) -> Any:
+        """``client.<method>(*args).get()`` with retries on connection loss, within the op
+        timeout.
+
+        ``NoNodeError``/``NodeExistsError``/``BadVersionError`` are returned (not raised) for
+        the caller to interpret; every other failure becomes a RegistryError naming ``path``.
+        """
+        return self._wait(what, path, [(method, args)])[0]
+
+    def _wait(self, what: str, path: str, calls: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+        """Pipelined :meth:`_call`: all requests are sent, then all answers collected, in
+        order. ``path`` names the batch in errors."""
+        from kazoo.exceptions import (
+            BadVersionError,
+            ConnectionClosedError,
+            ConnectionLoss,
+            KazooException,
+            NodeExistsError,
+            NoNodeError,
+            OperationTimeoutError,
+            SessionExpiredError,
+        )
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        passthrough = (NoNodeError, NodeExistsError, BadVersionError)
+        retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+        deadline = time.monotonic() + self._op_timeout
+        results: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
+        delay = 0.05
+        last_error: BaseException | None = None
+        while pending:
+            client = self._zk()
+            asyncs = []
+            for i in pending:
+                method, args = calls[i]
+                try:
+                    asyncs.append((i, getattr(client, method)(*args)))
+                except (ValueError, TypeError) as e:  # kazoo validates paths eagerly
+                    raise RegistryError(
+                        f"ZooKeeper {self.zk_connect}: {what} {path}: {e}"
+                    ) from e
+            retry: list[int] = []
+            for i, async_result in asyncs:
+                remaining = deadline - time.monotonic()
+                try:
+                    results[i] = async_result.get(timeout=max(remaining, 0.001))
+                except passthrough as e:
+                    results[i] = e
+                except retryable as e:
+                    last_error = e
+                    retry.append(i)
+                except ConnectionClosedError as e:
+                    raise RegistryError(
+                        f"ZooKeeper {self.zk_connect}: {what} {path}: the registry is closed"
+                    ) from e
+                except KazooException as e:
+                    raise RegistryError(
+                        f"ZooKeeper {self.zk_connect}: {what} {path} failed: {_describe(e)}"
+                    ) from e
+                except KazooTimeoutError as e:
+                    raise RegistryError(
+                        f"ZooKeeper {self.zk_connect}: {what} {path} timed out after "
+                        f"{self._op_timeout * 1000:.0f} ms"
+                    ) from e
+            pending = retry
+            if pending:
+                if time.monotonic() + delay >= deadline:
+                    raise RegistryError(
+                        f"ZooKeeper {self.zk_connect}: {what} {path} failed after retrying for "
+                        f"{self._op_timeout * 1000:.0f} ms: {_describe(last_error)}"
+                    ) from last_error
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        return results
+
+    def _children(self, path: str) -> list[str] | None:
+        """Children of ``path`` (None if it does not exist)."""
+        from kazoo.exceptions import NoNodeError
+
+        result = self._call("listing", path, "get_children_async", path)
+        if isinstance(result, NoNodeError):
+            return None
+        return list(result)
+
+    def _values(self, paths: list[str]) -> list[bytes | None]:
+        """Values of ``paths`` fetched in one pipelined round (None for vanished nodes)."""
+        from kazoo.exceptions import NoNodeError
+
+        if not paths:
+            return []
+        parent = paths[0].rsplit("/", 1)[0] + "/*"
+        results = self._wait("reading", parent, [("get_async", (p,)) for p in paths])
+        out: list[bytes | None] = []
+        for r in results:
+            if isinstance(r, NoNodeError):
+                out.append(None)
+            else:
+                value, _stat = r
+                out.append(value if value is not None else b"")
+        return out
+
+    def _bad(self, path: str, problem: str) -> RegistryError:
+        return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
+
+    def _decimal(self, path: str, raw: bytes, what: str) -> int:
+        text = raw.decode("ascii", "replace")
+        if not _DECIMAL.match(text):
+            self._raise(path, f"{what} must be a non-negative decimal integer, got {raw!r}")
+        return int(text)
+
+    def _raise(self, path: str, problem: str) -> NoReturn:
+        raise self._bad(path, problem)
+
+    # --- brokers and topics ------------------------------------------------------------------
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """Live brokers from ``/brokers/ids/[id]`` = ``creator:host:port`` ({} if none).
+
+        The value is split on ``:`` and must have exactly three fields (seed 003: "always split
+        on ':' and extract the host that will be the second element"); the id is the node name.
+        A broker that vanishes between listing and reading is left out.
+        """
+        names = self._children(BROKER_IDS) or []
+        paths = [f"{BROKER_IDS}/{n}" for n in names]
+        for name, path in zip(names, paths, strict=True):
+            if not _DECIMAL.match(name):
+                self._raise(path, f"broker id {name!r} is not a non-negative integer")
+        out: dict[int, BrokerInfo] = {}
+        for name, path, raw in zip(names, paths, self._values(paths), strict=True):
+            if raw is None:
+                continue
+            out[int(name)] = self._parse_broker(int(name), path, raw)
+        return dict(sorted(out.items()))
+
+    def _parse_broker(self, broker_id: int, path: str, raw: bytes) -> BrokerInfo:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._raise(path, f"value is not UTF-8: {raw!r}")
+        fields = text.split(":")
+        if len(fields) != 3:
+            self._raise(path, f"value must be 'creator:host:port', got {text!r}")
+        creator, host, port_text = fields
+        if not host or host != host.strip():
+            self._raise(path, f"empty or padded host in {text!r}")
+        if not _DECIMAL.match(port_text) or not 0 < int(port_text) < 65536:
+            self._raise(path, f"bad port {port_text!r} in {text!r}")
+        return BrokerInfo(id=broker_id, host=host, port=int(port_text), creator=creator)
+
+    def topics(self) -> list[str]:
+        """Topic names under ``/brokers/topics``, sorted ([] if none)."""
+        return sorted(self._children(BROKER_TOPICS) or [])
+
+    def topic_partitions(self, topic: str) -> dict[int, int]:
+        """``/brokers/topics/[topic]/[id]`` = partition count: {broker id: count} ({} if the
+        topic is not registered). Sorted by broker id."""
+        validate_topic_name(topic)
+        base = f"{BROKER_TOPICS}/{topic}"
+        names = self._children(base) or []
+        paths = [f"{base}/{n}" for n in names]
+        for name, path in zip(names, paths, strict=True):
+            if not _DECIMAL.match(name):
+                self._raise(path, f"broker id {name!r} is not a non-negative integer")
+        out: dict[int, int] = {}
+        for name, path, raw in zip(names, paths, self._values(paths), strict=True):
+            if raw is None:
+                continue
+            out[int(name)] = self._decimal(path, raw, "partition count")
+        return dict(sorted(out.items()))
+
+    # --- consumer groups ---------------------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        """Consumer group names under ``/consumers``, sorted."""
+        return sorted(self._children(CONSUMERS) or [])
+
+    def consumer_ids(self, group: str) -> list[str]:
+        """Registered (live) consumer ids of ``group``: ``/consumers/[group]/ids``, sorted."""
+        group = _path_component(group, "group.id")
+        return sorted(self._children(f"{CONSUMERS}/{group}/ids") or [])
+
+    def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
+        """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
+        thread id."""
+        base = self._group_topic_path(group, topic, "owners")
+        out: dict[tuple[int, int], str] = {}
+        for key, _path, raw in self._partition_nodes(base):
+            out[key] = raw.decode("utf-8", "replace")
+        return dict(sorted(out.items()))
+
+    def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
+        """Committed offsets ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` (decimal
+        string of the next byte offset) as {(broker, partition): offset}; {} if none."""
+        base = self._group_topic_path(group, topic, "offsets")
+        out: dict[tuple[int, int], int] = {}
+        for key, path, raw in self._partition_nodes(base):
+            out[key] = self._decimal(path, raw, "offset")
+        return dict(sorted(out.items()))
+
+    def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
+        group = _path_component(group, "group.id")
+        validate_topic_name(topic)
+        return f"{CONSUMERS}/{group}/{kind}/{topic}"
+
+    def _partition_nodes(self, base: str) -> Iterable[tuple[tuple[int, int], str, bytes]]:
+        names = self._children(base) or []
+        paths = [f"{base}/{n}" for n in names]
+        keys: list[tuple[int, int]] = []
+        for name, path in zip(names, paths, strict=True):
+            key = parse_partition_name(name)
+            if key is None:
+                self._raise(path, f"name {name!r} is not '[brokerId]-[partition]'")
+            else:
+                keys.append(key)
+        for key, path, raw in zip(keys, paths, self._values(paths), strict=True):
+            if raw is not None:
+                yield key, path, raw
+
+    def commit_group_offsets(
+        self,
+        group: str,
+        topic: str,
+        offsets: Mapping[tuple[int, int], int],
+        *,
+        creator: str,
+    ) -> None:
+        """Write ``offsets`` as 0.7's consumer does: persistent nodes
+        ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` = decimal next byte offset.
+
+        Existing nodes are overwritten (``set``); missing ones are created, and so are missing
+        parents (``/consumers``, ``/consumers/[group]``, ``.../offsets``, ``.../[topic]``),
+        each holding ``creator`` (the committer's id) as its value. Parents that exist keep
+        their value.
+        """
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        base = self._group_topic_path(group, topic, "offsets")
+        if not isinstance(creator, str) or not creator:
+            raise OptionError("creator", "the committer id must be a non-empty string")
+        items: list[tuple[str, bytes]] = []
+        for key, offset in sorted(offsets.items()):
+            broker, partition = key
+            for what, v in (("broker id", broker), ("partition", partition), ("offset", offset)):
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise OptionError(
+                        "offsets", f"{what} must be a non-negative integer, got {v!r} for {key}"
+                    )
+            items.append((f"{base}/{broker}-{partition}", str(offset).encode("ascii")))
+        if not items:
+            return
+        # 1. set() every node; 2. create the missing ones (after their parents).
+        where = base + "/*"
+        results = self._wait("writing", where, [("set_async", it) for it in items])
+        missing = [it for it, r in zip(items, results, strict=True) if isinstance(r, NoNodeError)]
+        if not missing:
+            return
+        self._ensure_parents(base, creator.encode("utf-8"))
+        results = self._wait("creating", where, [("create_async", it) for it in missing])
+        raced = []
+        for (path, value), r in zip(missing, results, strict=True):
+            if isinstance(r, NoNodeError):
+                raise self._bad(path, "its parent vanished while committing offsets")
+            if isinstance(r, NodeExistsError):  # created by someone else meanwhile: overwrite
+                raced.append((path, value))
+        if raced:
+            self._wait("writing", where, [("set_async", it) for it in raced])
+
+    def _ensure_parents(self, base: str, value: bytes) -> None:
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        parts = base.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            path = "/" + "/".join(parts[:i])
+            r = self._call("creating", path, "create_async", path, value)
+            if isinstance(r, NoNodeError):
+                where = f"chroot {self.chroot!r}" if self.chroot else "parent"
+                raise self._bad(path, f"cannot create it: the {where} does not exist")
+            if not isinstance(r, (str, NodeExistsError)):
+                raise self._bad(path, f"unexpected create result {r!r}")
+
+
+def _describe(e: BaseException | None) -> str:
+    if e is None:
+        return "unknown error"
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _stop_quietly(client: Any) -> None:
+    with contextlib.suppress(Exception):  # best-effort shutdown of a kazoo session
+        client.stop()
+        client.close()
+
+
