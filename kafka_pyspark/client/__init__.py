@@ -1,0 +1,38 @@
+"""Sockets to Kafka 0.7 brokers: connections, the fetch loop, producing, OFFSETS lookups.
+
+Importing this package does not import pyarrow; the fetch loop imports the message codec
+(``kafka_pyspark.messages``) when it first decodes.
+"""
+
+from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
+from kafka_pyspark.client.fetcher import (
+    PartitionRange,
+    iter_multi_range,
+    iter_range,
+    probe_partition_count,
+)
+from kafka_pyspark.client.offsets import (
+    SegmentStarts,
+    before_time,
+    earliest,
+    latest,
+    segment_starts,
+)
+from kafka_pyspark.client.producer import DEFAULT_MAX_REQUEST_SIZE, DeliveryCount, Producer
+
+__all__ = [
+    "BROKER_MAX_REQUEST_BYTES",
+    "DEFAULT_MAX_REQUEST_SIZE",
+    "BrokerConnection",
+    "DeliveryCount",
+    "PartitionRange",
+    "Producer",
+    "SegmentStarts",
+    "before_time",
+    "earliest",
+    "iter_multi_range",
+    "iter_range",
+    "latest",
+    "probe_partition_count",
+    "segment_starts",
+]

@@ -1,0 +1,89 @@
+"""OFFSETS lookups with 0.7 semantics (seed 003 "Offsets"; BROKER-FACTS.md "OFFSETS").
+
+A 0.7 OFFSETS answer lists, newest first, the start offset of every segment last modified
+before ``time``, preceded by the log end when the last segment is not empty; ``-1`` (latest)
+includes everything, ``-2`` (earliest) gives the first segment's start. "Latest" is the
+*flushed* end: a 0.7 broker serves and reports only flushed bytes.
+
+Caution: a 0.7.2 broker closes the connection instead of answering OFFSETS for a partition it
+does not have. Ask only for partitions known to exist (from the registry or
+:func:`~kafka_pyspark.client.probe_partition_count`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kafka_pyspark import wire
+from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.errors import ProtocolError
+
+#: Enough for any real log: 0.7 segments are 512 MiB-1 GiB each.
+DEFAULT_MAX_SEGMENTS = 1 << 20
+
+
+class SegmentStarts(NamedTuple):
+    """Segment start offsets (ascending) and the log's (flushed) end."""
+
+    starts: list[int]
+    end: int
+
+
+def _single(conn: BrokerConnection, topic: str, partition: int, time: int) -> list[int]:
+    return conn.offsets(topic, partition, time, 1)
+
+
+def earliest(conn: BrokerConnection, topic: str, partition: int) -> int:
+    """The first offset still on the broker (0 for an unknown topic or unwritten partition)."""
+    got = _single(conn, topic, partition, wire.OFFSETS_EARLIEST)
+    if not got:
+        raise ProtocolError(
+            f"{conn.address}: OFFSETS earliest for topic {topic!r} partition {partition} "
+            "answered no offset"
+        )
+    return got[0]
+
+
+def latest(conn: BrokerConnection, topic: str, partition: int) -> int:
+    """The log end the broker serves: the offset the next message will get, once flushed."""
+    got = _single(conn, topic, partition, wire.OFFSETS_LATEST)
+    if not got:
+        raise ProtocolError(
+            f"{conn.address}: OFFSETS latest for topic {topic!r} partition {partition} "
+            "answered no offset"
+        )
+    return got[0]
+
+
+def segment_starts(
+    conn: BrokerConnection, topic: str, partition: int, *, max_number: int = DEFAULT_MAX_SEGMENTS
+) -> SegmentStarts:
+    """Every segment start (ascending, excluding the end itself) and the log end.
+
+    OFFSETS(latest, max_number) answers ``[end, start_n, ..., start_0]``. When the newest
+    segment is empty (just rolled) its start *is* the end and appears once. Segment starts are
+    message boundaries, the only places a range may be split. With more segments than
+    ``max_number`` the oldest starts are missing.
+    """
+    got = conn.offsets(topic, partition, wire.OFFSETS_LATEST, max_number)
+    if not got:
+        raise ProtocolError(
+            f"{conn.address}: OFFSETS latest for topic {topic!r} partition {partition} "
+            "answered no offset"
+        )
+    end = got[0]
+    starts = sorted({o for o in got[1:] if o < end})
+    return SegmentStarts(starts, end)
+
+
+def before_time(conn: BrokerConnection, topic: str, partition: int, time_ms: int) -> int | None:
+    """The newest segment start (or the log end) last modified before ``time_ms``.
+
+    0.7 knows time only per segment file: this is where to start reading to get everything
+    written after ``time_ms`` (and possibly some earlier messages of that segment). ``None``
+    when no segment was modified before that time (read from the earliest offset instead).
+    """
+    if time_ms < 0:
+        raise ValueError(f"time_ms must be >= 0 (epoch milliseconds), got {time_ms}")
+    got = _single(conn, topic, partition, time_ms)
+    return got[0] if got else None

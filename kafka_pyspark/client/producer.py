@@ -1,0 +1,263 @@
+"""Buffered producing to several brokers, confirmed by the delivery barrier.
+
+``send()`` buffers encoded message sets per broker; ``flush()`` writes each broker's buffer as
+MULTIPRODUCE requests (a PRODUCE for a single message set), split to stay below
+``max_request_size`` (default 90 MiB, under 0.7.2's 100 MiB ``max.socket.request.bytes``), then
+runs the delivery barrier (:meth:`BrokerConnection.barrier`) on every connection it produced on
+and returns what was confirmed. A buffer that grows past ``max_request_size`` is written right
+away (confirmed at the next ``flush()``), so memory stays bounded by about one request per
+broker.
+
+Kafka 0.7 PRODUCE has no answer; nothing here is resent once written. Anything not confirmed
+is reported in :class:`DeliveryError` (``unconfirmed``/``confirmed`` per
+``(topic, broker, partition)``): the caller (a Spark task) fails and is retried, which makes
+writes at-least-once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import NamedTuple
+
+from kafka_pyspark import wire
+from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
+from kafka_pyspark.errors import DeliveryError, KafkaError, RequestTooLargeError
+
+DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
+
+_MULTI_HEADER = 2 + 2  # REQUEST_TYPE, TOPICPARTITION_COUNT
+_MAX_MULTI_ITEMS = 32767
+
+
+class DeliveryCount(NamedTuple):
+    message_sets: int
+    bytes: int
+
+
+Key = tuple[str, int, int]  # (topic, broker, partition)
+
+
+def _item_size(item: wire.ProduceRequest) -> int:
+    # MULTIPRODUCE item: int16 topic length, topic, int32 partition, int32 length, messages.
+    return 2 + len(item.topic) + 4 + 4 + len(item.messages)
+
+
+def _add(into: dict[Key, DeliveryCount], key: Key, sets: int, nbytes: int) -> None:
+    c = into.get(key)
+    into[key] = DeliveryCount(sets + (c.message_sets if c else 0), nbytes + (c.bytes if c else 0))
+
+
+def _merge(into: dict[Key, DeliveryCount], other: Mapping[Key, DeliveryCount]) -> None:
+    for key, c in other.items():
+        _add(into, key, c.message_sets, c.bytes)
+
+
+def _as_tuples(d: Mapping[Key, DeliveryCount]) -> dict[Key, tuple[int, int]]:
+    return {k: (v.message_sets, v.bytes) for k, v in d.items()}
+
+
+class Producer:
+    """One connection per broker; buffered sends; ``flush()`` confirms with the barrier."""
+
+    def __init__(
+        self,
+        brokers: Mapping[int, tuple[str, int]],
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        buffer_size: int = 65536,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+    ) -> None:
+        if not 0 < max_request_size <= BROKER_MAX_REQUEST_BYTES:
+            raise ValueError(
+                f"max_request_size must be in 1..{BROKER_MAX_REQUEST_BYTES}, "
+                f"got {max_request_size}"
+            )
+        self._brokers = {int(b): (h, int(p)) for b, (h, p) in brokers.items()}
+        self._timeout = timeout
+        self._retries = retries
+        self._backoff = backoff
+        self._buffer_size = buffer_size
+        self._max_request_size = max_request_size
+        self._conns: dict[int, BrokerConnection] = {}
+        self._buffers: dict[int, list[wire.ProduceRequest]] = {}
+        self._buffered: dict[int, int] = {}  # request bytes buffered per broker
+        self._sent: dict[int, dict[Key, DeliveryCount]] = {}  # written, not yet confirmed
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes buffered by ``send()`` and not written yet (all brokers)."""
+        return sum(self._buffered.values())
+
+    def connection(self, broker_id: int) -> BrokerConnection:
+        conn = self._conns.get(broker_id)
+        if conn is None:
+            try:
+                host, port = self._brokers[broker_id]
+            except KeyError:
+                raise ValueError(
+                    f"unknown broker id {broker_id} (known: {sorted(self._brokers)})"
+                ) from None
+            conn = self._conns[broker_id] = BrokerConnection(
+                host,
+                port,
+                timeout=self._timeout,
+                buffer_size=self._buffer_size,
+                retries=self._retries,
+                backoff=self._backoff,
+                broker_id=broker_id,
+            )
+        return conn
+
+    def send(self, broker_id: int, topic: str, partition: int, message_set: bytes) -> None:
+        """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
+        if broker_id not in self._brokers:
+            raise ValueError(f"unknown broker id {broker_id} (known: {sorted(self._brokers)})")
+        if not message_set:
+            return
+        item = wire.ProduceRequest(topic, partition, bytes(message_set))
+        size = _item_size(item)
+        if _MULTI_HEADER + size > self._max_request_size:
+            raise RequestTooLargeError(
+                f"a message set of {len(message_set)} bytes for topic {topic!r} partition "
+                f"{partition} on broker {broker_id} does not fit in one request "
+                f"({self._max_request_size} bytes max)"
+            )
+        if self._buffered.get(broker_id, 0) + size > self._max_request_size - _MULTI_HEADER:
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                unconfirmed = self._forget(broker_id)
+                raise DeliveryError(
+                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
+                    f"{_summary(unconfirmed)}",
+                    unconfirmed=_as_tuples(unconfirmed),
+                ) from e
+        self._buffers.setdefault(broker_id, []).append(item)
+        self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
+
+    def _write(self, broker_id: int) -> None:
+        """Write the broker's buffer as requests below max_request_size; no barrier."""
+        items = self._buffers.pop(broker_id, [])
+        self._buffered.pop(broker_id, None)
+        if not items:
+            return
+        conn = self.connection(broker_id)
+        sent = self._sent.setdefault(broker_id, {})
+        chunks: list[list[wire.ProduceRequest]] = [[]]
+        total = _MULTI_HEADER
+        for item in items:
+            size = _item_size(item)
+            if chunks[-1] and (
+                total + size > self._max_request_size or len(chunks[-1]) >= _MAX_MULTI_ITEMS
+            ):
+                chunks.append([])
+                total = _MULTI_HEADER
+            chunks[-1].append(item)
+            total += size
+        for n, chunk in enumerate(chunks):
+            try:
+                if len(chunk) == 1:
+                    conn.produce(chunk[0].topic, chunk[0].partition, chunk[0].messages)
+                else:
+                    conn.multiproduce(chunk)
+            except KafkaError:
+                # This chunk and the rest were (possibly) not written: unconfirmed.
+                for rest in chunks[n:]:
+                    for it in rest:
+                        _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                raise
+            for it in chunk:
+                _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+
+    def _forget(self, broker_id: int) -> dict[Key, DeliveryCount]:
+        """Drop a broker's state after a failure; returns what it had not confirmed."""
+        out = dict(self._sent.pop(broker_id, {}))
+        for it in self._buffers.pop(broker_id, []):
+            _add(out, (it.topic, broker_id, it.partition), 1, len(it.messages))
+        self._buffered.pop(broker_id, None)
+        conn = self._conns.get(broker_id)
+        if conn is not None:
+            conn.close()  # forget its own unconfirmed/lost state: reported here, once
+        return out
+
+    def flush(self) -> dict[Key, DeliveryCount]:
+        """Write all buffers, run the barrier on every connection produced on.
+
+        Returns the message sets and bytes confirmed per ``(topic, broker, partition)`` since
+        the last ``flush()``. Raises :class:`DeliveryError` (listing ``unconfirmed`` and
+        ``confirmed``) if any broker could not be written or confirmed; the others are still
+        confirmed first.
+        """
+        confirmed: dict[Key, DeliveryCount] = {}
+        unconfirmed: dict[Key, DeliveryCount] = {}
+        failures: list[str] = []
+        for broker_id in sorted(self._buffers):
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                _merge(unconfirmed, self._forget(broker_id))
+                failures.append(f"broker {broker_id}: {e}")
+        for broker_id in sorted(self._sent):
+            sent = self._sent.pop(broker_id)
+            if not sent:
+                continue
+            topic, partition = _barrier_target(sent)
+            try:
+                self.connection(broker_id).barrier(topic, partition)
+            except KafkaError as e:
+                _merge(unconfirmed, sent)
+                self.connection(broker_id).close()
+                failures.append(f"broker {broker_id}: {e}")
+            else:
+                _merge(confirmed, sent)
+        if failures:
+            raise DeliveryError(
+                "delivery not confirmed; " + "; ".join(failures)
+                + f". Not confirmed: {_summary(unconfirmed)}",
+                unconfirmed=_as_tuples(unconfirmed),
+                confirmed=_as_tuples(confirmed),
+            )
+        return confirmed
+
+    def close(self) -> None:
+        """Close every connection; buffered, unflushed data is discarded."""
+        self._buffers.clear()
+        self._buffered.clear()
+        self._sent.clear()
+        conns, self._conns = self._conns, {}
+        for conn in conns.values():
+            conn.close()
+
+
+def _barrier_target(sent: Mapping[Key, DeliveryCount]) -> tuple[str, int]:
+    """A (topic, partition) produced to, with partition >= 0 (OFFSETS for a partition the
+    broker lacks closes the connection; PRODUCE to -1 means 'any partition')."""
+    for topic, _, partition in sent:
+        if partition >= 0:
+            return topic, partition
+    topic = next(iter(sent))[0]
+    return topic, 0
+
+
+def _summary(counts: Mapping[Key, DeliveryCount]) -> str:
+    if not counts:
+        return "nothing"
+    parts = [
+        f"{t}/broker {b}/partition {p}: {c.message_sets} message sets, {c.bytes} bytes"
+        for (t, b, p), c in sorted(counts.items())
+    ]
+    return ", ".join(parts)
