@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kafka_pyspark.errors import TopicNameError
 
-MAX_TOPIC_BYTES = 255
+MAX_TOPIC_BYTES = 249  # the directory is "<topic>-<partition>": room for the suffix
 
 
 def validate_topic_name(topic: str) -> str:
