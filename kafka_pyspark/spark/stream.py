@@ -1,0 +1,468 @@
+"""The streaming reader: ``spark.readStream.format("kafka07")``.
+
+Spark runs one long-lived Python worker per query on the driver that holds this reader and
+calls ``initialOffset`` (fresh queries only), ``latestOffset(start, limit)``, ``partitions(start,
+end)``, ``commit(end)`` and ``reportLatestOffset``; executors call ``read(partition)``.
+Everything the reader decides is in the offsets (``kafka_pyspark.spark.stream_offsets``
+documents the format) so that a restart from a checkpoint replays exactly the same ranges.
+
+Built on the batch reader: options (:mod:`.options`, mode ``stream``), OFFSETS lookups and
+start resolution (:mod:`.offsets`), planning (:mod:`.planning`) and the executor read path
+(:func:`.reader.read_partition`) are the batch reader's own. What is stream-only lives here
+and in :mod:`.stream_offsets`: topology changes between micro-batches, admission control
+(``maxBytesPerTrigger``), ``Trigger.AvailableNow`` targets and committing to a 0.7 consumer
+group. ``docs/streaming.md`` is the user-facing description.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from kafka_pyspark.errors import (
+    BrokerConnectionError,
+    DataLossError,
+    KafkaError,
+    MessageError,
+    SchemaError,
+)
+from kafka_pyspark.spark.offsets import (
+    LogBounds,
+    OffsetLookup,
+    describe_tp,
+    group_offsets,
+    resolve_starts,
+)
+from kafka_pyspark.spark.options import (
+    Assign,
+    ReadOptions,
+    Subscribe,
+    Subscription,
+    parse_read_options,
+)
+from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
+from kafka_pyspark.spark.reader import read_partition
+from kafka_pyspark.spark.schema import READ_SCHEMA
+from kafka_pyspark.spark.stream_offsets import (
+    Offsets,
+    Scan,
+    TopicPartition,
+    Windows,
+    admit,
+    cap_to_target,
+    diff_topology,
+    from_offset_dict,
+    merge_topology,
+    next_ages,
+    scan_window,
+    to_offset_dict,
+)
+
+if TYPE_CHECKING:
+    from kafka_pyspark.cluster import Cluster
+
+__all__ = ["Kafka07StreamReader", "current_partitions"]
+
+log = logging.getLogger(__name__)
+
+
+def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
+    """The broker-partitions the subscription covers right now, leniently (sorted).
+
+    Unlike the batch reader's :func:`~kafka_pyspark.spark.offsets.discover`, nothing missing
+    is an error between micro-batches: a subscribed topic that does not exist yet has no
+    partitions (0.7 creates topics on their first message; they are picked up then), an
+    assigned broker-partition whose broker is not registered (or, with ``broker.list``, not
+    answering) is simply not current; its offset stays in the stream offset until it returns.
+    """
+    out: set[TopicPartition] = set()
+    if cluster.registry() is not None:
+        if isinstance(subscription, Assign):
+            topics: Sequence[str] = subscription.topics
+        elif isinstance(subscription, Subscribe):
+            topics = subscription.topics
+        else:
+            topics = [t for t in cluster.topics() if subscription.allows(t)]
+        for topic in topics:
+            out.update((topic, b, p) for b, p in cluster.partitions(topic))
+        if isinstance(subscription, Assign):
+            out &= set(subscription.partitions)
+        return sorted(out)
+    # broker.list (subscribePattern needs zk.connect): probe each broker; one that does not
+    # answer has no current partitions
+    if not isinstance(subscription, (Subscribe, Assign)):
+        raise KafkaError("subscribePattern needs zk.connect")
+    assigned = set(subscription.partitions) if isinstance(subscription, Assign) else None
+    for topic in subscription.topics:
+        for broker in sorted(cluster.brokers()):
+            if assigned is not None and not any(
+                t == topic and b == broker for t, b, _ in assigned
+            ):
+                continue
+            try:
+                n = cluster.partition_count(topic, broker)
+            except BrokerConnectionError as e:
+                log.warning(
+                    "kafka07 stream: broker %d is not answering (%s); its partitions of "
+                    "topic %r keep their offsets", broker, e, topic,
+                )
+                continue
+            out.update((topic, broker, p) for p in range(n))
+    if assigned is not None:
+        out &= assigned
+    return sorted(out)
+
+
+class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    """``spark.readStream.format("kafka07")`` (see the module docstring)."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options: ReadOptions = parse_read_options(options, "stream")
+        if schema != READ_SCHEMA:
+            raise SchemaError(
+                "kafka07 has a fixed read schema (topic, broker, partition, offset, "
+                f"next_offset, inner_index, compression, value); do not pass .schema(): got "
+                f"{schema.simpleString()}"
+            )
+        self.settings = FetchSettings.from_options(self.options)
+        # driver-side state, never pickled (see __getstate__); none of it decides which data
+        # a micro-batch holds: that is all in the offsets
+        self._cluster: Cluster | None = None
+        self._latest: Offsets | None = None  # last seen log ends (reportLatestOffset)
+        self._bounds: dict[TopicPartition, LogBounds] = {}  # last OFFSETS answers
+        self._addresses: dict[int, tuple[str, int]] = {}  # last known broker addresses
+        self._target: Offsets | None = None  # Trigger.AvailableNow
+        self._ages: dict[TopicPartition, int] = {}  # starvation ages (fairness only)
+        self.last_admission: Any = None  # for tests and debugging
+        self._initial: dict[str, Any] | None = None  # what initialOffset returned
+        self._group_committed: dict[str, Any] | None = None  # last written to the group
+        self._missing: set[TopicPartition] = set()  # vanished broker-partitions (logged)
+
+    # --- pickling (executors get the reader for read()) --------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_cluster"] = None
+        state["last_admission"] = None
+        return state
+
+    # --- cluster access ----------------------------------------------------------------------
+
+    def _get_cluster(self) -> Cluster:
+        from kafka_pyspark.cluster import Cluster
+
+        if self._cluster is None:
+            self._cluster = Cluster(**self.options.cluster.cluster_kwargs())
+        return self._cluster
+
+    def _brokers(self) -> dict[int, Any]:
+        brokers = self._get_cluster().brokers()
+        for b, a in brokers.items():
+            self._addresses[b] = (a.host, a.port)
+        return brokers
+
+    def _topology(self) -> list[TopicPartition]:
+        return current_partitions(self._get_cluster(), self.options.subscription)
+
+    def _lookup_bounds(
+        self, lookup: OffsetLookup, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, LogBounds]:
+        """OFFSETS for each broker-partition; one whose broker does not answer is left out
+        (warned) and keeps its offset this micro-batch."""
+        out: dict[TopicPartition, LogBounds] = {}
+        down: set[int] = set()
+        for tp in tps:
+            if tp[1] in down:
+                continue
+            try:
+                out[tp] = lookup.bounds(tp)
+            except BrokerConnectionError as e:
+                down.add(tp[1])
+                log.warning(
+                    "kafka07 stream: broker %d did not answer OFFSETS (%s); its partitions "
+                    "keep their offsets until it does", tp[1], e,
+                )
+        self._bounds.update(out)
+        return out
+
+    # --- Spark API: offsets --------------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        """Where a fresh query starts (a query restarted from a checkpoint never calls this).
+
+        ``startingOffsets`` (default ``latest``), ``earliest``, ``group`` (``group.id``'s
+        committed offsets; partitions it never committed start at the earliest), JSON, or
+        ``startingTimestamp``, resolved with the batch reader's rules. Subscribed topics that do
+        not exist yet are picked up from their earliest offset when they appear.
+        """
+        cluster = self._get_cluster()
+        tps = self._topology()
+        brokers = self._brokers()
+        committed = None
+        opts = self.options
+        if opts.starting.kind == "group":
+            assert opts.group_id is not None  # parse_read_options guarantees it
+            committed = group_offsets(cluster, opts.group_id, {t for t, _, _ in tps})
+        with OffsetLookup(brokers, opts.cluster) as lookup:
+            bounds = {tp: lookup.bounds(tp) for tp in tps}
+            self._bounds.update(bounds)
+            starts = resolve_starts(
+                opts.starting,
+                tps,
+                bounds,
+                fail_on_data_loss=opts.fail_on_data_loss,
+                committed=committed,
+                before_time=lookup.before_time,
+            )
+        self._latest = {tp: b.latest for tp, b in bounds.items()}
+        self._initial = to_offset_dict(starts)
+        log.info("kafka07 stream: initial offsets %s", self._initial)
+        return self._initial
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_bytes_per_trigger
+        return ReadMaxBytes(n) if n is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Record the log ends now: an ``availableNow`` query never reads past them."""
+        tps = self._topology()
+        with OffsetLookup(self._brokers(), self.options.cluster) as lookup:
+            bounds = self._lookup_bounds(lookup, tps)
+        self._target = {tp: b.latest for tp, b in bounds.items()}
+        log.info("kafka07 stream: Trigger.AvailableNow target %s", to_offset_dict(self._target))
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The end offset of the next micro-batch (``start`` itself when there is nothing).
+
+        1. Topology: broker-partitions new in the registry enter the offset at their earliest
+           offset (read from the next micro-batch on); ones that vanished keep their offset.
+        2. OFFSETS per current broker-partition (latest, earliest, segment starts); a broker
+           that does not answer keeps its offsets. Data loss is checked here.
+        3. ``Trigger.AvailableNow``: ends capped at the recorded target.
+        4. ``ReadMaxBytes``: :func:`~.stream_offsets.admit` chooses ends at message boundaries.
+        """
+        begin = from_offset_dict(start)
+        if start != self._initial:
+            # Spark asks for the offsets after ``start`` only once the micro-batch ending at
+            # ``start`` is committed (its commit() comes later, when the next one is planned,
+            # and never for the last one of an availableNow query)
+            self._commit_group(start)
+        tps = self._topology()
+        change = diff_topology(begin, tps)
+        if self._target is not None:  # appeared after the availableNow target was recorded
+            new = tuple(tp for tp in change.new if tp in self._target)
+        else:
+            new = change.new
+        lookup_tps = [tp for tp in tps if tp in begin or tp in new]
+        with OffsetLookup(self._brokers(), self.options.cluster) as lookup:
+            bounds = self._lookup_bounds(lookup, lookup_tps)
+            self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
+            added = {tp: bounds[tp].earliest for tp in new if tp in bounds}
+            for tp, off in added.items():
+                log.info("kafka07 stream: new broker-partition %s, from its earliest offset %d",
+                         describe_tp(tp), off)
+            if change.missing and set(change.missing) != self._missing:
+                log.warning("kafka07 stream: not in the registry now, offsets kept until they "
+                            "return: %s", ", ".join(describe_tp(tp) for tp in change.missing))
+            self._missing = set(change.missing)
+
+            ends: Offsets = merge_topology(begin, added)
+            positions: dict[TopicPartition, tuple[int, int]] = {}
+            reset: dict[TopicPartition, int] = {}
+            for tp, s in begin.items():
+                b = bounds.get(tp)
+                if b is None:
+                    continue
+                if s > b.latest:
+                    reset[tp] = self._data_loss(tp, s, b)
+                    continue
+                if s < b.earliest:
+                    self._data_loss(tp, s, b)
+                    # executors skip [s, earliest) with a warning too (read_partition)
+                    positions[tp] = (b.earliest, b.latest)
+                else:
+                    positions[tp] = (s, b.latest)
+            if self._target is not None:
+                capped = cap_to_target({tp: lt for tp, (_, lt) in positions.items()},
+                                       self._target)
+                positions = {
+                    tp: (s, max(s, capped.get(tp, s))) for tp, (s, _) in positions.items()
+                }
+            budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+            if budget is None:
+                chosen = {tp: lt for tp, (_, lt) in positions.items()}
+            else:
+                result = admit(
+                    positions,
+                    budget,
+                    lambda windows: self._scan(lookup, windows),
+                    segment_starts={tp: bounds[tp].segment_starts for tp in positions},
+                    ages=self._ages,
+                )
+                self.last_admission = result
+                self._ages = next_ages(self._ages, positions, result.ends)
+                chosen = result.ends
+                if result.oversize is not None:
+                    tp = result.oversize
+                    log.info(
+                        "kafka07 stream: %s: the next message (%d bytes) is larger than "
+                        "maxBytesPerTrigger=%d; this micro-batch is that message alone",
+                        describe_tp(tp), chosen[tp] - positions[tp][0], budget,
+                    )
+            for tp, (s, _) in positions.items():
+                # an offset skipped for data loss (s > begin) is kept even with nothing new
+                ends[tp] = max(chosen.get(tp, s), s)
+            ends.update(reset)
+        return to_offset_dict(ends)
+
+    def _data_loss(self, tp: TopicPartition, offset: int, b: LogBounds) -> int:
+        """A start offset outside the log: fail, or warn and go to the earliest offset."""
+        where = describe_tp(tp)
+        if offset < b.earliest:
+            what = (f"{where}: offsets [{offset}, {b.earliest}) are no longer on the broker "
+                    f"(deleted by retention; earliest is now {b.earliest})")
+        else:
+            what = (f"{where}: the stream is at offset {offset}, past the log end {b.latest} "
+                    "(the log was truncated or recreated): whatever the old log held after "
+                    f"{offset} is lost")
+        if self.options.fail_on_data_loss:
+            raise DataLossError(
+                f"{what}. Set failOnDataLoss=false to skip to the earliest available offset."
+            )
+        log.warning("kafka07 stream: %s; failOnDataLoss=false: continuing from the earliest "
+                    "offset %d", what, b.earliest)
+        return b.earliest
+
+    def _scan(self, lookup: OffsetLookup, windows: Windows) -> dict[TopicPartition, Scan]:
+        """Header-only scans of byte windows: one MULTIFETCH per broker, no decoding."""
+        from kafka_pyspark import wire
+
+        by_broker: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        for tp, (lo, hi) in sorted(windows.items()):
+            by_broker.setdefault(tp[1], []).append((tp, lo, hi))
+        out: dict[TopicPartition, Scan] = {}
+        for broker, items in by_broker.items():
+            fetches = [wire.FetchRequest(tp[0], tp[2], lo, hi - lo) for tp, lo, hi in items]
+            try:
+                answers = lookup.connection(broker).multifetch(fetches)
+            except BrokerConnectionError as e:
+                log.warning("kafka07 stream: broker %d did not answer a boundary scan (%s); "
+                            "its partitions wait for the next micro-batch", broker, e)
+                continue
+            for (tp, lo, hi), answer in zip(items, answers, strict=True):
+                if answer.error != 0:
+                    log.warning("kafka07 stream: %s: boundary scan at %d answered error %d; "
+                                "the partition waits for the next micro-batch",
+                                describe_tp(tp), lo, answer.error)
+                    continue
+                try:
+                    out[tp] = scan_window(answer.messages, lo)
+                except MessageError as e:
+                    text = (
+                        f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
+                        f"the micro-batch at a message boundary (maxBytesPerTrigger): {e}. "
+                        "Is the stream offset a message boundary?"
+                    )
+                    try:
+                        error = type(e)(text)
+                    except TypeError:  # a subclass with another constructor
+                        error = MessageError(text)
+                    error.offset = e.offset
+                    raise error from e
+        return out
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The log ends seen by the last ``latestOffset`` (no extra I/O)."""
+        if self._latest is None:
+            return None
+        return to_offset_dict(self._latest)
+
+    # --- Spark API: planning and reading ---------------------------------------------------------
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """Ranges ``[start, end)`` per broker-partition: a pure function of the two offsets.
+
+        A broker-partition only in ``end`` entered the stream in this micro-batch (at its
+        earliest offset) and has nothing to read yet; one whose end is before its start was
+        reset after data loss (``failOnDataLoss=false``) and has nothing to read either.
+        """
+        begin = from_offset_dict(start)
+        stop = from_offset_dict(end)
+        ranges = [
+            OffsetRange(t, b, p, begin[(t, b, p)], e)
+            for (t, b, p), e in sorted(stop.items())
+            if (t, b, p) in begin and e > begin[(t, b, p)]
+        ]
+        if not ranges:
+            return []
+        addresses = self._addresses_for({r.broker for r in ranges})
+        return plan_partitions(
+            ranges,
+            addresses,
+            self.settings,
+            segment_starts={tp: b.segment_starts for tp, b in self._bounds.items()},
+            min_partitions=self.options.min_partitions,
+        )
+
+    def _addresses_for(self, brokers: set[int]) -> dict[int, tuple[str, int]]:
+        """Where to reach ``brokers``: the registry now, else the last address seen (a broker
+        that is restarting; executors retry connections, then fail naming host:port)."""
+        missing = brokers - set(self._addresses)
+        try:
+            self._brokers()
+        except KafkaError as e:
+            if missing:
+                raise
+            log.warning("kafka07 stream: could not list brokers (%s); using the last known "
+                        "addresses", e)
+        missing = brokers - set(self._addresses)
+        if missing:
+            raise BrokerConnectionError(
+                f"broker(s) {sorted(missing)} hold data of this micro-batch but are not "
+                "registered and were never seen by this query: cannot plan the read"
+            )
+        return {b: self._addresses[b] for b in brokers}
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(partition)
+
+    # --- Spark API: commit and stop --------------------------------------------------------------
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """After Spark committed a micro-batch: with ``commitToGroup=true``, write its end
+        offsets to ``/consumers/[group.id]/offsets/[topic]/[brokerId]-[partition]`` (the
+        decimal next byte offset, as 0.7's ZookeeperConsumerConnector does)."""
+        self._commit_group(end)
+
+    def _commit_group(self, end: dict[str, Any]) -> None:
+        if not self.options.commit_to_group or end == self._group_committed:
+            return
+        registry = self._get_cluster().registry()
+        group = self.options.group_id
+        if registry is None or group is None:  # options make this impossible
+            raise KafkaError("commitToGroup needs zk.connect and group.id")
+        by_topic: dict[str, dict[tuple[int, int], int]] = {}
+        for (topic, broker, partition), off in from_offset_dict(end).items():
+            by_topic.setdefault(topic, {})[(broker, partition)] = off
+        creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
+        for topic, offsets in sorted(by_topic.items()):
+            registry.commit_group_offsets(group, topic, offsets, creator=creator)
+        self._group_committed = end
+
+    def stop(self) -> None:
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.close()

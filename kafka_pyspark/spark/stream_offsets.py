@@ -1,0 +1,456 @@
+"""Streaming offsets: the offset dict format, topology merging, admission control. Pure.
+
+Offset format (what Spark checkpoints, JSON)::
+
+    {"topic": {"brokerId-partition": byteOffset, ...}, ...}
+
+``byteOffset`` is the next byte to read in that broker-partition's log (always a message
+boundary). Topics and keys are emitted in a fixed order (topics by name, keys by
+``(broker, partition)`` numerically) so two equal offsets always serialise to the same JSON:
+Spark compares offsets as JSON strings, and an unstable order would run empty micro-batches.
+
+Admission control (``maxBytesPerTrigger``, Spark's ``ReadMaxBytes``) is :func:`admit`. The
+only I/O it needs, reading message headers in byte windows of the logs, is injected as a
+callable, so the whole algorithm is tested here with synthetic logs (``tests/
+test_stream_offsets.py``) and driven against real brokers by ``kafka_pyspark.spark.stream``.
+See ``docs/streaming.md`` for the algorithm and its cost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_pyspark.errors import InvalidMessageSizeError, OffsetFormatError
+
+TopicPartition = tuple[str, int, int]
+"""``(topic, broker id, partition)``: one broker-partition log."""
+
+Offsets = dict[TopicPartition, int]
+
+_KEY = re.compile(r"^(\d+)-(\d+)$")
+
+
+# --- the offset dict ---------------------------------------------------------------------------
+
+
+def partition_key(broker: int, partition: int) -> str:
+    """``"brokerId-partition"``, as 0.7 names a broker-partition (and its ZooKeeper node)."""
+    return f"{broker}-{partition}"
+
+
+def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
+    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`."""
+    m = _KEY.match(key) if isinstance(key, str) else None
+    if m is None:
+        raise OffsetFormatError(
+            f"topic {topic!r}: key {key!r} is not 'brokerId-partition' (e.g. '0-1')"
+        )
+    return int(m.group(1)), int(m.group(2))
+
+
+def to_offset_dict(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """``{(t, b, p): o}`` -> ``{"t": {"b-p": o}}`` in the canonical (sorted) order."""
+    out: dict[str, dict[str, int]] = {}
+    for topic, broker, partition in sorted(offsets):
+        out.setdefault(topic, {})[partition_key(broker, partition)] = int(
+            offsets[(topic, broker, partition)]
+        )
+    return out
+
+
+def from_offset_dict(value: Any) -> Offsets:
+    """Parse an offset dict (from Spark's checkpoint or our own output), strictly.
+
+    Every offset must be a non-negative integer: symbolic values (-1 latest, -2 earliest) are
+    only meaningful in ``startingOffsets`` and never appear in a stream offset.
+    """
+    if not isinstance(value, Mapping):
+        raise OffsetFormatError(f"stream offset must be a JSON object, got {value!r}")
+    out: Offsets = {}
+    for topic, parts in value.items():
+        if not isinstance(topic, str) or not isinstance(parts, Mapping):
+            raise OffsetFormatError(
+                f"stream offset: expected {{topic: {{'brokerId-partition': offset}}}}, "
+                f"got {topic!r}: {parts!r}"
+            )
+        for key, off in parts.items():
+            broker, partition = parse_partition_key(key, topic=topic)
+            if isinstance(off, bool) or not isinstance(off, int) or off < 0:
+                raise OffsetFormatError(
+                    f"stream offset for topic {topic!r} broker-partition {key}: "
+                    f"{off!r} is not a byte offset (a non-negative integer)"
+                )
+            out[(topic, broker, partition)] = off
+    return out
+
+
+# --- topology ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopologyChange:
+    """How the broker-partitions known now differ from those in the start offset."""
+
+    new: tuple[TopicPartition, ...]
+    """In the registry now, not in the start offset: they start at ``earliest``."""
+    missing: tuple[TopicPartition, ...]
+    """In the start offset, not in the registry now (broker down, topic gone): offset kept."""
+
+
+def diff_topology(
+    start: Iterable[TopicPartition], current: Iterable[TopicPartition]
+) -> TopologyChange:
+    known = set(start)
+    now = set(current)
+    return TopologyChange(new=tuple(sorted(now - known)), missing=tuple(sorted(known - now)))
+
+
+def merge_topology(
+    start: Mapping[TopicPartition, int], earliest_of_new: Mapping[TopicPartition, int]
+) -> Offsets:
+    """Start offsets plus every new broker-partition at its earliest offset.
+
+    Nothing in ``start`` is ever dropped: a broker that vanished keeps its offset in the
+    dict and is resumed from it when it returns. Existing entries are never overwritten.
+    """
+    out = dict(start)
+    for tp, off in earliest_of_new.items():
+        out.setdefault(tp, off)
+    return out
+
+
+# --- admission control -------------------------------------------------------------------------
+
+
+def water_fill(demands: Mapping[TopicPartition, int], budget: int) -> dict[TopicPartition, int]:
+    """Split ``budget`` bytes fairly: equal shares, a share a partition cannot use is
+    redistributed to the others (max-min fairness). Integer and deterministic: the bytes left
+    over from integer division go one each to the largest demands, then by sort order.
+
+    Every result is ``<= demands[tp]`` and the sum is ``min(budget, sum(demands))``.
+    """
+    out = {tp: 0 for tp in demands}
+    remaining = max(0, budget)
+    # ascending by demand: the small ones are satisfied first, their unused share flows on
+    todo = sorted((tp for tp in demands if demands[tp] > 0), key=lambda tp: (demands[tp], tp))
+    while todo:
+        share = remaining // len(todo)
+        smallest = todo[0]
+        if demands[smallest] <= share:
+            out[smallest] = demands[smallest]
+            remaining -= demands[smallest]
+            todo.pop(0)
+            continue
+        # everyone left wants more than the share: give each the share, spread the remainder
+        rest = remaining - share * len(todo)
+        for tp in todo:
+            out[tp] = share
+        for tp in sorted(todo, key=lambda tp: (-demands[tp], tp))[:rest]:
+            out[tp] += 1
+        break
+    return out
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a header-only scan of one byte window ``[lo, hi)`` of a log found.
+
+    ``boundaries``: every message boundary seen, ascending, starting with ``lo`` (a window
+    always starts at a known boundary): the start of each complete message and the end of the
+    last one. ``next_size``: full size (4 + LENGTH) of the message starting at
+    ``boundaries[-1]``, if its 4-byte length field was inside the window, else ``None``.
+    """
+
+    boundaries: tuple[int, ...]
+    next_size: int | None = None
+
+    def size_at(self, offset: int) -> int | None:
+        """Size of the message starting at boundary ``offset``, if this scan knows it."""
+        b = self.boundaries
+        if not b or offset < b[0] or offset > b[-1]:
+            return None
+        if offset == b[-1]:
+            return self.next_size
+        i = _bisect(b, offset)
+        if b[i] != offset:
+            return None
+        return b[i + 1] - offset
+
+
+def _bisect(seq: Sequence[int], x: int) -> int:
+    lo, hi = 0, len(seq)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if seq[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+Windows = Mapping[TopicPartition, tuple[int, int]]
+"""``{tp: (lo, hi)}``: byte windows to scan; ``lo`` is a message boundary, ``hi <= latest``."""
+ScanFn = Callable[[Windows], Mapping[TopicPartition, Scan]]
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Result of :func:`admit`."""
+
+    ends: Offsets
+    """End offset per broker-partition (every key of the input), always a message boundary."""
+    oversize: TopicPartition | None = None
+    """Set when the micro-batch is one message larger than the whole budget (progress rule)."""
+    scanned_bytes: int = 0
+    """Bytes the scans asked for (the driver-side cost of cutting at message boundaries)."""
+    windows: tuple[Windows, ...] = field(default_factory=tuple)
+    """The windows scanned, one mapping per scan round trip."""
+
+
+HEADER = 4  # int32 LENGTH: all a scan needs to learn a message's size
+MAX_ROUNDS = 3  # water-filling rounds (one scan round trip per broker each)
+
+
+def admit(
+    positions: Mapping[TopicPartition, tuple[int, int]],
+    budget: int,
+    scan: ScanFn,
+    *,
+    segment_starts: Mapping[TopicPartition, Sequence[int]] | None = None,
+    ages: Mapping[TopicPartition, int] | None = None,
+) -> Admission:
+    """Choose end offsets for one micro-batch reading at most ``budget`` bytes.
+
+    ``positions``: ``{tp: (start, latest)}``; ``start`` and ``latest`` are message boundaries
+    (a log end is one). ``segment_starts``: the segment start offsets OFFSETS returned, also
+    boundaries, known for free. ``ages``: how many consecutive micro-batches a partition with
+    pending data admitted nothing (starvation; kept by the caller, only affects fairness).
+
+    Guarantees: every end is a message boundary with ``start <= end <= latest``; the bytes
+    admitted, ``sum(end - start)``, are ``<= budget``, except that a micro-batch that could
+    admit nothing at all takes exactly one message (larger than the budget) so the stream
+    always progresses; a partition that admitted nothing for a while gets priority, so none
+    starves behind partitions with smaller messages.
+
+    Algorithm (water-filling at message boundaries):
+
+    1. Nothing pending, or everything pending fits: end = latest (no I/O).
+    2. Priority order: starvation age descending, then ``(topic, broker, partition)``. The
+       head message of every starved partition is looked at (a 4-byte window each); if the
+       top one is larger than the whole budget the micro-batch is that message alone;
+       otherwise starved heads are reserved in priority order while they fit.
+    3. The rest of the budget is water-filled over the pending bytes: each partition gets an
+       equal share, a share a partition cannot use goes to the others.
+    4. Each partition whose share does not reach ``latest`` gets one window scanned:
+       ``[lo, cur + share + 4)`` where ``lo`` is the last known boundary (its current cut, or
+       a segment start) at or before ``cur + share``; its cut moves to the last boundary at
+       or before ``cur + share``. What the cuts left unused (each loses less than a message)
+       is water-filled again over the partitions that moved (``MAX_ROUNDS`` rounds at most:
+       one that could not move has a next message larger than any later share).
+    5. Then, in priority order, a partition whose next message's size a scan saw takes that
+       message while it fits in what is left.
+    6. Nothing admitted: the first partition in priority order whose head size is known takes
+       that one message.
+    """
+    segs = segment_starts or {}
+    age = ages or {}
+    starts = {tp: s for tp, (s, _) in positions.items()}
+    latest = {tp: max(s, lt) for tp, (s, lt) in positions.items()}
+    ends: Offsets = dict(starts)
+    active = [tp for tp in positions if latest[tp] > starts[tp]]
+    pending = {tp: latest[tp] - starts[tp] for tp in active}
+    if not active:
+        return Admission(ends)
+    if sum(pending.values()) <= budget:
+        for tp in active:
+            ends[tp] = latest[tp]
+        return Admission(ends)
+
+    budget = max(0, budget)
+    order = sorted(active, key=lambda tp: (-age.get(tp, 0), tp))
+    scanned = 0
+    windows_used: list[Windows] = []
+
+    # 2. starved heads
+    starved = [tp for tp in order if age.get(tp, 0) > 0]
+    head: dict[TopicPartition, int] = {}
+    if starved:
+        w = {tp: (starts[tp], min(latest[tp], starts[tp] + HEADER)) for tp in starved}
+        windows_used.append(w)
+        scanned += sum(hi - lo for lo, hi in w.values())
+        found = scan(w)
+        for tp in starved:
+            sc = found.get(tp)
+            size = sc.size_at(starts[tp]) if sc is not None else None
+            if size is not None:
+                head[tp] = _check_head(tp, starts[tp], size, latest[tp])
+        top = order[0]
+        if top in head and head[top] > budget:
+            ends[top] = starts[top] + head[top]
+            return Admission(
+                ends, oversize=top, scanned_bytes=scanned, windows=tuple(windows_used)
+            )
+    reserved: dict[TopicPartition, int] = {}
+    remaining = budget
+    for tp in starved:
+        h = head.get(tp)
+        if h is not None and h <= remaining and h <= pending[tp]:
+            reserved[tp] = h
+            remaining -= h
+
+    # 3-5. water-fill what is left, cut at the last boundary, repeat with what the cuts left
+    cur = {tp: starts[tp] + reserved.get(tp, 0) for tp in active}
+    last_scan: dict[TopicPartition, Scan] = {}
+    open_ = [tp for tp in active if cur[tp] < latest[tp]]
+    for _ in range(MAX_ROUNDS):
+        if remaining <= 0 or not open_:
+            break
+        share = water_fill({tp: latest[tp] - cur[tp] for tp in open_}, remaining)
+        windows: dict[TopicPartition, tuple[int, int]] = {}
+        limits: dict[TopicPartition, int] = {}
+        moved: set[TopicPartition] = set()
+        for tp in open_:
+            if share[tp] == 0:
+                continue
+            hi = cur[tp] + share[tp]
+            if hi >= latest[tp]:
+                remaining -= latest[tp] - cur[tp]
+                cur[tp] = latest[tp]
+                moved.add(tp)
+                continue
+            known = last_scan.get(tp)
+            size = known.size_at(cur[tp]) if known is not None else None
+            if size is not None and cur[tp] + size > hi:
+                continue  # the next message is already known not to fit: no scan
+            lo = cur[tp]
+            for seg in segs.get(tp, ()):
+                if lo < seg <= hi:
+                    lo = seg
+            windows[tp] = (lo, min(latest[tp], hi + HEADER))
+            limits[tp] = hi
+        if windows:
+            windows_used.append(windows)
+            scanned += sum(hi - lo for lo, hi in windows.values())
+            found = scan(windows)
+            for tp, (lo, _) in windows.items():
+                end = lo
+                sc = found.get(tp)
+                if sc is not None:
+                    last_scan[tp] = sc
+                    for b in sc.boundaries:
+                        if end < b <= limits[tp]:
+                            end = b
+                if end > cur[tp]:
+                    remaining -= end - cur[tp]
+                    cur[tp] = end
+                    moved.add(tp)
+        # a partition that could not move has a next message larger than its share: the
+        # shares only shrink from here, so it is done until the one-message step below
+        open_ = [tp for tp in open_ if tp in moved and cur[tp] < latest[tp]]
+        if not moved:
+            break
+    for tp in active:
+        ends[tp] = cur[tp]
+
+    # 5'. whole messages whose size a scan saw, in priority order, while they fit
+    used = sum(ends[tp] - starts[tp] for tp in active)
+    for tp in order:
+        sc = last_scan.get(tp)
+        if sc is None or ends[tp] >= latest[tp]:
+            continue
+        size = sc.size_at(ends[tp])
+        if size is not None and size <= remaining and ends[tp] + size <= latest[tp]:
+            ends[tp] += size
+            remaining -= size
+            used += size
+
+    # 6. progress rule
+    oversize = None
+    if used == 0:
+        unknown = {
+            tp: (starts[tp], min(latest[tp], starts[tp] + HEADER))
+            for tp in order
+            if tp not in head and tp not in last_scan
+        }
+        if unknown:  # only with a budget too small to have scanned anything
+            windows_used.append(unknown)
+            scanned += sum(hi - lo for lo, hi in unknown.values())
+            last_scan.update(scan(unknown))
+        for tp in order:
+            size = head.get(tp)
+            if size is None:
+                sc = last_scan.get(tp)
+                size = sc.size_at(starts[tp]) if sc is not None else None
+            if size is not None:
+                ends[tp] = starts[tp] + _check_head(tp, starts[tp], size, latest[tp])
+                oversize = tp
+                break
+    return Admission(ends, oversize=oversize, scanned_bytes=scanned, windows=tuple(windows_used))
+
+
+def _check_head(tp: TopicPartition, start: int, size: int, latest: int) -> int:
+    """A message starting at a boundary ends at or before the log end (itself a boundary):
+    a header claiming more means ``start`` is not a message boundary."""
+    if start + size > latest:
+        topic, broker, partition = tp
+        raise InvalidMessageSizeError(
+            f"topic {topic!r}, broker {broker}, partition {partition}: the message at offset "
+            f"{start} claims {size} bytes, past the log end {latest}: {start} is not a message "
+            "boundary (a stream offset must be one: startingOffsets JSON given inside a "
+            "message?)",
+            offset=start,
+        )
+    return size
+
+
+def next_ages(
+    ages: Mapping[TopicPartition, int],
+    positions: Mapping[TopicPartition, tuple[int, int]],
+    ends: Mapping[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """Starvation ages after a micro-batch: +1 for a partition with pending data that admitted
+    nothing, dropped (0) for every other."""
+    out: dict[TopicPartition, int] = {}
+    for tp, (s, lt) in positions.items():
+        if lt > s and ends.get(tp, s) == s:
+            out[tp] = ages.get(tp, 0) + 1
+    return out
+
+
+def cap_to_target(
+    latest: Mapping[TopicPartition, int], target: Mapping[TopicPartition, int] | None
+) -> Offsets:
+    """Trigger.AvailableNow: never go past the offsets recorded at the start of the query.
+
+    A partition not in ``target`` appeared after it was recorded: it contributes nothing.
+    """
+    if target is None:
+        return dict(latest)
+    out: Offsets = {}
+    for tp, off in latest.items():
+        if tp in target:
+            out[tp] = min(off, target[tp])
+    return out
+
+
+def scan_window(data: bytes | memoryview, lo: int) -> Scan:
+    """Header-only scan of the bytes of window ``[lo, lo + len(data))`` (no CRC, no
+    decompression): :func:`kafka_pyspark.messages.scan_boundaries` plus the size of the
+    message after the last complete one when its length field is in the window."""
+    from kafka_pyspark.messages import scan_boundaries
+
+    starts, end = scan_boundaries(data, lo)
+    bounds = [int(x) for x in starts]
+    if not bounds or bounds[-1] != end:
+        bounds.append(int(end))
+    if bounds[0] != lo:
+        bounds.insert(0, lo)
+    pos = end - lo
+    next_size = None
+    if len(data) - pos >= HEADER:
+        length = int.from_bytes(bytes(data[pos : pos + HEADER]), "big", signed=True)
+        next_size = HEADER + length if length >= 0 else None
+    return Scan(tuple(bounds), next_size)

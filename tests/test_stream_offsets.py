@@ -1,0 +1,327 @@
+"""Pure tests of the stream offset format, topology merging and admission control."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_pyspark.errors import OffsetFormatError
+from kafka_pyspark.spark.stream_offsets import (
+    Scan,
+    TopicPartition,
+    Windows,
+    admit,
+    cap_to_target,
+    diff_topology,
+    from_offset_dict,
+    merge_topology,
+    next_ages,
+    parse_partition_key,
+    to_offset_dict,
+    water_fill,
+)
+
+A: TopicPartition = ("a", 0, 0)
+B: TopicPartition = ("a", 0, 1)
+C: TopicPartition = ("b", 1, 0)
+
+
+class FakeLog:
+    """Synthetic logs: per partition, consecutive messages of the given sizes from ``base``."""
+
+    def __init__(self, sizes: Mapping[TopicPartition, Sequence[int]], base: int = 0) -> None:
+        self.bounds: dict[TopicPartition, list[int]] = {}
+        for tp, ss in sizes.items():
+            b = [base]
+            for s in ss:
+                b.append(b[-1] + s)
+            self.bounds[tp] = b
+        self.calls: list[dict[TopicPartition, tuple[int, int]]] = []
+
+    def latest(self, tp: TopicPartition) -> int:
+        return self.bounds[tp][-1]
+
+    def scan(self, windows: Windows) -> dict[TopicPartition, Scan]:
+        self.calls.append(dict(windows))
+        out = {}
+        for tp, (lo, hi) in windows.items():
+            b = self.bounds[tp]
+            assert lo in b, "windows must start at a message boundary"
+            assert hi <= b[-1], "windows never go past latest"
+            inside = [x for x in b if lo <= x <= hi]
+            last = inside[-1]
+            i = b.index(last)
+            nxt = None
+            if i + 1 < len(b) and last + 4 <= hi:
+                nxt = b[i + 1] - last
+            out[tp] = Scan(tuple(inside), nxt)
+        return out
+
+
+# --- format -----------------------------------------------------------------------------------
+
+
+def test_offset_dict_round_trip_and_canonical_order() -> None:
+    offs = {("b", 1, 0): 5, ("a", 10, 2): 7, ("a", 2, 10): 9, ("a", 2, 3): 0}
+    d = to_offset_dict(offs)
+    assert d == {"a": {"2-3": 0, "2-10": 9, "10-2": 7}, "b": {"1-0": 5}}
+    assert list(d) == ["a", "b"]
+    assert list(d["a"]) == ["2-3", "2-10", "10-2"]  # numeric, not lexicographic
+    assert from_offset_dict(json.loads(json.dumps(d))) == offs
+    # the JSON is the same whatever order the input came in
+    rev = dict(reversed(list(offs.items())))
+    assert json.dumps(to_offset_dict(rev)) == json.dumps(d)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {"t": [1]},
+        {"t": {"0": 1}},
+        {"t": {"0-x": 1}},
+        {"t": {"0-1": -1}},
+        {"t": {"0-1": True}},
+        {"t": {"0-1": "12"}},
+        {"t": {"0-1": 1.5}},
+    ],
+)
+def test_offset_dict_rejects_malformed(bad: object) -> None:
+    with pytest.raises(OffsetFormatError):
+        from_offset_dict(bad)
+
+
+def test_parse_partition_key() -> None:
+    assert parse_partition_key("12-3") == (12, 3)
+    with pytest.raises(OffsetFormatError, match="brokerId-partition"):
+        parse_partition_key("-1-3", topic="t")
+
+
+def test_topology_keeps_vanished_and_adds_new_at_earliest() -> None:
+    start = {A: 100, B: 200}
+    change = diff_topology(start, [A, C])
+    assert change.new == (C,)
+    assert change.missing == (B,)
+    merged = merge_topology(start, {C: 0, A: 5})
+    assert merged == {A: 100, B: 200, C: 0}  # B kept, A not overwritten
+
+
+def test_cap_to_target() -> None:
+    assert cap_to_target({A: 10, B: 20}, None) == {A: 10, B: 20}
+    assert cap_to_target({A: 10, B: 20, C: 5}, {A: 15, B: 12}) == {A: 10, B: 12}
+
+
+# --- water filling ------------------------------------------------------------------------------
+
+
+def test_water_fill_equal_and_redistributed() -> None:
+    assert water_fill({A: 100, B: 100}, 100) == {A: 50, B: 50}
+    assert water_fill({A: 10, B: 100, C: 100}, 100) == {A: 10, B: 45, C: 45}
+    assert water_fill({A: 10, B: 20}, 100) == {A: 10, B: 20}
+    assert water_fill({A: 0, B: 20}, 7) == {A: 0, B: 7}
+    r = water_fill({A: 100, B: 100, C: 100}, 100)
+    assert sorted(r.values()) == [33, 33, 34]
+
+
+@given(
+    st.lists(st.integers(0, 10_000), min_size=1, max_size=8),
+    st.integers(0, 40_000),
+)
+def test_water_fill_properties(demands: list[int], budget: int) -> None:
+    d = {("t", 0, i): x for i, x in enumerate(demands)}
+    r = water_fill(d, budget)
+    assert sum(r.values()) == min(budget, sum(demands))
+    assert all(0 <= r[tp] <= d[tp] for tp in d)
+    # max-min fair: a partition below its demand gets at least what any other gets, minus 1
+    for tp in d:
+        if r[tp] < d[tp]:
+            assert all(r[tp] >= r[o] - 1 for o in d)
+
+
+# --- admission ----------------------------------------------------------------------------------
+
+
+def positions(
+    log: FakeLog, starts: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, tuple[int, int]]:
+    return {tp: (s, log.latest(tp)) for tp, s in starts.items()}
+
+
+def test_everything_fits_no_io() -> None:
+    log = FakeLog({A: [10] * 5, B: [20] * 5})
+    r = admit(positions(log, {A: 0, B: 0}), 1000, log.scan)
+    assert r.ends == {A: 50, B: 100}
+    assert log.calls == []
+    assert r.scanned_bytes == 0
+
+
+def test_nothing_pending() -> None:
+    log = FakeLog({A: [10] * 5})
+    r = admit(positions(log, {A: 50}), 10, log.scan)
+    assert r.ends == {A: 50}
+    assert log.calls == []
+
+
+def test_cut_at_last_boundary_within_fair_share() -> None:
+    log = FakeLog({A: [30] * 10, B: [30] * 10})
+    r = admit(positions(log, {A: 0, B: 0}), 100, log.scan)
+    # shares 50/50 -> one message each (30), leftover 40 -> one more for A (priority order)
+    assert r.ends == {A: 60, B: 30}
+    assert r.oversize is None
+    # one scan round, windows start at the start offsets and go 4 bytes past the share
+    assert log.calls == [{A: (0, 54), B: (0, 54)}]
+
+
+def test_unused_share_goes_to_others() -> None:
+    log = FakeLog({A: [10], B: [10] * 100})
+    r = admit(positions(log, {A: 0, B: 0}), 500, log.scan)
+    assert r.ends == {A: 10, B: 490}
+
+
+def test_single_message_larger_than_limit_still_progresses() -> None:
+    log = FakeLog({A: [1000, 10], B: [800]})
+    r = admit(positions(log, {A: 0, B: 0}), 100, log.scan)
+    assert r.oversize == A
+    assert r.ends == {A: 1000, B: 0}
+    # the next batch: A's small message and B's big one; B starved once -> priority
+    ages = next_ages({}, positions(log, {A: 0, B: 0}), r.ends)
+    assert ages == {B: 1}
+    r2 = admit(positions(log, {A: 1000, B: 0}), 100, log.scan, ages=ages)
+    assert r2.oversize == B
+    assert r2.ends == {A: 1000, B: 800}
+
+
+def test_segment_starts_shrink_the_scanned_window() -> None:
+    sizes = [100] * 100  # segment starts every 1000 bytes
+    log = FakeLog({A: sizes})
+    r = admit(positions(log, {A: 0}), 4550, log.scan, segment_starts={A: [9000, 4000, 1000, 0]})
+    assert r.ends == {A: 4500}
+    assert log.calls == [{A: (4000, 4554)}]
+    assert r.scanned_bytes == 554
+
+
+def test_starved_partition_gets_priority() -> None:
+    # A: messages of 60% of the budget; B: small messages, always plenty
+    budget = 1000
+    log = FakeLog({A: [600] * 20, B: [10] * 5000})
+    starts = {A: 0, B: 0}
+    ages: dict[TopicPartition, int] = {}
+    a_progress = 0
+    for _ in range(10):
+        pos = positions(log, starts)
+        r = admit(pos, budget, log.scan, ages=ages)
+        assert sum(r.ends[tp] - starts[tp] for tp in starts) <= budget
+        a_progress += r.ends[A] > starts[A]
+        ages = next_ages(ages, pos, r.ends)
+        starts = dict(r.ends)
+    assert a_progress >= 4  # at least every other batch
+
+
+def test_starved_head_reserved_counts_against_budget() -> None:
+    log = FakeLog({A: [600] * 3, B: [10] * 500})
+    r = admit(positions(log, {A: 0, B: 0}), 1000, log.scan, ages={A: 1})
+    assert r.ends[A] == 600
+    assert r.ends[B] == 400
+    assert log.calls[0] == {A: (0, 4)}  # the starved head's size: a 4-byte look
+
+
+def test_top_priority_oversize_goes_alone() -> None:
+    log = FakeLog({A: [5000], B: [10] * 500})
+    r = admit(positions(log, {A: 0, B: 0}), 1000, log.scan, ages={A: 3})
+    assert r.oversize == A
+    assert r.ends == {A: 5000, B: 0}
+
+
+def test_missing_scan_answer_admits_nothing_there() -> None:
+    log = FakeLog({A: [30] * 10, B: [30] * 10})
+
+    def scan(w: Windows) -> dict[TopicPartition, Scan]:
+        out = log.scan(w)
+        out.pop(B, None)  # e.g. the broker went away between OFFSETS and FETCH
+        return out
+
+    r = admit(positions(log, {A: 0, B: 0}), 100, scan)
+    assert r.ends[B] == 0
+    assert r.ends[A] in (60, 90)
+
+
+Case = tuple[FakeLog, dict[TopicPartition, int], int, dict[TopicPartition, int]]
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> Case:
+    n = draw(st.integers(1, 5))
+    sizes = {}
+    starts = {}
+    for i in range(n):
+        tp = ("t", i % 2, i)
+        ss = draw(st.lists(st.integers(10, 400), min_size=0, max_size=30))
+        sizes[tp] = ss
+    log = FakeLog(sizes, base=draw(st.sampled_from([0, 1 << 33])))
+    for tp in sizes:
+        b = log.bounds[tp]
+        starts[tp] = b[draw(st.integers(0, len(b) - 1))]
+    budget = draw(st.integers(0, 3000))
+    ages = {tp: draw(st.integers(0, 3)) for tp in sizes}
+    return log, starts, budget, ages
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs())
+def test_admission_invariants(case: Case) -> None:
+    log, starts, budget, ages = case
+    pos = positions(log, starts)
+    r = admit(pos, budget, log.scan, ages=ages)
+    assert set(r.ends) == set(starts)
+    total = 0
+    for tp, end in r.ends.items():
+        assert starts[tp] <= end <= log.latest(tp)
+        assert end in log.bounds[tp], "an end offset is always a message boundary"
+        total += end - starts[tp]
+    pending = sum(log.latest(tp) - starts[tp] for tp in starts)
+    if pending:
+        assert total > 0, "the stream always progresses"
+    if total > budget:
+        # only as one message larger than the whole budget
+        moved = [tp for tp in starts if r.ends[tp] != starts[tp]]
+        assert len(moved) == 1
+        (tp,) = moved
+        b = log.bounds[tp]
+        assert b[b.index(starts[tp]) + 1] == r.ends[tp]
+        assert r.oversize == tp
+    # the driver never looks at more than budget + a header per partition (+ starved heads)
+    assert r.scanned_bytes <= 2 * budget + 16 * len(starts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(logs())
+def test_admission_drains_every_partition(
+    case: Case,
+) -> None:
+    log, starts, budget, _ = case
+    ages: dict[TopicPartition, int] = {}
+    cur = dict(starts)
+    for _ in range(2000):
+        pos = positions(log, cur)
+        if all(s == lt for s, lt in pos.values()):
+            break
+        r = admit(pos, budget, log.scan, ages=ages)
+        ages = next_ages(ages, pos, r.ends)
+        assert max(ages.values(), default=0) <= len(cur) + 1, "no partition starves"
+        cur = dict(r.ends)
+    assert cur == {tp: log.latest(tp) for tp in cur}
+
+
+def test_start_inside_a_message_is_detected() -> None:
+    from kafka_pyspark.errors import InvalidMessageSizeError
+
+    def scan(w: Windows) -> dict[TopicPartition, Scan]:
+        # a "header" read inside a message announces a size past the log end
+        return {tp: Scan((lo,), 1 << 20) for tp, (lo, _) in w.items()}
+
+    with pytest.raises(InvalidMessageSizeError, match="not a message boundary"):
+        admit({A: (5, 400)}, 100, scan)
