@@ -1,0 +1,204 @@
+"""Message-set codec throughput against the physical limits measured in the same run.
+
+DESIGN.md targets, per core, 200-byte messages:
+
+- decode, uncompressed, CRC on: >= 2,000,000 messages/s and >= 50% of the limit, the cost the
+  bytes have anyway: CRC-32 over every payload (one ``zlib.crc32`` call per 1 MiB fetch) plus
+  one copy of the payloads;
+- decode, gzip: >= 80% of plain ``zlib`` decompression of the same wrapper payloads;
+- decode, snappy: >= 60% of plain snappy decompression of the same wrapper payloads
+  (``cramjam.snappy.decompress_raw`` per snappy-java block).
+
+The decode loop is the reader's: FETCH-sized (1 MiB) zero-copy slices of one log, each decoded
+from the previous ``next_offset`` (so partial tails are part of the work). Wrappers hold
+``batch.size`` = 200 messages, as 0.7.2's producer makes them. Payloads are JSON-like log lines
+(gzip ~3x, snappy ~2x); a variable-size row (100-300 bytes) shows the case where lengths differ
+from message to message. Encoding rows time ``encode_message_set_arrow`` on 200-row slices
+(the writer's call); gzip encoding is compared with bare ``zlib`` deflate of the same bytes.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from bench.results import Recorder, best_time, best_times
+from kafka_pyspark.messages import decode_message_set, encode_message_set
+from kafka_pyspark.messages.compression import GZIP_LEVEL
+from kafka_pyspark.messages.encode import encode_message_set_arrow
+
+FETCH_SIZE = 1 << 20
+MESSAGES = 40_000
+BATCH = 200
+SIZE = 200
+REPEAT = 7
+
+_WORDS = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima", "mike", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform",
+    "victor", "whiskey", "xray", "yankee", "zulu", "error", "warn", "info", "debug", "checkout",
+    "cart", "login", "logout", "search", "payment", "refund", "shipped",
+]
+
+
+def make_payloads(count: int, size: int | tuple[int, int] = SIZE, seed: int = 7) -> list[bytes]:
+    """JSON-like log lines of exactly ``size`` bytes (or a size drawn from a range)."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(count):
+        n = size if isinstance(size, int) else rnd.randint(*size)
+        line = (
+            f'{{"ts":{1700000000000 + i * 7},"host":"web-{rnd.randrange(40):02d}",'
+            f'"user":{rnd.randrange(10**6)},"status":{rnd.choice((200, 200, 200, 404, 500))},'
+            f'"ms":{rnd.randrange(900)},"trace":"{rnd.getrandbits(64):016x}","msg":"'
+        )
+        while len(line) < n:
+            line += rnd.choice(_WORDS) + " "
+        out.append((line[: n - 2] + '"}').encode()[:n])
+    return out
+
+
+def _read_all(log: memoryview, verify_crc: bool = True) -> int:
+    offset = 0
+    rows = 0
+    end = len(log)
+    while offset < end:
+        result = decode_message_set(log[offset : offset + FETCH_SIZE], offset,
+                                    verify_crc=verify_crc)
+        rows += result.batch.num_rows
+        if result.bytes_consumed == 0:  # pragma: no cover - would loop forever
+            raise RuntimeError("no progress")
+        offset = result.next_offset
+    return rows
+
+
+def _chunks(data: bytes, size: int = FETCH_SIZE) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def _wrapper_payloads(log: bytes) -> list[bytes]:
+    """The payloads of the (outer) wrapper messages of a compressed log."""
+    out = []
+    pos = 0
+    while pos < len(log):
+        (length,) = struct.unpack_from(">i", log, pos)
+        out.append(log[pos + 10 : pos + 4 + length])
+        pos += 4 + length
+    return out
+
+
+def _snappy_plain(payloads: list[bytes]) -> Callable[[], None]:
+    import cramjam
+
+    decompress = cramjam.snappy.decompress_raw
+    unpack = struct.Struct(">i").unpack_from
+
+    def run() -> None:
+        for p in payloads:
+            pos = 16
+            while pos < len(p):
+                (n,) = unpack(p, pos)
+                decompress(p[pos + 4 : pos + 4 + n])
+                pos += 4 + n
+
+    return run
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else float("inf")
+
+
+def _decode_rows(rec: Recorder, label: str, values: list[bytes], target: str) -> None:
+    log = encode_message_set(values)
+    payload_bytes = b"".join(values)
+    pieces = _chunks(payload_bytes)
+    mv = memoryview(log)
+    assert _read_all(mv) == len(values)
+    best = best_times(
+        {
+            "decode": lambda: _read_all(mv),
+            "crc": lambda: [zlib.crc32(p) for p in pieces],
+            "copy": lambda: [bytearray(p) for p in pieces],
+            "nocrc": lambda: _read_all(mv, False),
+        },
+        repeat=REPEAT,
+    )
+    t_decode, t_crc, t_copy, t_nocrc = best["decode"], best["crc"], best["copy"], best["nocrc"]
+    n = len(values)
+    limit = _rate(n, t_crc + t_copy)
+    mb = len(payload_bytes) / 1e6
+    rec.record(f"decode.none.{label}", _rate(n, t_decode), "msgs/s", limit=limit, target=target)
+    rec.record(f"decode.none.{label}.MBps", mb / t_decode, "MB/s", limit=mb / (t_crc + t_copy))
+    rec.record(f"decode.none.{label}.no_crc", _rate(n, t_nocrc), "msgs/s", limit=limit,
+               note="verify_crc=False, against the same CRC+copy limit")
+
+
+def _compressed_log(values: list[bytes], codec: str) -> bytes:
+    return b"".join(
+        encode_message_set(values[i : i + BATCH], compression=codec)
+        for i in range(0, len(values), BATCH)
+    )
+
+
+def _compressed_rows(rec: Recorder, codec: str, values: list[bytes], target: str) -> None:
+    log = _compressed_log(values, codec)
+    payloads = _wrapper_payloads(log)
+    mv = memoryview(log)
+    assert _read_all(mv) == len(values)
+    plain: Callable[[], Any]
+    if codec == "gzip":
+        plain = lambda: [zlib.decompress(p, 31) for p in payloads]  # noqa: E731
+    else:
+        plain = _snappy_plain(payloads)
+    best = best_times(
+        {"decode": lambda: _read_all(mv), "plain": plain, "nocrc": lambda: _read_all(mv, False)},
+        repeat=REPEAT,
+    )
+    t_decode, t_plain, t_nocrc = best["decode"], best["plain"], best["nocrc"]
+    n = len(values)
+    limit = _rate(n, t_plain)
+    rec.record(f"decode.{codec}.200B", _rate(n, t_decode), "msgs/s", limit=limit, target=target,
+               note=f"compression ratio {sum(map(len, values)) / len(log):.2f}")
+    rec.record(f"decode.{codec}.200B.no_crc", _rate(n, t_nocrc), "msgs/s", limit=limit,
+               note="verify_crc=False")
+
+
+def _encode_rows(rec: Recorder, values: list[bytes]) -> None:
+    array = pa.array(values, pa.binary())
+    slices = [array.slice(i, BATCH) for i in range(0, len(array), BATCH)]
+    n = len(values)
+    for codec in ("none", "snappy", "gzip"):
+        t = best_time(
+            lambda c=codec: [encode_message_set_arrow(s, compression=c) for s in slices],  # type: ignore[misc]
+            repeat=REPEAT,
+        )
+        limit = None
+        target = ">= 500,000 msgs/s (writer, end to end)"
+        if codec == "gzip":
+            inner = [encode_message_set(values[i : i + BATCH]) for i in range(0, n, BATCH)]
+
+            def deflate(inner: list[bytes] = inner) -> None:
+                for raw in inner:
+                    c = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -15)
+                    c.compress(raw)
+                    c.flush()
+
+            limit = _rate(n, best_time(deflate, repeat=REPEAT))
+            target = ">= 70% of bare zlib compression (writer, end to end)"
+        rec.record(f"encode.arrow.{codec}.batch200", _rate(n, t), "msgs/s", limit=limit,
+                   target=target)
+
+
+def run(rec: Recorder) -> None:
+    fixed = make_payloads(MESSAGES)
+    _decode_rows(rec, "200B", fixed, ">= 2,000,000 msgs/s and ratio >= 50%")
+    _decode_rows(rec, "100-300B", make_payloads(MESSAGES, (100, 300), seed=11),
+                 "(informative: lengths differ from message to message)")
+    _compressed_rows(rec, "gzip", fixed, "ratio >= 80%")
+    _compressed_rows(rec, "snappy", fixed, "ratio >= 60%")
+    _encode_rows(rec, fixed)

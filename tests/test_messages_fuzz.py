@@ -1,0 +1,103 @@
+"""Hostile input: random and mutated buffers give a correct result or a typed MessageError,
+never another exception and never a hang."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_pyspark.errors import MessageError
+from kafka_pyspark.messages import (
+    MESSAGE_SCHEMA,
+    decode_message_set,
+    encode_message,
+    encode_message_set,
+    scan_boundaries,
+)
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check(data: bytes, base: int = 0, **kw: object) -> None:
+    """Decode; a result must be self-consistent, an error must be a typed MessageError."""
+    try:
+        result = decode_message_set(data, base, **kw)  # type: ignore[arg-type]
+    except MessageError as e:
+        assert e.offset is None or base <= e.offset <= base + len(data)
+    else:
+        assert result.batch.schema == MESSAGE_SCHEMA
+        assert 0 <= result.bytes_consumed <= len(data)
+        assert result.next_offset == base + result.bytes_consumed
+        offsets = result.batch.column("offset").to_pylist()
+        nexts = result.batch.column("next_offset").to_pylist()
+        assert all(base <= o < n <= result.next_offset for o, n in zip(offsets, nexts, strict=True))
+        assert offsets == sorted(offsets)
+        if result.partial_size is not None:
+            assert result.partial_size > len(data) - result.bytes_consumed
+    with contextlib.suppress(MessageError):
+        scan_boundaries(data, base)
+
+
+def sample_log(rnd: random.Random) -> bytes:
+    parts = []
+    for _ in range(rnd.randrange(1, 6)):
+        codec = rnd.choice(["none", "gzip", "snappy"])
+        values = [rnd.randbytes(rnd.randrange(0, 20)) for _ in range(rnd.randrange(1, 4))]
+        if codec == "none":
+            parts.append(b"".join(encode_message(v, magic=rnd.choice([0, 1])) for v in values))
+        else:
+            parts.append(encode_message_set(values, compression=codec,
+                                            magic=rnd.choice([0, 1])))
+    return b"".join(parts)
+
+
+@FUZZ
+@given(data=st.binary(max_size=300))
+def test_random_bytes(data: bytes) -> None:
+    check(data)
+    check(data, verify_crc=False)
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32), flips=st.integers(1, 4))
+def test_mutated_logs(seed: int, flips: int) -> None:
+    rnd = random.Random(seed)
+    data = bytearray(sample_log(rnd))
+    for _ in range(flips):
+        kind = rnd.randrange(4)
+        pos = rnd.randrange(len(data))
+        if kind == 0:
+            data[pos] ^= 1 << rnd.randrange(8)
+        elif kind == 1:
+            data[pos] = rnd.choice([0, 1, 2, 3, 0x7F, 0x80, 0xFF])
+        elif kind == 2:
+            del data[pos : pos + rnd.randrange(1, 5)]
+        else:
+            data[pos:pos] = rnd.randbytes(rnd.randrange(1, 5))
+    check(bytes(data), rnd.randrange(1 << 20))
+    check(bytes(data), verify_crc=False, max_decompressed_size=rnd.randrange(0, 200))
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32))
+def test_mutated_wrapper_contents(seed: int) -> None:
+    """Corrupt the inner set, then wrap it with a valid CRC: decompression and the inner
+    decoder face the garbage."""
+    rnd = random.Random(seed)
+    inner = bytearray(sample_log(rnd))
+    for _ in range(rnd.randrange(1, 4)):
+        inner[rnd.randrange(len(inner))] = rnd.randrange(256)
+    codec = rnd.choice(["gzip", "snappy"])
+    from kafka_pyspark.messages.compression import gzip_compress, snappy_compress
+
+    payload = gzip_compress(bytes(inner)) if codec == "gzip" else snappy_compress(bytes(inner))
+    if rnd.random() < 0.3:
+        damaged = bytearray(payload)
+        damaged[rnd.randrange(len(damaged))] ^= 0xFF
+        payload = bytes(damaged)
+    data = encode_message(payload, codec=codec)
+    check(data)
+    check(data, verify_crc=False)
