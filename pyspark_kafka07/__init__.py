@@ -1,4 +1,4 @@
-"""Auto-registration hook: Spark 4 registers ``DefaultSource`` of installed ``pyspark_*`` modules."""
+"""Auto-registration: Spark 4 registers ``DefaultSource`` of installed ``pyspark_*`` modules."""
 
 from kafka_pyspark.spark.source import Kafka07DataSource as DefaultSource
 
