@@ -14,7 +14,8 @@ setup: $(STAMP) java-check zookeeper-check
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,dev]"
+	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
+	$(PY) -m pip install -q -e ".[test,dev]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 java-check:

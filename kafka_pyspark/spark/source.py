@@ -26,6 +26,11 @@ class Kafka07DataSource(DataSource):
         return "kafka07"
 
     def schema(self) -> StructType:
+        # Spark calls schema() at load() for spark.read and spark.readStream (never for
+        # writes): check the read options here so a bad one fails at load(), not at the action.
+        from kafka_pyspark.spark.options import validate_read_options
+
+        validate_read_options(self.options)
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:

@@ -1,0 +1,389 @@
+"""The batch reader (``spark.read.format("kafka07")``) and the executor read path.
+
+Driver (the planning Python worker Spark starts at ``load()``/action time):
+``Kafka07BatchReader.__init__`` parses the options (:mod:`.options`); ``pushFilters`` records
+what planning can use (:func:`.planning.plan_filter`; only where Spark keeps the plan to that
+one query, see :data:`NARROW_PLAN`); ``partitions()`` discovers the
+broker-partitions, asks OFFSETS for their bounds (:mod:`.offsets`), fixes every range's end
+(the read is a snapshot) and plans (:func:`.planning.plan_partitions`).
+
+Executors: :func:`read_partition` (shared with the streaming reader; it knows nothing of the
+mode) opens one connection to the partition's broker, fetches its ranges (FETCH, or MULTIFETCH
+for packed ranges), decodes and yields ``pyarrow.RecordBatch`` es of exactly
+:data:`~kafka_pyspark.spark.schema.ARROW_READ_SCHEMA`: consecutive fetch answers of one range
+combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes (Spark pays per
+batch), so memory is bounded by those and the fetch size, never by the topic.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from kafka_pyspark.errors import DataLossError, OffsetOutOfRangeError, OptionError, SchemaError
+from kafka_pyspark.spark.offsets import (
+    LogBounds,
+    OffsetLookup,
+    TopicPartition,
+    discover,
+    group_offsets,
+    resolve_ends,
+    resolve_starts,
+)
+from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
+from kafka_pyspark.spark.planning import (
+    FetchSettings,
+    Kafka07InputPartition,
+    OffsetRange,
+    PlanFilter,
+    plan_filter,
+    plan_partitions,
+)
+from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.messages import DecodeResult
+
+__all__ = ["Kafka07BatchReader", "plan_batch", "read_partition", "with_source_columns"]
+
+log = logging.getLogger(__name__)
+
+
+# --- executor side ----------------------------------------------------------------------------
+
+
+def _constant_string(value: str, n: int) -> pa.Array:
+    raw = value.encode("utf-8")
+    offsets = np.arange(0, (n + 1) * len(raw), len(raw), dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)]
+    )
+
+
+def _constant_int32(value: int, n: int) -> pa.Array:
+    return pa.array(np.full(n, value, dtype=np.int32), type=pa.int32())
+
+
+# the decoder's columns, in read-schema order, with the types the read schema wants
+_DECODED = tuple((f.name, f.type) for f in list(ARROW_READ_SCHEMA)[3:])
+
+
+def with_source_columns(
+    batch: pa.RecordBatch, topic: str, broker: int, partition: int
+) -> pa.RecordBatch:
+    """A decoded batch (``messages.MESSAGE_SCHEMA``) with ``topic``, ``broker`` and
+    ``partition`` added in front: exactly :data:`ARROW_READ_SCHEMA`."""
+    n = batch.num_rows
+    columns = [
+        _constant_string(topic, n),
+        _constant_int32(broker, n),
+        _constant_int32(partition, n),
+    ]
+    for name, kind in _DECODED:
+        col = batch.column(name)
+        if col.type != kind:
+            col = col.cast(kind)
+        columns.append(col)
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA)
+
+
+class _Coalescer:
+    """Combines consecutive decoded batches of one range into batches of up to ``rows`` rows /
+    ``nbytes`` bytes, then adds the source columns once per combined batch."""
+
+    __slots__ = ("broker", "held", "held_bytes", "held_rows", "key", "nbytes", "rows")
+
+    def __init__(self, broker: int, rows: int, nbytes: int) -> None:
+        self.broker = broker
+        self.rows = rows
+        self.nbytes = nbytes
+        self.key: tuple[str, int] | None = None
+        self.held: list[pa.RecordBatch] = []
+        self.held_rows = 0
+        self.held_bytes = 0
+
+    def add(self, topic: str, partition: int, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        if self.key != (topic, partition):
+            out.extend(self.flush())
+            self.key = (topic, partition)
+        self.held.append(batch)
+        self.held_rows += batch.num_rows
+        self.held_bytes += batch.nbytes
+        if self.held_rows >= self.rows or self.held_bytes >= self.nbytes:
+            out.extend(self.flush())
+        return out
+
+    def flush(self) -> list[pa.RecordBatch]:
+        if not self.held or self.key is None:
+            return []
+        held, self.held = self.held, []
+        self.held_rows = self.held_bytes = 0
+        batch = held[0] if len(held) == 1 else pa.concat_batches(held)
+        return [with_source_columns(batch, self.key[0], self.broker, self.key[1])]
+
+
+def _connect(partition: Kafka07InputPartition) -> BrokerConnection:
+    from kafka_pyspark.client import BrokerConnection
+
+    s = partition.settings
+    return BrokerConnection(
+        partition.host,
+        partition.port,
+        timeout=s.socket_timeout_ms / 1000.0,
+        buffer_size=s.socket_buffer_size,
+        broker_id=partition.broker,
+    )
+
+
+def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Every message of the partition's ranges, as Arrow batches of the read schema.
+
+    Mode-agnostic: the batch and the streaming reader both call it. A range never reads past
+    its ``end`` (a message that starts before it is read whole, none at or after it). An
+    OffsetOutOfRange answer (data deleted by retention while planned, or a log recreated) is a
+    :class:`DataLossError` naming topic, broker, partition and offsets, or, with
+    ``failOnDataLoss=false``, a warning naming what was skipped and a jump to the earliest
+    offset. Anything that is not a :class:`Kafka07InputPartition` (Spark's placeholder for an
+    empty plan) reads nothing.
+    """
+    if not isinstance(partition, Kafka07InputPartition) or not partition.ranges:
+        return
+    conn = _connect(partition)
+    try:
+        yield from _read_ranges(conn, partition)
+    finally:
+        conn.close()
+
+
+class _Cursor:
+    """Where one range stands: the next offset to read, and its end."""
+
+    __slots__ = ("end", "offset", "partition", "topic")
+
+    def __init__(self, r: OffsetRange) -> None:
+        self.topic = r.topic
+        self.partition = r.partition
+        self.offset = r.start
+        self.end = r.end
+
+    def as_tuple(self) -> tuple[str, int, int, int]:
+        return (self.topic, self.partition, self.offset, self.end)
+
+
+def _read_ranges(
+    conn: BrokerConnection, partition: Kafka07InputPartition
+) -> Iterator[pa.RecordBatch]:
+    from kafka_pyspark.client import iter_multi_range, iter_range
+
+    s = partition.settings
+    kwargs: dict[str, Any] = {
+        "fetch_size": s.fetch_size,
+        "max_fetch_size": s.max_fetch_size,
+        "verify_crc": s.verify_crc,
+        "max_decompressed_size": s.max_decompressed_size,
+        "broker_id": partition.broker,
+    }
+    out = _Coalescer(partition.broker, s.batch_rows, s.batch_bytes)
+    pending = [_Cursor(r) for r in partition.ranges if r.size > 0]
+    while pending:
+        try:
+            if len(pending) == 1:
+                c = pending[0]
+                for result in iter_range(conn, *c.as_tuple(), **kwargs):
+                    c.offset = result.next_offset
+                    if result.batch.num_rows:
+                        yield from out.add(c.topic, c.partition, result.batch)
+            else:
+                results: Iterator[tuple[int, DecodeResult]] = iter_multi_range(
+                    conn, [c.as_tuple() for c in pending], **kwargs
+                )
+                for i, result in results:
+                    c = pending[i]
+                    c.offset = result.next_offset
+                    if result.batch.num_rows:
+                        yield from out.add(c.topic, c.partition, result.batch)
+            break
+        except OffsetOutOfRangeError as e:
+            pending = _recover(conn, partition, pending, e)
+    yield from out.flush()
+
+
+def _recover(
+    conn: BrokerConnection,
+    partition: Kafka07InputPartition,
+    pending: list[_Cursor],
+    error: OffsetOutOfRangeError,
+) -> list[_Cursor]:
+    """After OffsetOutOfRange: move unfinished ranges to the log's bounds (or fail)."""
+    from kafka_pyspark.client import earliest, latest
+
+    moved = False
+    out: list[_Cursor] = []
+    for c in pending:
+        if c.offset >= c.end:
+            continue
+        first = earliest(conn, c.topic, c.partition)
+        last = latest(conn, c.topic, c.partition)
+        where = f"topic {c.topic!r}, broker {partition.broker}, partition {c.partition}"
+        if first <= c.offset <= last:
+            out.append(c)
+            continue
+        moved = True
+        if c.offset < first:
+            lost_to = min(first, c.end)
+            what = (
+                f"{where}: offsets [{c.offset}, {lost_to}) are no longer on the broker "
+                f"(deleted by retention; earliest is now {first})"
+            )
+        else:
+            lost_to = c.end
+            what = (
+                f"{where}: offsets [{c.offset}, {c.end}) are past the log end {last} "
+                "(the log was truncated or recreated)"
+            )
+        if partition.settings.fail_on_data_loss:
+            raise DataLossError(
+                f"{what}. Set failOnDataLoss=false to skip lost data instead."
+            ) from error
+        log.warning("kafka07: %s; failOnDataLoss=false: skipping them", what)
+        if lost_to < c.end:
+            c.offset = lost_to
+            out.append(c)
+    if not moved:
+        raise error
+    return out
+
+
+# --- driver side ------------------------------------------------------------------------------
+
+
+def plan_batch(
+    options: ReadOptions,
+    pushed: PlanFilter | None = None,
+    *,
+    cluster_factory: Callable[[], Cluster] | None = None,
+) -> list[Kafka07InputPartition]:
+    """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
+    from kafka_pyspark.cluster import Cluster
+
+    factory = cluster_factory or (lambda: Cluster(**options.cluster.cluster_kwargs()))
+    with factory() as cluster:
+        discovered = discover(cluster, options.subscription)
+        tps = discovered
+        if pushed is not None:
+            tps = [tp for tp in tps if pushed.accepts(*tp)]
+        brokers = cluster.brokers()
+        committed: Mapping[TopicPartition, int] | None = None
+        if options.starting.kind == "group":
+            assert options.group_id is not None  # parse_read_options guarantees it
+            committed = group_offsets(cluster, options.group_id, {t for t, _, _ in tps})
+        with OffsetLookup(brokers, options.cluster) as lookup:
+            if isinstance(options.subscription, Assign) and cluster.registry() is None:
+                for tp in tps:
+                    if not lookup.check_partition(tp):
+                        raise OptionError(
+                            "assign",
+                            f"broker {tp[1]} has no partition {tp[2]} of topic {tp[0]!r}",
+                        )
+            bounds: dict[TopicPartition, LogBounds] = lookup.all_bounds(tps)
+            starts = resolve_starts(
+                options.starting,
+                tps,
+                bounds,
+                fail_on_data_loss=options.fail_on_data_loss,
+                committed=committed,
+                before_time=lookup.before_time,
+                known=discovered,
+            )
+        ends = resolve_ends(
+            options.ending,
+            tps,
+            bounds,
+            starts,
+            fail_on_data_loss=options.fail_on_data_loss,
+            known=discovered,
+        )
+    ranges = [OffsetRange(t, b, p, starts[(t, b, p)], ends[(t, b, p)]) for t, b, p in tps]
+    return plan_partitions(
+        ranges,
+        {b: (a.host, a.port) for b, a in brokers.items()},
+        FetchSettings.from_options(options),
+        segment_starts={tp: bounds[tp].segment_starts for tp in tps},
+        min_partitions=options.min_partitions,
+        pushed=pushed,
+    )
+
+
+#: Whether the read plan made while Spark pushes filters belongs to that one scan. Spark 4.3
+#: keeps it on the relation (``PythonScanBuilder.pushFilters`` -> ``PythonDataSourceV2
+#: .setReadInfo``) and reuses it for every later scan of the same DataFrame that pushes no filter
+#: (``df.where("broker = 1").count(); df.count()`` counts broker 1 only). A plan narrowed by one
+#: query's filters would silently drop rows from the next, so the plan is narrowed only where
+#: Spark scopes it to the scan: upstream did so in the change that added Python limit pushdown
+#: (SPARK-58551, ``DataSourceReader.pushLimit``), which is what is tested for here.
+NARROW_PLAN = hasattr(DataSourceReader, "pushLimit")
+
+
+class _PushFilters:
+    """``reader.pushFilters`` as a callable that Spark's planner does not see as an override.
+
+    Spark 4 refuses to plan a Python data source whose reader overrides ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is false (``DATA_SOURCE_PUSHDOWN_DISABLED``),
+    and it tells by ``reader.pushFilters.__func__ is DataSourceReader.pushFilters``. This
+    reader is correct without pushdown (every filter is optional to it), so it must keep
+    working with the default configuration: the attribute carries the base ``__func__`` and,
+    when pushdown is on and Spark calls it, does the real work.
+    """
+
+    __func__ = staticmethod(DataSourceReader.pushFilters)
+
+    def __init__(self, reader: Kafka07BatchReader) -> None:
+        self._reader = reader
+
+    def __call__(self, filters: list[Filter]) -> Iterable[Filter]:
+        return self._reader.push_filters(filters)
+
+
+class Kafka07BatchReader(DataSourceReader):
+    """``spark.read.format("kafka07")``: options are checked here, on the driver."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = parse_read_options(options, "batch")
+        if schema != READ_SCHEMA:
+            raise SchemaError(
+                "kafka07 has a fixed read schema (topic, broker, partition, offset, "
+                f"next_offset, inner_index, compression, value); do not pass .schema(): got "
+                f"{schema.simpleString()}"
+            )
+        self.pushed: PlanFilter | None = None
+
+    @property
+    def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
+        return _PushFilters(self)
+
+    def push_filters(self, filters: list[Filter]) -> list[Filter]:
+        """Record what planning can use; return the filters Spark must still apply.
+
+        Where Spark would reuse this scan's plan for other scans (:data:`NARROW_PLAN` false),
+        nothing is pushed: every filter stays with Spark and the plan stays whole.
+        """
+        if not NARROW_PLAN:
+            self.pushed = None
+            return list(filters)
+        self.pushed, rest = plan_filter(filters)
+        return rest
+
+    def partitions(self) -> list[InputPartition]:
+        return list(plan_batch(self.options, self.pushed))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(partition)
