@@ -1,0 +1,271 @@
+"""Write options and the writer's input columns: parsed and validated once, on the driver.
+
+Everything here is pure (no sockets, no Spark session): the writers call
+:func:`parse_write_options` and :func:`resolve_columns` in their ``__init__``, which Spark runs
+on the driver at ``save()``/``start()``, so a bad option or column fails before a byte is sent.
+
+Options (API.md "Writing"; 0.7.2 producer defaults):
+
+========================  =====================================================  ===========
+``topic``                 target topic when rows have no ``topic`` column        (none)
+``compression.codec``     ``none``/``gzip``/``snappy`` or 0/1/2 (0.7's integers)  ``none``
+``batch.size``            most messages per message set                          200
+``max.message.size``      largest message payload (or compressed wrapper         1000000
+                          payload) a broker accepts; 0.7 compares the payload
+``partitioner``           ``hash`` or ``random`` (also 0.7's class names         by columns
+                          ``kafka.producer.DefaultPartitioner``)
+========================  =====================================================  ===========
+
+plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``) parsed by
+:mod:`kafka_pyspark.spark.options`. Spark passes option names lower-cased.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql.types import (
+    BinaryType,
+    ByteType,
+    DataType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+from kafka_pyspark.errors import OptionError, SchemaError, TopicNameError
+from kafka_pyspark.spark.options import (
+    CLUSTER_OPTIONS,
+    READ_OPTIONS,
+    ClusterOptions,
+    canonical_name,
+    parse_cluster_options,
+)
+from kafka_pyspark.wire import validate_topic_name
+
+#: codec name -> 0.7 attribute value (``compression.codec`` accepts both spellings)
+CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2}
+_CODEC_ALIASES: dict[str, str] = {
+    "0": "none",
+    "1": "gzip",
+    "2": "snappy",
+    "none": "none",
+    "uncompressed": "none",
+    "nocompression": "none",
+    "gzip": "gzip",
+    "snappy": "snappy",
+}
+_UNSUPPORTED_CODECS = ("lz4", "zstd", "3", "4")
+
+PARTITIONERS = ("hash", "random")
+_PARTITIONER_ALIASES: dict[str, str] = {
+    "hash": "hash",
+    "default": "hash",
+    "kafka.producer.defaultpartitioner": "hash",
+    "random": "random",
+}
+
+DEFAULT_BATCH_SIZE = 200
+DEFAULT_MAX_MESSAGE_SIZE = 1_000_000
+#: a sanity bound: a set of more messages than this cannot fit a 0.7 request anyway
+MAX_BATCH_SIZE = 1_000_000
+MAX_INT32 = 2**31 - 1
+
+WRITE_OPTIONS = frozenset(
+    {"topic", "compression.codec", "batch.size", "max.message.size", "partitioner"}
+)
+#: options Spark itself adds for a streaming sink; accepted and ignored.
+SPARK_SINK_OPTIONS = frozenset({"checkpointlocation"})
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """The parsed write options (picklable primitives only)."""
+
+    topic: str | None = None
+    codec: str = "none"
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    partitioner: str | None = None  # None: "hash" if there is a key column, else "random"
+
+    @property
+    def codec_id(self) -> int:
+        return CODECS[self.codec]
+
+
+def _int_option(options: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(name, f"must be an integer, got {raw!r}") from None
+    if not low <= value <= high:
+        raise OptionError(name, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def parse_codec(raw: str) -> str:
+    """``compression.codec`` value -> ``none``/``gzip``/``snappy`` (OptionError otherwise)."""
+    value = str(raw).strip().lower()
+    if value in _CODEC_ALIASES:
+        return _CODEC_ALIASES[value]
+    if value in _UNSUPPORTED_CODECS:
+        raise OptionError(
+            "compression.codec",
+            f"{raw!r} did not exist in Kafka 0.7; use none (0), gzip (1) or snappy (2)",
+        )
+    raise OptionError(
+        "compression.codec", f"unknown codec {raw!r}; use none (0), gzip (1) or snappy (2)"
+    )
+
+
+def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
+    """The write options in ``options`` (other keys are ignored here)."""
+    opts = {str(k).lower(): v for k, v in options.items()}
+    topic = opts.get("topic")
+    if topic is not None:
+        try:
+            validate_topic_name(topic)
+        except TopicNameError as e:
+            raise OptionError("topic", str(e)) from e
+    codec = parse_codec(opts["compression.codec"]) if "compression.codec" in opts else "none"
+    batch_size = _int_option(opts, "batch.size", DEFAULT_BATCH_SIZE, 1, MAX_BATCH_SIZE)
+    max_message_size = _int_option(
+        opts, "max.message.size", DEFAULT_MAX_MESSAGE_SIZE, 1, MAX_INT32
+    )
+    partitioner: str | None = None
+    if "partitioner" in opts:
+        raw = str(opts["partitioner"]).strip()
+        partitioner = _PARTITIONER_ALIASES.get(raw.lower())
+        if partitioner is None:
+            raise OptionError(
+                "partitioner", f"unknown partitioner {raw!r}; use one of {', '.join(PARTITIONERS)}"
+            )
+    return WriteOptions(
+        topic=topic,
+        codec=codec,
+        batch_size=batch_size,
+        max_message_size=max_message_size,
+        partitioner=partitioner,
+    )
+
+
+def check_option_names(options: Mapping[str, str]) -> None:
+    """Unknown options are errors (a misspelt option must not be silently ignored)."""
+    for key in sorted(str(k).lower() for k in options):
+        if key in WRITE_OPTIONS or key in CLUSTER_OPTIONS or key in SPARK_SINK_OPTIONS:
+            continue
+        if key in READ_OPTIONS:
+            raise OptionError(
+                canonical_name(key), "is a read option; it has no meaning when writing"
+            )
+        if key == "path":
+            raise OptionError(
+                key, "kafka07 takes no path: name the topic with option('topic', ...) or a "
+                "'topic' column",
+            )
+        known = sorted(canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
+        raise OptionError(key, f"unknown option for writing; known options: {', '.join(known)}")
+
+
+def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, ClusterOptions]:
+    """All writer options: unknown names, bad values and conflicts raise :class:`OptionError`."""
+    check_option_names(options)
+    return parse_write_options_only(options), parse_cluster_options(options)
+
+
+# --- input columns ------------------------------------------------------------------------
+
+_BYTES_TYPES = (StringType, BinaryType)
+_INT_TYPES = (ByteType, ShortType, IntegerType, LongType)
+_COLUMNS = ("value", "key", "topic", "broker", "partition")
+
+
+@dataclass(frozen=True)
+class ColumnLayout:
+    """Where the writer finds its inputs: the actual column names (Spark matches names
+    case-insensitively), or None for an absent optional column. Other columns are ignored,
+    as Spark's own Kafka sink does (so a DataFrame read from kafka07 can be written back)."""
+
+    value: str
+    key: str | None = None
+    topic: str | None = None
+    broker: str | None = None
+    partition: str | None = None
+    partitioner: str = "random"  # effective: "hash" (key column used) or "random"
+
+
+def _type_name(t: DataType) -> str:
+    return t.simpleString()
+
+
+def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
+    """Check the DataFrame's schema against API.md's writing contract."""
+    found: dict[str, str] = {}
+    for field in schema.fields:
+        lname = field.name.lower()
+        if lname not in _COLUMNS:
+            continue
+        if lname in found:
+            raise SchemaError(
+                f"columns {found[lname]!r} and {field.name!r} both match {lname!r} "
+                "(names are case-insensitive)"
+            )
+        found[lname] = field.name
+        t = field.dataType
+        if lname in ("value", "key") and not isinstance(t, _BYTES_TYPES):
+            raise SchemaError(
+                f"column {field.name!r} must be binary or string, not {_type_name(t)}"
+            )
+        if lname == "topic" and not isinstance(t, StringType):
+            raise SchemaError(f"column {field.name!r} must be string, not {_type_name(t)}")
+        if lname in ("broker", "partition") and not isinstance(t, _INT_TYPES):
+            raise SchemaError(f"column {field.name!r} must be int, not {_type_name(t)}")
+    if "value" not in found:
+        names = ", ".join(repr(f.name) for f in schema.fields) or "none"
+        raise SchemaError(f"kafka07 needs a 'value' column (binary or string); columns: {names}")
+    if ("broker" in found) != ("partition" in found):
+        have, missing = ("broker", "partition") if "broker" in found else ("partition", "broker")
+        raise SchemaError(
+            f"column {found[have]!r} needs a {missing!r} column too: an explicit target is "
+            "both broker and partition, or neither"
+        )
+    if "topic" not in found and options.topic is None:
+        raise OptionError(
+            "topic", "no target topic: set option('topic', ...) or add a 'topic' column"
+        )
+    if options.partitioner == "hash" and "key" not in found:
+        raise OptionError("partitioner", "'hash' needs a 'key' column")
+    if options.partitioner is not None:
+        partitioner = options.partitioner
+    else:
+        partitioner = "hash" if "key" in found else "random"
+    return ColumnLayout(
+        value=found["value"],
+        key=found.get("key") if partitioner == "hash" else None,
+        topic=found.get("topic"),
+        broker=found.get("broker"),
+        partition=found.get("partition"),
+        partitioner=partitioner,
+    )
+
+
+__all__ = [
+    "CODECS",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "PARTITIONERS",
+    "WRITE_OPTIONS",
+    "ColumnLayout",
+    "WriteOptions",
+    "check_option_names",
+    "parse_codec",
+    "parse_write_options",
+    "parse_write_options_only",
+    "resolve_columns",
+]

@@ -1,0 +1,96 @@
+"""``df.writeStream.format("kafka07")``: several micro-batches, every row exactly once (no task
+is retried here), and the registry refreshed per micro-batch (a new topic first goes to
+partition 0 of every broker, later micro-batches use the partitions the brokers registered)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.zk]
+
+def java_index(key: str, n: int) -> int:
+    """0.7 DefaultPartitioner over Java String.hashCode (independent reference loop)."""
+    h = 0
+    data = key.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    a = h if h == -(2**31) else abs(h)
+    r = abs(a) % n
+    return -r if a < 0 else r
+
+
+def read_topic(brokers: list[Any], topic: str) -> dict[tuple[int, int], list[bytes]]:
+    from kafka_pyspark.client import BrokerConnection, iter_range, latest
+
+    out: dict[tuple[int, int], list[bytes]] = {}
+    for b in brokers:
+        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
+            for p in range(b.partitions_for(topic)):
+                end = latest(conn, topic, p)
+                got = [v for r in iter_range(conn, topic, p, 0, end)
+                       for v in r.batch.column("value").to_pylist()]
+                if got:
+                    out[(b.broker_id, p)] = got
+    return out
+
+
+def add_file(folder: Path, name: str, lines: list[str]) -> None:
+    tmp = folder / f".{name}.tmp"  # hidden: the file source skips it until renamed
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.rename(folder / name)
+
+
+def test_stream_sink_micro_batches(spark: Any, brokers: list[Any], zk_connect: str,
+                                   tmp_path: Path) -> None:
+    topic = "stream-out"
+    src = tmp_path / "in"
+    src.mkdir()
+    files = [[f"k{(f * 200 + i) % 97}|{f}-{i}" for i in range(200)] for f in range(3)]
+    add_file(src, "f0.txt", files[0])
+    lines = (
+        spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(src))
+        .selectExpr("split(value, '[|]')[0] AS key", "value")
+    )
+    query = (
+        lines.writeStream.format("kafka07")
+        .option("zk.connect", zk_connect)
+        .option("topic", topic)
+        .option("compression.codec", "gzip")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        first = read_topic(brokers, topic)
+        # micro-batch 0: a new topic -> partition 0 of every live broker
+        assert set(first) <= {(0, 0), (1, 0)}
+        assert Counter(v for vals in first.values() for v in vals) == Counter(
+            line.encode() for line in files[0]
+        )
+        holders = [b for b in brokers if any(bp[0] == b.broker_id for bp in first)]
+        for b in holders:
+            b.wait_for_topic(topic)
+        # what 0.7's producer sees once registered: every partition of the holding brokers
+        bps = [(b.broker_id, p) for b in holders for p in range(b.partitions_for(topic))]
+        add_file(src, "f1.txt", files[1])
+        add_file(src, "f2.txt", files[2])
+        query.processAllAvailable()
+        assert query.exception() is None
+        batches = {p["batchId"] for p in query.recentProgress if p["numInputRows"]}
+        assert len(batches) >= 3  # one file per micro-batch
+    finally:
+        query.stop()
+    found = read_topic(brokers, topic)
+    everything = [line.encode() for f in files for line in f]
+    assert Counter(v for vals in found.values() for v in vals) == Counter(everything)
+    # later micro-batches saw the refreshed registry: all partitions, Java hash routing
+    later = {line.encode(): line.split("|")[0] for f in files[1:] for line in f}
+    for bp, vals in found.items():
+        for v in vals:
+            if v in later:
+                assert bp == bps[java_index(later[v], len(bps))]
