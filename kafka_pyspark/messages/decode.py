@@ -13,7 +13,7 @@ little per message as possible:
 3. *Values* (Arrow/numpy, one copy): the payloads of the uncompressed messages are gathered
    into the Arrow value buffer (a strided ``void`` copy when all messages have one size, else
    an Arrow ``take`` over a zero-copy binary array tiling the buffer as header, payload, ...).
-4. *CRC* (one ``zlib.crc32`` over that value buffer, see :mod:`.crc`); a mismatch is then
+4. *CRC* (one CRC-32 call over that value buffer, see :mod:`.crc`); a mismatch is then
    located message by message so the error names the offset and both CRCs.
 5. *Wrappers* (Python per wrapper): CRC, decompression bounded by ``max_decompressed_size``
    into a per-thread scratch buffer, then all inner sets of one nesting level are decoded
@@ -47,7 +47,7 @@ from kafka_pyspark.errors import (
     UnknownMagicError,
 )
 from kafka_pyspark.messages import compression
-from kafka_pyspark.messages.crc import verify_concatenated
+from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_GZIP,
     CODEC_MASK,
@@ -79,11 +79,17 @@ _CRC_V0_INDEX = np.arange(5, 9, dtype=np.int64)  # a magic-0 CRC32 sits at bytes
 
 # Walk: the tight loop runs over _WALK_CHUNK bytes at a time; between chunks, when the next two
 # messages have equal lengths, the run of that length is confirmed with one numpy comparison
-# over a strided int32 view (first over _RUN_PROBE messages, then over all that fit).
+# over a strided int32 view (first over _RUN_PROBE messages, then over all that fit). When a
+# chunk held many small messages of different lengths, the rest of the buffer is walked by
+# _speculate (at most _SPEC_TRIES times per walk).
 _WALK_CHUNK = 8192
 _RUN_MIN = 8
 _RUN_PROBE = 16
 _SIGN_MASK = 0x7FFFFFFF  # a negative LENGTH becomes huge: the walk jumps past the end
+_SPEC_MIN_MESSAGES = 24  # messages in the last chunk (i.e. < ~340 bytes each on average)
+_SPEC_MIN_BYTES = 32 << 10  # bytes left to walk
+_SPEC_TRIES = 3
+_MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message (magic 0, empty payload)
 
 # walk status
 _END = 0  # stopped at the end of the buffer or at ``stop``
@@ -92,7 +98,10 @@ _PARTIAL = 2  # LENGTH readable, the message continues past the buffer
 _BAD = 3  # LENGTH out of range
 
 # what parsing code raises on input no check foresaw; translated once, at the API edge
-_UNFORESEEN = (struct.error, ValueError, IndexError, ArithmeticError, zlib.error, pa.ArrowException)
+_UNFORESEEN = (
+    struct.error, ValueError, IndexError, ArithmeticError, zlib.error, pa.ArrowException,
+    *compression.GZIP_ERRORS,
+)
 
 _CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
 
@@ -155,6 +164,8 @@ def _walk(
     mask = _SIGN_MASK
     limit = min(end, stop)
     short = False
+    unchecked = False  # some starts come from loops that do not check LENGTH
+    tries = _SPEC_TRIES
     while pos < limit:
         if end - pos >= 8:  # a run of equal lengths from here?
             (m,) = unpack(mv, pos)
@@ -180,6 +191,8 @@ def _walk(
                     if pos >= limit:
                         break
         sub = min(limit, pos + _WALK_CHUNK)
+        walked = len(cur)
+        unchecked = True
         try:
             while pos < sub:
                 app(pos)
@@ -187,6 +200,15 @@ def _walk(
         except struct.error:
             short = True
             break
+        if tries and len(cur) - walked >= _SPEC_MIN_MESSAGES and limit - pos >= _SPEC_MIN_BYTES:
+            tries -= 1  # many small messages of varied lengths: try the vectorised walk
+            found = _speculate(mv, pos, end, limit)
+            if found is not None:
+                chunks.append(np.array(cur, dtype=np.int64))
+                cur = []
+                app = cur.append
+                chunks.append(found)
+                pos = int(found[-1]) + (unpack(mv, int(found[-1]))[0] & mask) + 4
     status = _END
     m = 0
     if short:  # the last start (always one the tight loop found) has fewer than 4 bytes
@@ -196,14 +218,14 @@ def _walk(
         pos = cur.pop()
         (m,) = unpack(mv, pos)
         status = _PARTIAL if MIN_LENGTH <= m <= MAX_MESSAGE_LENGTH else _BAD
-    walked = len(cur)  # starts whose LENGTH nothing has checked yet
     if cur:
         chunks.append(np.array(cur, dtype=np.int64))
+    chunks = [c for c in chunks if len(c)]
     if not chunks:
         return np.zeros(0, dtype=np.int64), pos, status, m, False
-    regular = walked == 0 and len(chunks) == 1
+    regular = not unchecked and len(chunks) == 1
     starts = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-    if check and walked:  # LENGTH too small somewhere (or larger than the bound)?
+    if check and unchecked:  # LENGTH too small somewhere (or larger than the bound)?
         sizes = np.diff(starts, append=pos)
         low, high = int(sizes.min()), int(sizes.max())
         if low < MIN_LENGTH + 4 or high > MAX_MESSAGE_LENGTH + 4:
@@ -214,6 +236,59 @@ def _walk(
             status = _BAD
             regular = False
     return starts, pos, status, m, regular
+
+
+def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
+    """The walk from ``pos`` on, without a Python loop: the starts of the complete messages
+    in ``mv[pos:end]`` that start before ``limit``, as far as they can be confirmed (or None).
+
+    Every message (of less than 16 MiB) starts with a zero byte (LENGTH's top byte) and has
+    0 or 1 four bytes later (MAGIC). The positions where both hold are *candidates*: a superset
+    of the message starts when payloads hold few zero bytes (text, JSON: about two candidates
+    per message). Each candidate's successor ``c + 4 + LENGTH(c)`` is computed in bulk; keeping
+    the candidates some candidate points to (and ``pos``) drops almost all false ones, and the
+    walk is then confirmed link by link: as long as each kept candidate's successor is the next
+    kept one, the kept candidates are exactly what the Python loop would visit. The confirmed
+    prefix is returned; the caller walks on from its end. Too many candidates (payloads full of
+    zero bytes) give up early.
+    """
+    a = np.frombuffer(mv, dtype=np.uint8, count=end - pos, offset=pos)
+    span = end - pos
+    if span < 16:
+        return None
+    low = np.flatnonzero(a[4:] <= 1)  # MAGIC-like byte 4 bytes later
+    cand = low[a[low] == 0]
+    if len(cand) == 0 or cand[0] != 0 or len(cand) > span // 16:
+        return None
+    # candidates closer than the smallest message to the previous candidate are header bytes
+    # of the message there (LENGTH below 64 KiB or 256, ATTRIBUTES 0): drop them (a real
+    # start lost this way, after zero bytes ending a payload, only ends the confirmed prefix)
+    keep = cand[np.diff(cand, prepend=-_MIN_SIZE) >= _MIN_SIZE]
+    lengths = np.ndarray((span - 3,), ">i4", a, 0, (1,))[keep]
+    succ = keep + 4 + (lengths & _SIGN_MASK)
+    broken = np.flatnonzero(succ[:-1] != keep[1:])
+    for _ in range(3):  # false candidates left: keep what some kept candidate points to
+        if not len(broken):
+            break
+        n = len(keep)
+        at = np.minimum(np.searchsorted(keep, succ), n - 1)
+        pointed = np.zeros(n, dtype=np.bool_)
+        pointed[at[keep[at] == succ]] = True
+        pointed[0] = True
+        if pointed.all():
+            break
+        keep, succ = keep[pointed], succ[pointed]
+        broken = np.flatnonzero(succ[:-1] != keep[1:])
+    count = int(broken[0]) + 1 if len(broken) else len(keep)
+    # complete messages (their successor within the buffer) that start before the limit
+    count = min(
+        count,
+        int(np.searchsorted(succ[:count], span, side="right")),
+        int(np.searchsorted(keep[:count], limit - pos)),
+    )
+    if count == 0:
+        return None
+    return keep[:count] + pos
 
 
 def _bad_length_error(length: int, offset: int, where: str = "") -> InvalidMessageSizeError:
@@ -402,7 +477,7 @@ class _Level:
         mv = self.mv
         starts, sizes, stored = self.pstart.tolist(), self.plen.tolist(), self.crc.tolist()
         for i in idx:
-            actual = zlib.crc32(mv[starts[i] : starts[i] + sizes[i]])
+            actual = crc32(mv[starts[i] : starts[i] + sizes[i]])
             if actual != stored[i]:
                 return i, actual
         return None  # pragma: no cover - the aggregate check is exact for single faults
@@ -479,44 +554,62 @@ class _Decoder:
                 else:
                     ok = verify_concatenated(data, level.plen[leaves], level.crc[leaves])
                 if not ok:
-                    found = level.first_crc_mismatch(leaves)
-                    if found is None:  # pragma: no cover
-                        root = int(level.root[0])
-                        message = "CRC32 mismatch in the message set"
-                    else:
-                        i, actual = found
-                        root = int(level.root[i])
-                        message = (
-                            f"CRC32 mismatch{self.where(level, i)}: stored "
-                            f"{int(level.crc[i]):08x}, computed {actual:08x}"
-                        )
-                    self.fail(root, CorruptMessageError(message, offset=self.offset_of(root)))
+                    self.crc_error(level, leaves)
         if not wrappers:
             return None
         return self.decompress(level, wrappers)
 
+    def crc_error(self, level: _Level, among: I64 | None) -> None:
+        """Record the CRC error of the first bad message of ``level`` (``among`` these)."""
+        found = level.first_crc_mismatch(among)
+        if found is None:  # pragma: no cover - the aggregate check is exact for single faults
+            root = int(level.root[0])
+            message = "CRC32 mismatch in the message set"
+        else:
+            i, actual = found
+            root = int(level.root[i])
+            message = (
+                f"CRC32 mismatch{self.where(level, i)}: stored "
+                f"{int(level.crc[i]):08x}, computed {actual:08x}"
+            )
+        self.fail(root, CorruptMessageError(message, offset=self.offset_of(root)))
+
     def decompress(self, level: _Level, wrappers: list[int]) -> _Level | None:
-        pieces: list[Any] = []  # bytes (gzip) or (payload, blocks, size) (snappy)
-        owners: list[int] = []
+        """CRC-check and decompress ``level``'s wrappers (in order, up to the first fault) into
+        one buffer; return the level of the inner sets.
+
+        Two passes: per wrapper (Python), the CRC, the budget and the decompressed size (gzip
+        is inflated here, bounded; snappy only has its block headers read); then the level
+        buffer is filled, all snappy blocks of the level decompressed in one C-level ``map``.
+        """
         mv = level.mv
         index = np.array(wrappers, dtype=np.int64)
+        roots = level.root[index].tolist()
         fields = zip(
             wrappers,
-            level.root[index].tolist(),
+            roots,
+            self.root_offset[roots].tolist(),
             level.pstart[index].tolist(),
             level.plen[index].tolist(),
             level.crc[index].tolist(),
             level.codec[index].tolist(),
             strict=True,
         )
-        roots: list[int] = []
-        for w, root, start, size, stored, codec in fields:
+        verify = self.verify_crc
+        used = self.used
+        limit = self.max_decompressed
+        owners: list[int] = []  # wrapper index of each inner set
+        sizes: list[int] = []  # its decompressed size
+        gzip_out: list[bytes | None] = []  # gzip: the inflated bytes; snappy: None
+        blocks: list[memoryview] = []  # the snappy blocks of all inner sets, in order
+        usizes: list[int] = []  # their decompressed sizes
+        nblocks: list[int] = []  # snappy blocks per inner set (0 for gzip)
+        for w, root, offset, start, size, stored, codec in fields:
             if root >= self.err_root:
                 break
-            offset = self.offset_of(root)
             payload = mv[start : start + size]
-            if self.verify_crc:
-                actual = zlib.crc32(payload)
+            if verify:
+                actual = crc32(payload)
                 if actual != stored:
                     self.fail(
                         root,
@@ -536,61 +629,82 @@ class _Decoder:
                     ),
                 )
                 break
-            used = self.used.get(root, 0)
-            budget = self.max_decompressed - used
+            spent = used.get(root, 0)
             try:
                 if codec == CODEC_GZIP:
-                    out = compression.gzip_decompress(payload, budget, offset=offset)
+                    out = compression.gzip_decompress(payload, limit - spent, offset=offset)
                     size = len(out)
-                    pieces.append(out)
+                    gzip_out.append(out)
+                    nblocks.append(0)
                 else:
-                    blocks = compression.snappy_blocks(payload, offset=offset)
-                    size = sum(b[2] for b in blocks)
-                    if size > budget:
+                    views, block_sizes = compression.snappy_blocks(payload, offset=offset)
+                    size = sum(block_sizes)
+                    if size > limit - spent:
                         raise DecompressedSizeError(
-                            f"snappy wrapper decompresses to more than {self.max_decompressed}"
+                            f"snappy wrapper decompresses to more than {limit}"
                             " bytes (max.decompressed.size)",
                             offset=offset,
                         )
-                    pieces.append((payload, blocks, size))
+                    gzip_out.append(None)
+                    nblocks.append(len(views))
+                    blocks += views
+                    usizes += block_sizes
             except MessageError as e:
                 self.fail(root, e)
                 break
-            self.used[root] = used + size
+            used[root] = spent + size
             owners.append(w)
-            roots.append(root)
-        if not pieces:
+            sizes.append(size)
+        if not owners:
             return None
-        sizes = [len(p) if isinstance(p, bytes) else p[2] for p in pieces]
         total = sum(sizes)
         if total > _INT32_MAX:
             raise _too_big()
         buf: Any
-        if len(pieces) == 1 and isinstance(pieces[0], bytes):
-            buf = pieces[0]
+        if len(owners) == 1 and gzip_out[0] is not None:
+            buf = gzip_out[0]
         else:  # gzip output is copied, snappy blocks decompressed, into the level buffer
             buf = _level_buffer(level.depth + 1, total)
             target = memoryview(buf)
-            pos = 0
-            done = 0
-            for root, piece, size in zip(roots, pieces, sizes, strict=True):
-                if root >= self.err_root:
-                    break
-                if isinstance(piece, bytes):
-                    target[pos : pos + size] = piece
-                else:
-                    try:
-                        compression.snappy_decompress_into(
-                            piece[0], piece[1], target[pos : pos + size],
-                            offset=self.offset_of(root),
-                        )
-                    except MessageError as e:
-                        self.fail(root, e)
-                        break
-                pos += size
-                done += 1
-            owners = owners[:done]
+            bulk = all(out is None for out in gzip_out)  # all snappy: every block in one call
+            if bulk:
+                try:
+                    compression.snappy_decompress_into(blocks, usizes, target)
+                except MessageError:
+                    bulk = False  # redone set by set below, to name the first bad wrapper
+            if not bulk:
+                done = self.fill(level, owners, sizes, gzip_out, nblocks, blocks, usizes, target)
+                owners = owners[:done]
+                if not owners:
+                    return None
         return self.inner_level(level, buf, owners, sizes[: len(owners)])
+
+    def fill(
+        self, level: _Level, owners: list[int], sizes: list[int], gzip_out: list[bytes | None],
+        nblocks: list[int], blocks: list[memoryview], usizes: list[int], target: memoryview,
+    ) -> int:
+        """Fill the level buffer inner set by inner set (gzip output copied, snappy blocks
+        decompressed); record the first failure and return how many sets are complete."""
+        pos = 0
+        first = 0  # index of the inner set's first snappy block
+        for k, (w, size, out, count) in enumerate(
+            zip(owners, sizes, gzip_out, nblocks, strict=True)
+        ):
+            if out is not None:
+                target[pos : pos + size] = out
+            else:
+                root = int(level.root[w])
+                try:
+                    compression.snappy_decompress_into(
+                        blocks[first : first + count], usizes[first : first + count],
+                        target[pos : pos + size], offset=self.offset_of(root),
+                    )
+                except MessageError as e:
+                    self.fail(root, e)
+                    return k
+                first += count
+            pos += size
+        return len(owners)
 
     def inner_level(self, level: _Level, buf: Any, owners: list[int], sizes: list[int]) -> _Level:
         """The next level: the inner sets (back to back in ``buf``) of ``level``'s wrappers.

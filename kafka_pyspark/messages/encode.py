@@ -28,6 +28,7 @@ from kafka_pyspark.errors import (
     UnknownMagicError,
 )
 from kafka_pyspark.messages import compression
+from kafka_pyspark.messages.crc import crc32
 from kafka_pyspark.messages.layout import (
     CODEC_GZIP,
     CODEC_NONE,
@@ -91,7 +92,7 @@ def _wrap(inner: bytes, cid: int) -> bytes:
         raise UnknownCodecError(f"unknown compression codec {cid}")
     if len(payload) > _MAX_PAYLOAD[1]:
         raise _too_large(len(payload), "compressed wrapper payload")
-    return HEADER_V1.pack(len(payload) + MIN_LENGTH_V1, 1, cid, zlib.crc32(payload)) + payload
+    return HEADER_V1.pack(len(payload) + MIN_LENGTH_V1, 1, cid, crc32(payload)) + payload
 
 
 def encode_message_set(

@@ -146,57 +146,53 @@ def encode_request(req: Request) -> bytes:
     """One whole request frame (length prefix included).
 
     A field out of its wire range (e.g. a partition >= 2**31) is a :class:`ProtocolError`.
+    The frame is built with one join, so message bytes are copied once.
     """
     try:
-        return _frame(_request_body(req))
+        parts = _request_parts(req)
+        return b"".join([_INT32.pack(sum(map(len, parts))), *parts])
     except struct.error as e:
         name = type(req).__name__
         raise ProtocolError(f"cannot encode {name}: a field is out of range: {e}") from e
 
 
-def _request_body(req: Request) -> bytes:
-    if isinstance(req, FetchRequest):
-        body = (
-            _INT16.pack(FETCH)
-            + _topic_bytes(req.topic)
-            + _INT32.pack(req.partition)
-            + _OFFSET_SIZE.pack(req.offset, req.max_size)
+def _request_parts(req: Request) -> list[bytes]:
+    """The request body as a list of byte strings (REQUEST_TYPE first), not yet joined."""
+    if isinstance(req, FetchRequest | OffsetsRequest):
+        rtype, (a, b) = (
+            (FETCH, (req.offset, req.max_size))
+            if isinstance(req, FetchRequest)
+            else (OFFSETS, (req.time, req.max_number))
         )
-    elif isinstance(req, OffsetsRequest):
-        body = (
-            _INT16.pack(OFFSETS)
-            + _topic_bytes(req.topic)
-            + _INT32.pack(req.partition)
-            + _OFFSET_SIZE.pack(req.time, req.max_number)
-        )
-    elif isinstance(req, ProduceRequest):
-        body = b"".join(
-            (
-                _INT16.pack(PRODUCE),
-                _topic_bytes(req.topic),
-                _INT32.pack(req.partition),
-                _INT32.pack(len(req.messages)),
-                req.messages,
-            )
-        )
-    elif isinstance(req, MultiFetchRequest):
+        return [
+            _INT16.pack(rtype),
+            _topic_bytes(req.topic),
+            _INT32.pack(req.partition),
+            _OFFSET_SIZE.pack(a, b),
+        ]
+    if isinstance(req, ProduceRequest):
+        return [
+            _INT16.pack(PRODUCE),
+            _topic_bytes(req.topic),
+            _PART_LEN.pack(req.partition, len(req.messages)),
+            req.messages,
+        ]
+    if isinstance(req, MultiFetchRequest):
         _check_count(len(req.fetches))
         parts = [_INT16.pack(MULTIFETCH), _INT16.pack(len(req.fetches))]
         for f in req.fetches:
             parts.append(_topic_bytes(f.topic))
             parts.append(_PART_OFFSET_SIZE.pack(f.partition, f.offset, f.max_size))
-        body = b"".join(parts)
-    elif isinstance(req, MultiProduceRequest):
+        return parts
+    if isinstance(req, MultiProduceRequest):
         _check_count(len(req.produces))
         parts = [_INT16.pack(MULTIPRODUCE), _INT16.pack(len(req.produces))]
         for p in req.produces:
             parts.append(_topic_bytes(p.topic))
             parts.append(_PART_LEN.pack(p.partition, len(p.messages)))
             parts.append(p.messages)
-        body = b"".join(parts)
-    else:  # pragma: no cover - guarded by the type checker
-        raise TypeError(f"not a 0.7 request: {req!r}")
-    return body
+        return parts
+    raise TypeError(f"not a 0.7 request: {req!r}")  # pragma: no cover - type-checked
 
 
 def _check_count(n: int) -> None:
