@@ -1,7 +1,7 @@
 """``python -m kafka_pyspark.demo`` (``make demo``): a local 0.7 cluster, written and read by Spark.
 
 Starts a ZooKeeper (Debian's package) and two embedded 0.7 brokers in a temporary directory,
-writes messages with the low-level client (uncompressed, gzip and snappy message sets), reads
+writes keyed rows with ``df.write.format("kafka07")`` (uncompressed, gzip and snappy), reads
 them back with ``spark.read.format("kafka07")``, prints the counts per broker-partition and a
 few rows, and shuts everything down. Needs Java 17 and the ``zookeeper`` package (``make
 setup`` checks both).
@@ -16,6 +16,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TOPIC = "demo-events"
 CODECS = ("none", "gzip", "snappy")
@@ -30,32 +34,32 @@ def _spark_env() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
-def produce(brokers: dict[int, tuple[str, int]], partitions: dict[int, int], n: int) -> int:
-    """Write ``n`` messages per broker-partition, in message sets of each codec in turn."""
-    from kafka_pyspark.client import Producer
-    from kafka_pyspark.messages import encode_message_set
+def write_with_spark(spark: SparkSession, zk_connect: str, n: int) -> int:
+    """Write ``n`` keyed rows per codec with ``df.write.format("kafka07")``; returns the total.
 
-    total = 0
-    with Producer(brokers) as producer:
-        for broker, count in sorted(partitions.items()):
-            for partition in range(count):
-                for first in range(0, n, 100):
-                    values = [
-                        f"broker {broker} partition {partition} message {i}".encode()
-                        for i in range(first, min(first + 100, n))
-                    ]
-                    codec = CODECS[(first // 100) % len(CODECS)]
-                    producer.send(
-                        broker, TOPIC, partition, encode_message_set(values, compression=codec)
-                    )
-                    total += len(values)
-        producer.flush()
-    return total
+    The topic is new at the first write, so (as 0.7 producers do) that write goes to partition 0
+    of every live broker; the brokers then register all their partitions and the later writes
+    spread over them by the key's Java ``String.hashCode``.
+    """
+    for codec in CODECS:
+        rows = spark.range(n).selectExpr(
+            "CAST(id % 10 AS STRING) AS key",
+            f"CONCAT('{codec} event ', CAST(id AS STRING)) AS value",
+        )
+        (
+            rows.write.format("kafka07")
+            .option("zk.connect", zk_connect)
+            .option("topic", TOPIC)
+            .option("compression.codec", codec)
+            .mode("append")
+            .save()
+        )
+    return n * len(CODECS)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=1000, help="per broker-partition")
+    parser.add_argument("--messages", type=int, default=2000, help="rows written per codec")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # the embedded brokers report their ZooKeeper session ending at shutdown: expected here
@@ -75,13 +79,6 @@ def main(argv: list[str] | None = None) -> int:
         ) as b1:
             print(f"ZooKeeper at {zk.connect_string}; brokers 0 at {b0.host}:{b0.port}, "
                   f"1 at {b1.host}:{b1.port} ({time.monotonic() - t0:.1f} s)")
-            brokers = {0: (b0.host, b0.port), 1: (b1.host, b1.port)}
-            written = produce(brokers, {0: 2, 1: 3}, args.messages)
-            for b in (b0, b1):
-                b.wait_for_topic(TOPIC)
-            print(f"wrote {written} messages to topic {TOPIC!r} "
-                  f"(message sets alternating {', '.join(CODECS)})")
-
             from pyspark.sql import SparkSession
 
             spark = SparkSession.builder.appName("kafka07-demo").getOrCreate()
@@ -90,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                 from kafka_pyspark import register
 
                 register(spark)
+                written = write_with_spark(spark, zk.connect_string, args.messages)
+                print(f"wrote {written} rows to topic {TOPIC!r} with df.write.format('kafka07') "
+                      f"({args.messages} each as {', '.join(CODECS)}; key = id % 10)")
                 df = (
                     spark.read.format("kafka07")
                     .option("zk.connect", zk.connect_string)
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                     df.groupBy("broker", "partition", "compression").count()
                     .orderBy("broker", "partition", "compression")
                 )
-                print("messages per broker-partition and codec:")
+                print("messages per broker-partition and codec (the first write found the topic "
+                      "new and used partition 0 of each broker, as 0.7 producers do):")
                 counts.show(truncate=False)
                 print("the first two messages of each codec on broker 0, partition 0 (inside a "
                       "compressed wrapper, offset is the wrapper's and next_offset the one after "
