@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING
 
+from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.registry import Registry
 from kafka_pyspark.wire.topics import validate_topic_name
@@ -109,7 +109,7 @@ def parse_broker_list(value: str) -> dict[int, BrokerAddress]:
     return dict(sorted(out.items()))
 
 
-class Cluster:
+class Cluster(Closing):
     """Brokers and per-topic (broker, partition) lists, from ZooKeeper or ``broker.list``.
 
     Exactly one of ``zk_connect`` / ``broker_list`` (an ``OptionError`` otherwise). Nothing is
@@ -157,17 +157,6 @@ class Cluster:
         self._lock = threading.Lock()
 
     # --- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> Cluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:

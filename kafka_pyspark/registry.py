@@ -41,9 +41,9 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, NoReturn
 
+from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.wire.topics import validate_topic_name
 
@@ -86,7 +86,7 @@ def _path_component(value: str, option: str) -> str:
     return value
 
 
-class Registry:
+class Registry(Closing):
     """Kafka 0.7's ZooKeeper registry. Context manager; thread-safe; all calls time-bounded.
 
     Raises :class:`OptionError` (``zk.connect``) for a malformed connect string and
@@ -131,17 +131,6 @@ class Registry:
         self._closed = False
 
     # --- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> Registry:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Registry({self.zk_connect!r})"

@@ -33,10 +33,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import TypeVar
 
 from kafka_pyspark import wire
+from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerTimeoutError,
@@ -83,7 +83,7 @@ def _describe(req: wire.Request) -> str:
     return f"MULTIPRODUCE of {len(req.produces)} message sets ({n} bytes)"
 
 
-class BrokerConnection:
+class BrokerConnection(Closing):
     """One TCP connection to one broker; connects lazily; a context manager.
 
     ``timeout`` (seconds) bounds the connect and every single socket send/receive;
@@ -152,17 +152,6 @@ class BrokerConnection:
         return f"BrokerConnection({self.address}, {state})"
 
     # --- lifecycle -------------------------------------------------------------------------
-
-    def __enter__(self) -> BrokerConnection:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the socket. Unconfirmed produced data is forgotten (not reported)."""

@@ -17,10 +17,10 @@ writes at-least-once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import NamedTuple
 
 from kafka_pyspark import wire
+from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
 from kafka_pyspark.errors import DeliveryError, KafkaError, RequestTooLargeError
 
@@ -57,7 +57,7 @@ def _as_tuples(d: Mapping[Key, DeliveryCount]) -> dict[Key, tuple[int, int]]:
     return {k: (v.message_sets, v.bytes) for k, v in d.items()}
 
 
-class Producer:
+class Producer(Closing):
     """One connection per broker; buffered sends; ``flush()`` confirms with the barrier."""
 
     def __init__(
@@ -85,17 +85,6 @@ class Producer:
         self._buffers: dict[int, list[wire.ProduceRequest]] = {}
         self._buffered: dict[int, int] = {}  # request bytes buffered per broker
         self._sent: dict[int, dict[Key, DeliveryCount]] = {}  # written, not yet confirmed
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     def buffered_bytes(self) -> int:

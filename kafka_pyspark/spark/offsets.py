@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING
 
+from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import DataLossError, OptionError, TopicNotFoundError
 from kafka_pyspark.spark.options import (
     EARLIEST,
@@ -169,7 +169,7 @@ def group_offsets(
 # --- OFFSETS lookups --------------------------------------------------------------------------
 
 
-class OffsetLookup:
+class OffsetLookup(Closing):
     """Driver-side OFFSETS requests: one lazily opened connection per broker. Context manager.
 
     Ask only about broker-partitions that exist (from :func:`discover`): a 0.7.2 broker closes
@@ -180,17 +180,6 @@ class OffsetLookup:
         self._brokers = dict(brokers)
         self._options = options
         self._conns: dict[int, BrokerConnection] = {}
-
-    def __enter__(self) -> OffsetLookup:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         conns, self._conns = list(self._conns.values()), {}

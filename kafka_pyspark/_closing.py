@@ -1,0 +1,26 @@
+"""One context-manager mixin for the connector's resources (connections, sessions, servers)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TypeVar
+
+_T = TypeVar("_T", bound="Closing")
+
+
+class Closing:
+    """``with obj:`` returns ``obj`` and calls ``obj.close()`` on the way out."""
+
+    def close(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
