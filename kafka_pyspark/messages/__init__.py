@@ -11,10 +11,12 @@ Public API (see ``docs/dev/CONTRACTS.md``, "messages/")::
     encode_message(payload, *, magic=1, codec=0) -> bytes
     encode_message_set(values, *, compression="none", magic=1) -> bytes
     encode_message_set_arrow(values, *, compression="none", magic=1) -> bytes
+    encode_message_sets_arrow(values, boundaries, *, compression="none", magic=1) -> list[bytes]
     codec_id(name_or_int) -> int, codec_name(name_or_int) -> str, CODEC_NAMES, CODEC_IDS
 
 Modules: ``layout`` (the wire layout and constants), ``decode``, ``encode``, ``compression``
-(gzip and snappy-java framing), ``crc`` (CRC-32 of many payloads in one pass).
+(gzip and snappy-java framing), ``crc`` (CRC-32 of many payloads in one pass; the CRC-32
+and gzip engines: python-isal when it imports, else stdlib zlib).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kafka_pyspark.messages.encode import (
     encode_message,
     encode_message_set,
     encode_message_set_arrow,
+    encode_message_sets_arrow,
 )
 from kafka_pyspark.messages.layout import (
     CODEC_GZIP,
@@ -54,5 +57,6 @@ __all__ = [
     "encode_message",
     "encode_message_set",
     "encode_message_set_arrow",
+    "encode_message_sets_arrow",
     "scan_boundaries",
 ]

@@ -3,11 +3,12 @@
 Layout: :mod:`kafka_pyspark.messages.layout`. How the work is split so that Python does as
 little per message as possible:
 
-1. *Walk* (Python, sequential): follow the LENGTH fields from message to message, one
-   ``unpack_from`` each and nothing else (lengths are checked afterwards, in bulk). Where two
-   consecutive messages have equal lengths, the rest of that run is confirmed with one numpy
-   comparison over a strided int32 view instead (fixed-size records cost no Python per
-   message at all).
+1. *Walk*: follow the LENGTH fields from message to message (lengths are checked afterwards,
+   in bulk). Where two consecutive messages have equal lengths, the rest of that run is
+   confirmed with one numpy comparison over a strided int32 view (fixed-size records cost no
+   Python per message at all). Many small messages of varied lengths are walked by
+   :func:`_speculate` (numpy: candidate starts from the header bytes, then every link of the
+   chain confirmed in bulk); anything else by a Python loop, one ``unpack_from`` per message.
 2. *Headers* (numpy, per level): MAGIC, ATTRIBUTES, CRC32, payload positions of every message,
    read through a strided record view (evenly spaced messages) or a 10-byte-record gather.
 3. *Values* (Arrow/numpy, one copy): the payloads of the uncompressed messages are gathered
@@ -16,8 +17,12 @@ little per message as possible:
 4. *CRC* (one CRC-32 call over that value buffer, see :mod:`.crc`); a mismatch is then
    located message by message so the error names the offset and both CRCs.
 5. *Wrappers* (Python per wrapper): CRC, decompression bounded by ``max_decompressed_size``
-   into a per-thread scratch buffer, then all inner sets of one nesting level are decoded
-   together, as one stream, by steps 1-4.
+   into a per-thread scratch buffer (gzip inflated one wrapper at a time; the snappy blocks of
+   all wrappers of a level decompressed in one C-level ``map``), then all inner sets of one
+   nesting level are decoded together, as one stream, by steps 1-4.
+
+CRC-32 and gzip inflate use python-isal when it imports (:mod:`.crc` probes it once), else
+stdlib zlib: the same values either way.
 
 Errors are typed :class:`~kafka_pyspark.errors.MessageError` subclasses carrying the absolute
 offset of the outer message at fault (for an inner message, its wrapper's offset). When a set
@@ -81,7 +86,7 @@ _CRC_V0_INDEX = np.arange(5, 9, dtype=np.int64)  # a magic-0 CRC32 sits at bytes
 # messages have equal lengths, the run of that length is confirmed with one numpy comparison
 # over a strided int32 view (first over _RUN_PROBE messages, then over all that fit). When a
 # chunk held many small messages of different lengths, the rest of the buffer is walked by
-# _speculate (at most _SPEC_TRIES times per walk).
+# _speculate (a first window, then all the rest; at most _SPEC_TRIES times per walk).
 _WALK_CHUNK = 8192
 _RUN_MIN = 8
 _RUN_PROBE = 16
@@ -89,6 +94,7 @@ _SIGN_MASK = 0x7FFFFFFF  # a negative LENGTH becomes huge: the walk jumps past t
 _SPEC_MIN_MESSAGES = 24  # messages in the last chunk (i.e. < ~340 bytes each on average)
 _SPEC_MIN_BYTES = 32 << 10  # bytes left to walk
 _SPEC_TRIES = 3
+_SPEC_WINDOW = 32 << 10  # bytes of the first try (a later one takes all the rest)
 _MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message (magic 0, empty payload)
 
 # walk status
@@ -102,6 +108,20 @@ _UNFORESEEN = (
     struct.error, ValueError, IndexError, ArithmeticError, zlib.error, pa.ArrowException,
     *compression.GZIP_ERRORS,
 )
+
+_BINARY = pa.binary()
+_LARGE_BINARY = pa.large_binary()
+_odd_cache: list[pa.Array] = []
+
+
+def _odd_indices(n: int) -> pa.Array:
+    """1, 3, 5, ... (n of them) as an Arrow array: the payload tiles of n messages."""
+    cached = _odd_cache[0] if _odd_cache else None
+    if cached is None or len(cached) < n:  # (a local: another thread may swap the cache)
+        cached = pa.array(np.arange(1, 2 * max(n, 8192), 2, dtype=np.int64))
+        _odd_cache[:] = [cached]
+    return cached.slice(0, n)
+
 
 _CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
 
@@ -164,8 +184,9 @@ def _walk(
     mask = _SIGN_MASK
     limit = min(end, stop)
     short = False
-    unchecked = False  # some starts come from loops that do not check LENGTH
+    unchecked = False  # some starts (kept) come from loops that do not check LENGTH
     tries = _SPEC_TRIES
+    window = _SPEC_WINDOW
     while pos < limit:
         if end - pos >= 8:  # a run of equal lengths from here?
             (m,) = unpack(mv, pos)
@@ -182,6 +203,7 @@ def _walk(
                         j = int(np.argmax(view != m)) or k
                     if cur:
                         chunks.append(np.array(cur, dtype=np.int64))
+                        unchecked = True
                         cur = []
                         app = cur.append
                     chunks.append(np.arange(pos, pos + j * stride, stride, dtype=np.int64))
@@ -192,7 +214,6 @@ def _walk(
                         break
         sub = min(limit, pos + _WALK_CHUNK)
         walked = len(cur)
-        unchecked = True
         try:
             while pos < sub:
                 app(pos)
@@ -201,14 +222,22 @@ def _walk(
             short = True
             break
         if tries and len(cur) - walked >= _SPEC_MIN_MESSAGES and limit - pos >= _SPEC_MIN_BYTES:
-            tries -= 1  # many small messages of varied lengths: try the vectorised walk
-            found = _speculate(mv, pos, end, limit)
+            # many small messages of varied lengths: try the vectorised walk, over a first
+            # window, then (if it saw through most of it) over all the rest
+            tries -= 1
+            stop_at = min(end, pos + window) if window else end
+            found = _speculate(mv, pos, stop_at, limit)
+            start = pos
             if found is not None:
                 chunks.append(np.array(cur, dtype=np.int64))
                 cur = []
                 app = cur.append
                 chunks.append(found)
+                unchecked = True
                 pos = int(found[-1]) + (unpack(mv, int(found[-1]))[0] & mask) + 4
+            if (pos - start) * 4 < (stop_at - start) * 3:
+                tries = 0  # payloads with zero bytes: the Python loop does the rest
+            window = 0
     status = _END
     m = 0
     if short:  # the last start (always one the tight loop found) has fewer than 4 bytes
@@ -220,13 +249,16 @@ def _walk(
         status = _PARTIAL if MIN_LENGTH <= m <= MAX_MESSAGE_LENGTH else _BAD
     if cur:
         chunks.append(np.array(cur, dtype=np.int64))
+        unchecked = True
     chunks = [c for c in chunks if len(c)]
     if not chunks:
         return np.zeros(0, dtype=np.int64), pos, status, m, False
     regular = not unchecked and len(chunks) == 1
     starts = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
     if check and unchecked:  # LENGTH too small somewhere (or larger than the bound)?
-        sizes = np.diff(starts, append=pos)
+        sizes = np.empty(len(starts), dtype=np.int64)
+        np.subtract(starts[1:], starts[:-1], out=sizes[:-1])
+        sizes[-1] = pos - int(starts[-1])
         low, high = int(sizes.min()), int(sizes.max())
         if low < MIN_LENGTH + 4 or high > MAX_MESSAGE_LENGTH + 4:
             bad = int(np.argmax((sizes < MIN_LENGTH + 4) | (sizes > MAX_MESSAGE_LENGTH + 4)))
@@ -244,41 +276,31 @@ def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
 
     Every message (of less than 16 MiB) starts with a zero byte (LENGTH's top byte) and has
     0 or 1 four bytes later (MAGIC). The positions where both hold are *candidates*: a superset
-    of the message starts when payloads hold few zero bytes (text, JSON: about two candidates
-    per message). Each candidate's successor ``c + 4 + LENGTH(c)`` is computed in bulk; keeping
-    the candidates some candidate points to (and ``pos``) drops almost all false ones, and the
-    walk is then confirmed link by link: as long as each kept candidate's successor is the next
-    kept one, the kept candidates are exactly what the Python loop would visit. The confirmed
-    prefix is returned; the caller walks on from its end. Too many candidates (payloads full of
-    zero bytes) give up early.
+    of the message starts when payloads hold no zero bytes (text, JSON), where the only false
+    ones are bytes of the header right after a start (LENGTH below 64 KiB or 256, ATTRIBUTES
+    0), dropped by keeping the first of candidates closer than the smallest message. Each
+    candidate's successor ``c + 4 + LENGTH(c)`` is computed in bulk and the walk confirmed link
+    by link: as long as each kept candidate's successor is the next kept one, they are exactly
+    the starts the Python loop would visit. The confirmed prefix is returned; the caller walks
+    on from its end (payloads with zero bytes end the prefix early, see :func:`_walk`).
     """
-    a = np.frombuffer(mv, dtype=np.uint8, count=end - pos, offset=pos)
     span = end - pos
     if span < 16:
         return None
+    a = np.frombuffer(mv, dtype=np.uint8, count=span, offset=pos)
     low = np.flatnonzero(a[4:] <= 1)  # MAGIC-like byte 4 bytes later
-    cand = low[a[low] == 0]
-    if len(cand) == 0 or cand[0] != 0 or len(cand) > span // 16:
+    if len(low) > span // 8:
+        return None  # payloads full of 0 and 1 bytes
+    cand = low[a[low] == 0]  # and a zero byte here (0 <= LENGTH < 16 MiB)
+    n = len(cand)
+    if n == 0 or cand[0] != 0 or n > span // 16:
         return None
-    # candidates closer than the smallest message to the previous candidate are header bytes
-    # of the message there (LENGTH below 64 KiB or 256, ATTRIBUTES 0): drop them (a real
-    # start lost this way, after zero bytes ending a payload, only ends the confirmed prefix)
-    keep = cand[np.diff(cand, prepend=-_MIN_SIZE) >= _MIN_SIZE]
-    lengths = np.ndarray((span - 3,), ">i4", a, 0, (1,))[keep]
-    succ = keep + 4 + (lengths & _SIGN_MASK)
+    apart = np.empty(n, dtype=np.bool_)
+    apart[0] = True
+    np.greater_equal(cand[1:] - cand[:-1], _MIN_SIZE, out=apart[1:])
+    keep = cand[apart]
+    succ = keep + np.ndarray((span - 3,), ">i4", a, 0, (1,))[keep] + 4
     broken = np.flatnonzero(succ[:-1] != keep[1:])
-    for _ in range(3):  # false candidates left: keep what some kept candidate points to
-        if not len(broken):
-            break
-        n = len(keep)
-        at = np.minimum(np.searchsorted(keep, succ), n - 1)
-        pointed = np.zeros(n, dtype=np.bool_)
-        pointed[at[keep[at] == succ]] = True
-        pointed[0] = True
-        if pointed.all():
-            break
-        keep, succ = keep[pointed], succ[pointed]
-        broken = np.flatnonzero(succ[:-1] != keep[1:])
     count = int(broken[0]) + 1 if len(broken) else len(keep)
     # complete messages (their successor within the buffer) that start before the limit
     count = min(
@@ -288,7 +310,8 @@ def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
     )
     if count == 0:
         return None
-    return keep[:count] + pos
+    found: I64 = keep[:count] + pos
+    return found
 
 
 def _bad_length_error(length: int, offset: int, where: str = "") -> InvalidMessageSizeError:
@@ -325,6 +348,10 @@ class _Level:
         self.leaf: Bool = np.zeros(0, dtype=np.bool_)  # uncompressed (not a wrapper)
         self.uniform_size: int | None = None  # payload size, when every payload has it
         self.regular = False  # starts evenly spaced (known from the walk)
+        self.value_ends: npt.NDArray[np.int32] | None = None  # payload ends in the values
+        self.all_v1 = False  # every message has magic 1 (known from parse)
+        # (outer message, count) of each run of messages with the same outer message, when known
+        self.groups: tuple[I64, I64] | None = None
 
     def truncate(self, n: int) -> None:
         if n < self.n:
@@ -364,7 +391,8 @@ class _Level:
         magic = rec["magic"]
         self.lens = lens
         self.magic = magic
-        if int(magic.min()) == int(magic.max()) == 1:
+        self.all_v1 = int(magic.min()) == int(magic.max()) == 1
+        if self.all_v1:
             codec = (rec["attributes"] & CODEC_MASK).astype(np.uint8, copy=False)
             self.crc = rec["crc"].astype(np.uint32)
             self.codec = codec
@@ -430,33 +458,32 @@ class _Level:
                                       int(self.pstart[0]), (stride,))
                     data = view.copy().view(np.uint8)
                 values = pa.Array.from_buffers(
-                    pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                    _BINARY, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
                 )
                 return values, data
-            index = np.arange(1, 2 * n, 2, dtype=np.int64)
+            index = _odd_indices(n)
         else:
             n = len(leaves)
             plen = self.plen[leaves]
-            index = 2 * leaves + 1
+            index = pa.array(2 * leaves + 1)
         if int(plen.sum()) > _INT32_MAX:
             raise _too_big()
         # zero-copy binary array tiling the buffer: LENGTH..CRC32 of message 0, its payload,
         # header of message 1, ... (messages of a level are back to back); take the payloads
         m = self.n
-        tiles = np.empty(2 * m + 1, dtype=np.int64)
+        end = int(self.starts[-1]) + LENGTH_SIZE + int(self.lens[-1]) if m else 0
+        large = end > _INT32_MAX
+        tiles = np.empty(2 * m + 1, dtype=np.int64 if large else np.int32)
         tiles[0 : 2 * m : 2] = self.starts
         tiles[1 : 2 * m : 2] = self.pstart
-        tiles[2 * m] = int(self.starts[-1]) + LENGTH_SIZE + int(self.lens[-1]) if m else 0
-        if int(tiles[-1]) <= _INT32_MAX:
-            tile_type, tiles = pa.binary(), tiles.astype(np.int32)
-        else:
-            tile_type = pa.large_binary()
+        tiles[2 * m] = end
         tile = pa.Array.from_buffers(
-            tile_type, 2 * m, [None, pa.py_buffer(tiles), pa.py_buffer(self.mv)]
+            _LARGE_BINARY if large else _BINARY, 2 * m,
+            [None, pa.py_buffer(tiles), pa.py_buffer(self.mv)],
         )
-        values = tile.take(pa.array(index))
-        if tile_type != pa.binary():
-            values = values.cast(pa.binary())
+        values = tile.take(index)
+        if large:
+            values = values.cast(_BINARY)
         buffers = values.buffers()
         offsets = np.frombuffer(buffers[1], dtype=np.int32)[values.offset : values.offset + n + 1]
         lo, hi = int(offsets[0]), int(offsets[-1])
@@ -465,9 +492,12 @@ class _Level:
         data = np.frombuffer(buffers[2], dtype=np.uint8)[lo:hi]
         if not data.flags.writeable:  # pragma: no cover - Arrow allocates mutable buffers
             data = data.copy()
+        self.value_ends = offsets[1:] - lo
         return values, data
 
     def _uniform(self) -> bool:
+        if self.regular and self.all_v1:  # evenly spaced, one header size
+            return True
         lens, magic = self.lens, self.magic
         return bool(lens.min() == lens.max()) and bool(magic.min() == magic.max())
 
@@ -550,9 +580,11 @@ class _Decoder:
             level.values = values
             if self.verify_crc:
                 if leaves is None:
-                    ok = verify_concatenated(data, level.plen, level.crc, level.uniform_size)
+                    ok = verify_concatenated(data, level.plen, level.crc, level.uniform_size,
+                                             ends=level.value_ends)
                 else:
-                    ok = verify_concatenated(data, level.plen[leaves], level.crc[leaves])
+                    ok = verify_concatenated(data, level.plen[leaves], level.crc[leaves],
+                                             ends=level.value_ends)
                 if not ok:
                     self.crc_error(level, leaves)
         if not wrappers:
@@ -733,9 +765,13 @@ class _Decoder:
             starts = starts[:keep]
             owners, bounds = owners[:seg], bounds[: seg + 1]
         owner_idx = np.array(owners, dtype=np.int64)
-        seg_of = np.searchsorted(bounds, starts, side="right") - 1
-        parent = owner_idx[seg_of] if len(owner_idx) else np.zeros(0, dtype=np.int64)
-        inner = _Level(mv, starts, level.root[parent], parent, level.depth + 1)
+        # messages per inner set: its wrapper is the parent of each
+        counts = np.diff(np.searchsorted(starts, bounds[1:]), prepend=0)
+        parent = np.repeat(owner_idx, counts)
+        set_roots = level.root[owner_idx]
+        inner = _Level(mv, starts, np.repeat(set_roots, counts), parent, level.depth + 1)
+        if level.depth == 0:  # one inner set per outer message: rows group by set
+            inner.groups = (set_roots, counts)
         inner.seg_starts = bounds[:-1]
         inner.regular = regular and not len(missed)
         return inner
@@ -857,10 +893,20 @@ def _assemble(levels: list[_Level], outer: _Level, base: int) -> pa.RecordBatch:
         # all rows are the messages of one level, in its order (wrappers nest in order)
         lv = holders[0]
         row_root = lv.root
+        if lv.groups is not None and int(lv.groups[1].sum()) == lv.n:
+            roots, per_root = lv.groups  # per outer message: repeat, no per-row lookups
+            row_offset = np.repeat(root_offset[roots], per_root)
+            row_next = np.repeat(root_next[roots], per_root)
+            first_row = (np.cumsum(per_root) - per_root).astype(np.int32)
+            inner_index = np.arange(lv.n, dtype=np.int32) - np.repeat(first_row, per_root)
+        else:
+            row_offset = root_offset[row_root]
+            row_next = root_next[row_root]
+            inner_index = _rank_in_group(row_root).astype(np.int32)
         arrays = [
-            pa.array(root_offset[row_root]),
-            pa.array(root_next[row_root]),
-            pa.array(_rank_in_group(row_root).astype(np.int32)),
+            pa.array(row_offset),
+            pa.array(row_next),
+            pa.array(inner_index),
             _codec_column(codec_col, lv.n) if codec_col is not None else (
                 _string_column(root_codec[row_root])
             ),
