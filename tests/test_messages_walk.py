@@ -128,3 +128,19 @@ def test_vectorised_walk_errors_match() -> None:
         dec._SPEC_TRIES = saved
     assert type(fast.value) is type(slow.value)
     assert fast.value.offset == slow.value.offset == 10 + int(starts[700])
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_vectorised_walk_sees_through_empty_messages(magic: int) -> None:
+    # an empty message's header is mostly zero bytes (CRC32 of nothing is 0): candidates
+    # closer together than a message, up to the next start
+    rnd = random.Random(magic)
+    values = [b"" if rnd.random() < 0.1 else text_payload(rnd, rnd.randrange(0, 300))
+              for _ in range(2000)]
+    data = encode_message_set(values, magic=magic)
+    starts, _ = scan_boundaries(data)
+    found = dec._speculate(memoryview(data), 0, len(data), len(data))
+    assert found is not None
+    assert found.tolist() == starts.tolist()
+    walk_both(data)
+    assert decode_message_set(data).batch.column("value").to_pylist() == values

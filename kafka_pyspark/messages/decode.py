@@ -278,7 +278,7 @@ def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
     0 or 1 four bytes later (MAGIC). The positions where both hold are *candidates*: a superset
     of the message starts when payloads hold no zero bytes (text, JSON), where the only false
     ones are bytes of the header right after a start (LENGTH below 64 KiB or 256, ATTRIBUTES
-    0), dropped by keeping the first of candidates closer than the smallest message. Each
+    0, a CRC32 of 0), dropped by :func:`_first_of_clusters`. Each
     candidate's successor ``c + 4 + LENGTH(c)`` is computed in bulk and the walk confirmed link
     by link: as long as each kept candidate's successor is the next kept one, they are exactly
     the starts the Python loop would visit. The confirmed prefix is returned; the caller walks
@@ -295,10 +295,7 @@ def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
     n = len(cand)
     if n == 0 or cand[0] != 0 or n > span // 16:
         return None
-    apart = np.empty(n, dtype=np.bool_)
-    apart[0] = True
-    np.greater_equal(cand[1:] - cand[:-1], _MIN_SIZE, out=apart[1:])
-    keep = cand[apart]
+    keep = cand[_first_of_clusters(cand, mv, pos)]
     succ = keep + np.ndarray((span - 3,), ">i4", a, 0, (1,))[keep] + 4
     broken = np.flatnonzero(succ[:-1] != keep[1:])
     count = int(broken[0]) + 1 if len(broken) else len(keep)
@@ -312,6 +309,34 @@ def _speculate(mv: memoryview, pos: int, end: int, limit: int) -> I64 | None:
         return None
     found: I64 = keep[:count] + pos
     return found
+
+
+def _first_of_clusters(cand: I64, mv: memoryview, pos: int) -> Bool:
+    """Which candidates (positions in ``mv`` after ``pos``) may be message starts.
+
+    Candidates closer than the smallest message (9 bytes) to the previous candidate form a
+    cluster with it: a start and zero bytes of its header. A cluster spanning less than 9
+    bytes keeps its first candidate only; in the rare longer ones (an empty message, whose
+    header is mostly zero bytes, then the next start) the walk is followed from the first
+    candidate, one LENGTH at a time."""
+    n = len(cand)
+    keep = np.empty(n, dtype=np.bool_)
+    keep[0] = True
+    np.greater_equal(cand[1:] - cand[:-1], _MIN_SIZE, out=keep[1:])
+    heads = np.flatnonzero(keep)
+    lasts = np.empty(len(heads), dtype=np.int64)
+    lasts[:-1] = heads[1:] - 1
+    lasts[-1] = n - 1
+    unpack = LENGTH.unpack_from
+    for k in np.flatnonzero(cand[lasts] - cand[heads] >= _MIN_SIZE).tolist():
+        at = int(cand[heads[k]])
+        succ = at + (unpack(mv, pos + at)[0] & _SIGN_MASK) + LENGTH_SIZE
+        for i in range(int(heads[k]) + 1, int(lasts[k]) + 1):
+            at = int(cand[i])
+            if at == succ:
+                keep[i] = True
+                succ = at + (unpack(mv, pos + at)[0] & _SIGN_MASK) + LENGTH_SIZE
+    return keep
 
 
 def _bad_length_error(length: int, offset: int, where: str = "") -> InvalidMessageSizeError:
