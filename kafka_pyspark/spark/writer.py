@@ -340,13 +340,14 @@ class TaskWriter:
     """
 
     def __init__(self, plan: WritePlan, *, task: str = "write task", seed: int | None = None):
-        from kafka_pyspark.messages import encode_message_set_arrow
+        from kafka_pyspark.messages import encode_message_set_arrow, encode_message_sets_arrow
 
         self.plan = plan
         self.opts = plan.options
         self.layout = plan.layout
         self.task = task
         self._encode = encode_message_set_arrow
+        self._encode_many = encode_message_sets_arrow
         self._rng = np.random.default_rng(seed)
         self._rows_seen = 0
         self._valid_topics: set[str] = set()
@@ -719,8 +720,13 @@ class TaskWriter:
         values = pend.chunks[0] if len(pend.chunks) == 1 else pa.concat_arrays(pend.chunks)
         rows = pend.rows[0] if len(pend.rows) == 1 else np.concatenate(pend.rows)
         end = len(values) if final else len(values) - len(values) % self.opts.batch_size
-        for lo, hi in self._cut(values, 0, end):
-            self._emit(target, values.slice(lo, hi - lo), rows[lo:hi])
+        cuts = list(self._cut(values, 0, end))
+        if cuts:
+            # every set of this flush in one encoder call (no per-set Python loop over rows)
+            bounds = [lo for lo, _ in cuts] + [cuts[-1][1]]
+            sets = self._encode_many(values, bounds, compression=self.opts.codec)
+            for (lo, hi), data in zip(cuts, sets, strict=True):
+                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data)
         if end < len(values):
             pend.chunks = [_compact(values.slice(end))]
             pend.rows = [rows[end:].copy()]
@@ -742,9 +748,17 @@ class TaskWriter:
             yield pos, end
             pos = end
 
-    def _emit(self, target: int, values: pa.Array, rows: npt.NDArray[np.int64]) -> None:
-        """Encode one message set (split in halves if its wrapper is too large) and queue it."""
-        data = self._encode(values, compression=self.opts.codec)
+    def _emit(
+        self,
+        target: int,
+        values: pa.Array,
+        rows: npt.NDArray[np.int64],
+        data: bytes | None = None,
+    ) -> None:
+        """Queue one message set, ``data`` if already encoded (split in halves if its wrapper
+        is too large)."""
+        if data is None:
+            data = self._encode(values, compression=self.opts.codec)
         if self.opts.codec != "none":
             payload = len(data) - _WRAPPER_OVERHEAD
             if payload > self.opts.max_message_size:
