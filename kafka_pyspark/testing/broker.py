@@ -317,7 +317,8 @@ class _ZkRegistrar:
         from kazoo.protocol.states import KazooState
 
         if state == KazooState.LOST:
-            log.warning("broker %d: ZooKeeper session lost", self._broker_id)
+            if not self._stopping.is_set():  # a clean stop ends the session on purpose
+                log.warning("broker %d: ZooKeeper session lost", self._broker_id)
             self._session_lost = True
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
