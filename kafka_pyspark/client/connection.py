@@ -293,9 +293,9 @@ class BrokerConnection(Closing):
 
     def _read_frame(self, sock: socket.socket, bound: int, what: str,
                     close_hint: str) -> memoryview:
-        head = bytearray(4)
-        self._recv_exact(sock, memoryview(head), what, "response length", close_hint)
-        n = wire.frame_length(bytes(head))
+        head = memoryview(bytearray(4))
+        self._recv_exact(sock, head, what, "response length", close_hint)
+        n = wire.frame_length(head)
         if n > bound:
             raise ProtocolError(
                 f"{self.address}: the answer to {what} announces {n} bytes, more than the "
@@ -308,7 +308,13 @@ class BrokerConnection(Closing):
 
     # --- request patterns ------------------------------------------------------------------
 
-    def _sleep_before_retry(self, attempt: int) -> None:
+    def _retry_or_raise(self, err: BrokerConnectionError, attempt: int, note: str) -> None:
+        """After failed attempt ``attempt`` (0-based): back off, or raise once out of retries."""
+        if attempt >= self.retries:
+            if attempt == 0:
+                raise err
+            raise type(err)(f"{err} (gave up after {attempt + 1} attempts{note})") from err
+        log.warning("%s; retrying (%d of %d)", err, attempt + 1, self.retries)
         time.sleep(self.backoff * (2**attempt))
 
     def _read_request(
@@ -348,12 +354,7 @@ class BrokerConnection(Closing):
                         self._drop(f"protocol error on {what}")
                         raise ProtocolError(f"{self.address}: {e}") from e
                 self._drop(str(err))
-                if attempt >= self.retries:
-                    if attempt == 0:
-                        raise err
-                    raise type(err)(f"{err} (gave up after {attempt + 1} attempts)") from err
-                log.warning("%s; retrying (%d of %d)", err, attempt + 1, self.retries)
-                self._sleep_before_retry(attempt)
+                self._retry_or_raise(err, attempt, "")
                 attempt += 1
 
     def _raise_if_lost(self, doing: str) -> None:
@@ -408,14 +409,7 @@ class BrokerConnection(Closing):
                     self._unconfirmed_bytes += nbytes
                     self._unconfirmed_requests += 1
                     return
-                if attempt >= self.retries:
-                    if attempt == 0:
-                        raise err
-                    raise type(err)(
-                        f"{err} (gave up after {attempt + 1} attempts; nothing was sent)"
-                    ) from err
-                log.warning("%s; retrying (%d of %d)", err, attempt + 1, self.retries)
-                self._sleep_before_retry(attempt)
+                self._retry_or_raise(err, attempt, "; nothing was sent")
                 attempt += 1
 
     # --- the 0.7 requests ------------------------------------------------------------------

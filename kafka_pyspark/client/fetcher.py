@@ -282,24 +282,17 @@ def iter_range(
     See the module docstring for the loop, the fetch-size doubling and empty answers.
     ``broker_id`` (default: the connection's) only names the broker in errors.
     """
-    _check_sizes(fetch_size, max_fetch_size)
-    r = _RangeReader(
+    for _, result in iter_multi_range(
         conn,
-        PartitionRange(topic, partition, start, end),
+        [PartitionRange(topic, partition, start, end)],
         fetch_size=fetch_size,
         max_fetch_size=max_fetch_size,
         verify_crc=verify_crc,
         max_decompressed_size=max_decompressed_size,
         broker_id=broker_id,
-        empty_retries=conn.retries if empty_retries is None else empty_retries,
-    )
-    while not r.done:
-        _wait_until(r.retry_at)
-        req = r.request()
-        resp = conn.fetch(req.topic, req.partition, req.offset, req.max_size)
-        result = r.handle(resp, req.max_size)
-        if result is not None:
-            yield result
+        empty_retries=empty_retries,
+    ):
+        yield result
 
 
 def iter_multi_range(

@@ -41,12 +41,13 @@ from kafka_pyspark.messages.layout import (
     HEADER_V1,
     HEADER_V1_SIZE,
     MAX_MESSAGE_LENGTH,
+    MIN_LENGTH_BY_MAGIC,
     MIN_LENGTH_V0,
     MIN_LENGTH_V1,
     codec_id,
 )
 
-_OVERHEAD = {0: MIN_LENGTH_V0, 1: MIN_LENGTH_V1}  # LENGTH - payload size, per magic
+_OVERHEAD = MIN_LENGTH_BY_MAGIC  # LENGTH - payload size, per magic
 _MAX_PAYLOAD = {m: MAX_MESSAGE_LENGTH - o for m, o in _OVERHEAD.items()}
 _HEADER_SIZE = {0: HEADER_V0_SIZE, 1: HEADER_V1_SIZE}
 
@@ -181,9 +182,10 @@ def encode_message_sets_arrow(
     return [_wrap(view[a:b], cid) for a, b in pairwise(at)]
 
 
-def _encode_arrow(values: pa.Array | pa.ChunkedArray, magic: int) -> bytes:
+def _encode_arrow(values: pa.Array | pa.ChunkedArray, magic: int) -> memoryview:
+    """The framed messages as a view: :func:`_wrap` copies them once, or compresses them."""
     framed, _ = _frame(values, magic, 0)
-    return framed.tobytes()
+    return framed.data
 
 
 # One header per message as a numpy record (big-endian, unaligned fields), per magic

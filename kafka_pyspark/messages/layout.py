@@ -51,6 +51,8 @@ MIN_LENGTH = MIN_LENGTH_V0
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
+# MAGIC -> LENGTH of a message with an empty payload (payload size = LENGTH - this)
+MIN_LENGTH_BY_MAGIC: Mapping[int, int] = {MAGIC_V0: MIN_LENGTH_V0, MAGIC_V1: MIN_LENGTH_V1}
 CODEC_MASK = 0x03  # 0.7.2 Message.CompressionCodeMask
 
 # No 0.7 message can be this large: a broker takes a produce request of at most

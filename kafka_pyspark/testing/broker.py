@@ -54,6 +54,7 @@ from kafka_pyspark.errors import (
     TopicNameError,
 )
 from kafka_pyspark.messages import decode_message_set
+from kafka_pyspark.messages.layout import LENGTH, MIN_LENGTH_BY_MAGIC
 from kafka_pyspark.testing.log import (
     OFFSETS_EARLIEST,
     OFFSETS_LATEST,
@@ -76,8 +77,6 @@ _WRONG_PARTITION = 3
 
 _RANDOM_PARTITION = -1  # PRODUCE partition -1: the broker picks one
 _REQUEST_LENGTH = struct.Struct(">i")  # int32 REQUEST_LENGTH (excludes itself)
-_MSG_LENGTH = struct.Struct(">i")  # int32 LENGTH of a message (excludes itself)
-_HEADER_BY_MAGIC = {0: 5, 1: 6}  # MAGIC [+ ATTRIBUTES] + CRC: payload = LENGTH - this
 _RECV_CHUNK = 1 << 20
 _MAX_DECOMPRESSED = 256 << 20  # bound on one produced set's inflated size (memory guard)
 _JOIN_TIMEOUT = 5.0
@@ -132,7 +131,8 @@ class _RequestReader:
             # 0.7.2 BoundedByteBufferReceive: InvalidRequestException, connection closed
             raise _CloseConnection(f"request size {size} outside 1..{self._max}")
         self._fill(4 + size)
-        body = bytes(self._buf[4 : 4 + size])
+        with memoryview(self._buf) as view:
+            body = bytes(view[4 : 4 + size])  # one copy (a bytearray slice would be another)
         del self._buf[: 4 + size]
         return body
 
@@ -198,14 +198,14 @@ def _oversized(data: bytes, max_message_size: int) -> tuple[int, int] | None:
     0.7.2 ``verifyMessageSize`` (shallow): such a set is dropped with a log line only.
     Malformed headers are left to the full validation that follows.
     """
-    if len(data) - 4 - min(_HEADER_BY_MAGIC.values()) <= max_message_size:
+    if len(data) - 4 - min(MIN_LENGTH_BY_MAGIC.values()) <= max_message_size:
         return None  # no payload in this set can be that large
     pos, end = 0, len(data)
     while pos + 4 <= end:
-        (length,) = _MSG_LENGTH.unpack_from(data, pos)
+        (length,) = LENGTH.unpack_from(data, pos)
         if length < 1 or pos + 4 + length > end:
             return None
-        header = _HEADER_BY_MAGIC.get(data[pos + 4])
+        header = MIN_LENGTH_BY_MAGIC.get(data[pos + 4])
         if header is None:
             return None
         if length - header > max_message_size:

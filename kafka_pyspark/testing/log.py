@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_pyspark.errors import KafkaError, OffsetOutOfRangeError
+from kafka_pyspark.messages.layout import LENGTH, MAGIC_OFFSET, MIN_LENGTH, MIN_LENGTH_BY_MAGIC
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +54,12 @@ SEGMENT_NAME_DIGITS = 20
 OFFSETS_LATEST = -1  # OFFSETS TIME: the log end
 OFFSETS_EARLIEST = -2  # OFFSETS TIME: the first segment's start
 
-_LENGTH = struct.Struct(">i")  # int32 LENGTH: bytes of the message after this field
+_LENGTH = LENGTH  # int32 LENGTH: bytes of the message after this field
 _CRC = struct.Struct(">I")  # uint32 CRC32 of the payload
-_MAGIC_AT = 4  # int8 MAGIC right after LENGTH
+_MAGIC_AT = MAGIC_OFFSET  # int8 MAGIC right after LENGTH
 _CRC_AT = {0: 5, 1: 6}  # magic -> position of CRC (magic 1 has an ATTRIBUTES byte first)
-_HEADER = {0: 5, 1: 6}  # magic -> bytes of MAGIC [+ ATTRIBUTES] + CRC (LENGTH excluded)
-MIN_MESSAGE_LENGTH = 5  # 0.7.2 Message.MinHeaderSize: a LENGTH below this is corrupt
+_HEADER = MIN_LENGTH_BY_MAGIC  # magic -> bytes of MAGIC [+ ATTRIBUTES] + CRC (LENGTH excluded)
+MIN_MESSAGE_LENGTH = MIN_LENGTH  # 0.7.2 Message.MinHeaderSize: a LENGTH below this is corrupt
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # 0.7.2 KafkaServer's "skip recovery" marker
 
 
