@@ -37,7 +37,7 @@ from kafka_pyspark.wire.topics import validate_topic_name
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
 
-__all__ = ["BrokerAddress", "Cluster", "parse_broker_list"]
+__all__ = ["BrokerAddress", "Cluster", "connect", "parse_broker_list"]
 
 # id : host : port. A host may be an IPv6 literal in brackets ("[::1]"), which 0.7 itself never
 # accepted but costs nothing here; the brackets are not part of the host.
@@ -228,8 +228,6 @@ class Cluster(Closing):
         return int(probe_partition_count(self._connection(broker_id), topic))
 
     def _connection(self, broker_id: int) -> BrokerConnection:
-        from kafka_pyspark.client import BrokerConnection
-
         assert self._static is not None
         address = self._static.get(broker_id)
         if address is None:
@@ -237,12 +235,22 @@ class Cluster(Closing):
         with self._lock:
             conn = self._conns.get(broker_id)
             if conn is None:
-                conn = BrokerConnection(
-                    address.host,
-                    address.port,
-                    timeout=self.socket_timeout_ms / 1000.0,
-                    buffer_size=self.socket_buffer_size,
-                    broker_id=broker_id,
+                conn = self._conns[broker_id] = connect(
+                    broker_id, address, self.socket_timeout_ms, self.socket_buffer_size
                 )
-                self._conns[broker_id] = conn
             return conn
+
+
+def connect(
+    broker_id: int, address: BrokerAddress, socket_timeout_ms: int, socket_buffer_size: int
+) -> BrokerConnection:
+    """A connection to one broker with the cluster options' socket settings."""
+    from kafka_pyspark.client import BrokerConnection
+
+    return BrokerConnection(
+        address.host,
+        address.port,
+        timeout=socket_timeout_ms / 1000.0,
+        buffer_size=socket_buffer_size,
+        broker_id=broker_id,
+    )

@@ -187,7 +187,7 @@ class OffsetLookup(Closing):
             conn.close()
 
     def connection(self, broker: int) -> BrokerConnection:
-        from kafka_pyspark.client import BrokerConnection
+        from kafka_pyspark.cluster import connect
 
         conn = self._conns.get(broker)
         if conn is None:
@@ -196,12 +196,11 @@ class OffsetLookup(Closing):
                 raise TopicNotFoundError(
                     f"broker {broker} is not known (live brokers: {sorted(self._brokers)})"
                 )
-            conn = self._conns[broker] = BrokerConnection(
-                address.host,
-                address.port,
-                timeout=self._options.socket_timeout_ms / 1000.0,
-                buffer_size=self._options.socket_buffer_size,
-                broker_id=broker,
+            conn = self._conns[broker] = connect(
+                broker,
+                address,
+                self._options.socket_timeout_ms,
+                self._options.socket_buffer_size,
             )
         return conn
 

@@ -45,6 +45,7 @@ __all__ = [
     "LATEST",
     "READ_OPTIONS",
     "STREAM_ONLY_OPTIONS",
+    "WRITE_OPTIONS",
     "Assign",
     "ClusterOptions",
     "OffsetSpec",
@@ -116,6 +117,10 @@ READ_OPTIONS = frozenset(
 )
 BATCH_ONLY_OPTIONS = frozenset(n.lower() for n in _BATCH_ONLY_NAMES)
 STREAM_ONLY_OPTIONS = frozenset(n.lower() for n in _STREAM_ONLY_NAMES)
+#: lower-cased names of the writer's own options (:mod:`kafka_pyspark.spark.write_options`)
+WRITE_OPTIONS = frozenset(
+    {"topic", "compression.codec", "batch.size", "max.message.size", "partitioner"}
+)
 
 _KEY = re.compile(r"([0-9]+)-([0-9]+)\Z")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
@@ -548,14 +553,10 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
                 key,
                 "kafka07 takes no path: name topics with subscribe, subscribePattern or assign",
             )
-        if key in _WRITE_ONLY:
+        if key in WRITE_OPTIONS:
             raise OptionError(key, "is a write option; it has no meaning when reading")
         known = sorted(canonical_name(k) for k in CLUSTER_OPTIONS | READ_OPTIONS)
         raise OptionError(key, f"unknown option for reading; known options: {', '.join(known)}")
-
-
-_WRITE_ONLY = frozenset({"topic", "compression.codec", "batch.size", "max.message.size",
-                         "partitioner"})
 
 
 def _parse_subscription(opts: Mapping[str, str], cluster: ClusterOptions) -> Subscription:

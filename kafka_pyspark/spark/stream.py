@@ -217,7 +217,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
             assert opts.group_id is not None  # parse_read_options guarantees it
             committed = group_offsets(cluster, opts.group_id, {t for t, _, _ in tps})
         with OffsetLookup(brokers, opts.cluster) as lookup:
-            bounds = {tp: lookup.bounds(tp) for tp in tps}
+            bounds = lookup.all_bounds(tps)
             self._bounds.update(bounds)
             starts = resolve_starts(
                 opts.starting,

@@ -39,8 +39,11 @@ from pyspark.sql.types import (
 from kafka_pyspark.errors import OptionError, SchemaError, TopicNameError
 from kafka_pyspark.spark.options import (
     CLUSTER_OPTIONS,
+    MAX_INT32,
     READ_OPTIONS,
+    WRITE_OPTIONS,
     ClusterOptions,
+    _int_value,
     canonical_name,
     parse_cluster_options,
 )
@@ -72,11 +75,7 @@ DEFAULT_BATCH_SIZE = 200
 DEFAULT_MAX_MESSAGE_SIZE = 1_000_000
 #: a sanity bound: a set of more messages than this cannot fit a 0.7 request anyway
 MAX_BATCH_SIZE = 1_000_000
-MAX_INT32 = 2**31 - 1
 
-WRITE_OPTIONS = frozenset(
-    {"topic", "compression.codec", "batch.size", "max.message.size", "partitioner"}
-)
 #: options Spark itself adds for a streaming sink; accepted and ignored.
 SPARK_SINK_OPTIONS = frozenset({"checkpointlocation"})
 
@@ -98,15 +97,7 @@ class WriteOptions:
 
 def _int_option(options: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = options.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise OptionError(name, f"must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise OptionError(name, f"must be between {low} and {high}, got {value}")
-    return value
+    return default if raw is None else _int_value(name, str(raw), low, high)
 
 
 def parse_codec(raw: str) -> str:
