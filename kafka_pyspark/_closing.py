@@ -6,6 +6,7 @@ from types import TracebackType
 from typing import TypeVar
 
 _T = TypeVar("_T", bound="Closing")
+_S = TypeVar("_S", bound="Service")
 
 
 class Closing:
@@ -24,3 +25,13 @@ class Closing:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class Service(Closing):
+    """A server that ``with`` starts: ``with svc:`` calls ``svc.start()`` and returns its result."""
+
+    def start(self: _S) -> _S:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self.start()

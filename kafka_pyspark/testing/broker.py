@@ -41,10 +41,11 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
 from kafka_pyspark import wire
+from kafka_pyspark._closing import Service
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
@@ -440,7 +441,7 @@ class _ZkRegistrar:
 # --- the broker ----------------------------------------------------------------------------
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(Service):
     """A real single-node Kafka 0.7.2 broker for tests, demos and users' own tests.
 
     ``port=0`` picks a free port at the first :meth:`start`; :meth:`restart` keeps it.
@@ -697,17 +698,6 @@ class EmbeddedBroker:
         self.stop()
         if self._finalizer is not None:
             self._finalizer()
-
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "running" if self._running else "stopped"

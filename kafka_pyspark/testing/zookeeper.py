@@ -35,8 +35,8 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from types import TracebackType
 
+from kafka_pyspark._closing import Service
 from kafka_pyspark.errors import KafkaError
 
 JAVA_DIR = Path("/usr/share/java")
@@ -113,7 +113,7 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
             proc.wait(timeout=5.0)
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(Service):
     """Debian's ZooKeeper 3.8 run standalone on ``127.0.0.1`` (a test fixture, not production).
 
     ``port=0`` picks a free port. ``data_dir`` keeps the data somewhere that survives
@@ -216,15 +216,8 @@ class ZooKeeperServer:
         self._kill_process()
         return self.start()
 
-    def __enter__(self) -> ZooKeeperServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """The same as :meth:`stop` (ends ``with``)."""
         self.stop()
 
     def __repr__(self) -> str:
