@@ -229,6 +229,13 @@ class DeliveryError(BrokerConnectionError):
         super().__init__(message)
 
 
+class AppendShortfallError(DeliveryError):
+    """The delivery barrier answered, but a partition's log grew by fewer bytes than were
+    produced to it: the broker dropped data without an answer (a 0.7 broker does that to a
+    message set holding a message over its ``max.message.size``). ``unconfirmed`` holds the
+    short partitions (the bytes sent), ``confirmed`` the others."""
+
+
 # --- writing -------------------------------------------------------------------------------
 
 
