@@ -18,8 +18,9 @@ What is measured, all in this run, on this machine:
   Arrow rows it is given, same DataFrame, same path through Spark.
 
 The broker is a *sink* (a separate process that reads and discards PRODUCE bytes, answers
-OFFSETS with the bytes received per partition, as a broker's log end, and probing FETCHes): the figures are the writer's, not a broker's. The embedded test
-broker validates every CRC in Python and would be the bottleneck.
+OFFSETS with the bytes received per partition, as a broker's log end, and probing FETCHes):
+the figures are the writer's, not a broker's. The embedded test broker validates every CRC in
+Python and would be the bottleneck.
 """
 
 from __future__ import annotations

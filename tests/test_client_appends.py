@@ -46,9 +46,11 @@ def test_a_lazily_flushing_broker_is_waited_for(tmp_path: Path) -> None:
             assert p.flush() == {("lazy", 0, 0): DeliveryCount(1, len(data))}
         assert b.log_end("lazy", 0) == len(data)
     # without waiting, the same lag would be (wrongly) short: the wait is what prevents it
-    with EmbeddedBroker(log_dir=tmp_path / "2", num_partitions=1, flush_interval=1000,
-                        flush_interval_ms=5000) as b:
-        with Producer({0: (b.host, b.port)}, timeout=5.0, check_appends=0.0) as p:
-            p.send(0, "lazy", 0, data)
-            with pytest.raises(AppendShortfallError, match="waiting 0 s"):
-                p.flush()
+    with (
+        EmbeddedBroker(log_dir=tmp_path / "2", num_partitions=1, flush_interval=1000,
+                       flush_interval_ms=5000) as b2,
+        Producer({0: (b2.host, b2.port)}, timeout=5.0, check_appends=0.0) as p2,
+    ):
+        p2.send(0, "lazy", 0, data)
+        with pytest.raises(AppendShortfallError, match="waiting 0 s"):
+            p2.flush()
