@@ -428,6 +428,11 @@ class Registry(Closing):
         group = _path_component(group, "group.id")
         return sorted(self._children(f"{CONSUMERS}/{group}/ids") or [])
 
+    def group_topics(self, group: str) -> list[str]:
+        """Topics ``group`` committed offsets for: ``/consumers/[group]/offsets``, sorted."""
+        group = _path_component(group, "group.id")
+        return sorted(self._children(f"{CONSUMERS}/{group}/offsets") or [])
+
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
         thread id."""
