@@ -39,11 +39,14 @@ ACL grants that identity can be read and written. The credentials are never logg
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
+kazoo's own log lines go to the logger ``kafka_pyspark.registry.kazoo`` with credentials
+removed (kazoo logs its ``Auth`` request in clear at debug level).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -99,6 +102,21 @@ def parse_zk_auth(value: str) -> tuple[str, str]:
             "(the value is not shown, it is a secret)",
         )
     return scheme.lower(), credential
+
+
+class _HideCredentials(logging.Filter):
+    """kazoo logs every request it sends at debug level, ``Auth(...)`` with its credentials
+    in clear: such records are rewritten before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Auth(" in record.getMessage():
+            record.msg, record.args = "Sending request: Auth(<credentials not logged>)", ()
+        return True
+
+
+# kazoo's log, for every Registry session: kazoo's own messages, minus credentials
+_KAZOO_LOG = logging.getLogger("kafka_pyspark.registry.kazoo")
+_KAZOO_LOG.addFilter(_HideCredentials())
 
 
 @dataclass(frozen=True)
@@ -204,6 +222,7 @@ class Registry(Closing):
                 # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
                 connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
                 auth_data=self._auth_data or None,
+                logger=_KAZOO_LOG,
             )
             timeout = self.connection_timeout_ms / 1000.0
             try:
