@@ -190,6 +190,18 @@ class RegistryError(KafkaError):
     """ZooKeeper was unreachable, timed out, or holds data not in 0.7's registry format."""
 
 
+class RegistryUnavailableError(RegistryError):
+    """ZooKeeper could not be reached, or did not answer within the registry's time bound.
+
+    Transient by nature (a ZooKeeper restart, a network partition): a stream keeps going on
+    what it last saw for up to ``zk.outage.max.ms`` (docs/streaming.md)."""
+
+
+class RegistryPermissionError(RegistryError, PermissionError):
+    """ZooKeeper refused an operation on a node: its ACL does not allow this session
+    (no ``zk.auth``, or credentials without the needed permission). Names the node."""
+
+
 class TopicNotFoundError(KafkaError):
     """A topic asked for by name is not in the registry / on any broker."""
 
