@@ -48,7 +48,8 @@ if local is not None:
                      "CONCAT('{\"event\": ', CAST(id AS STRING), '}') AS value")
          .write.format("kafka07").option("zk.connect", ZK).option("topic", TOPIC)
          .option("compression.codec", "snappy").mode("append").save())
-        local.brokers[0].wait_for_topic(TOPIC)
+        for b in local.brokers:  # each registers the topic in ZooKeeper after its first write
+            b.wait_for_topic(TOPIC)
 
 # COMMAND ----------
 

@@ -49,7 +49,8 @@ def produce_orders(first: int, n: int) -> None:
 
 if local is not None:
     produce_orders(0, 5)  # a new topic: partition 0 of each broker, then all partitions exist
-    local.brokers[1].wait_for_topic(TOPIC)
+    for b in local.brokers:  # each registers the topic in ZooKeeper after its first write
+        b.wait_for_topic(TOPIC)
     produce_orders(5, 995)
 
 # COMMAND ----------
