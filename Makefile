@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_CONF_DIR := $(abspath spark-conf)
 
-.PHONY: setup test test-unit lint demo bench clean java-check zookeeper-check
+.PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check
 
 setup: $(STAMP) java-check zookeeper-check
 
@@ -33,11 +33,15 @@ zookeeper-check:
 test: setup
 	$(PY) -m pytest -q tests
 
+# faults and hostile input (tests/reliability; also part of `make test`): prints the table
+test-reliability: setup
+	$(PY) -m pytest -q tests/reliability --durations=15
+
 test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"
 
 lint: setup
-	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench
+	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks
 	$(VENV)/bin/mypy
 
 demo: setup
