@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_CONF_DIR := $(abspath spark-conf)
 
-.PHONY: setup test test-unit lint demo bench clean java-check zookeeper-check
+.PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check
 
 setup: $(STAMP) java-check zookeeper-check
 
@@ -36,6 +36,10 @@ CODEC_TESTS := tests/test_messages_*.py
 test: setup
 	$(PY) -m pytest -q tests
 	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
+
+# faults and hostile input (tests/reliability; also part of `make test`): prints the table
+test-reliability: setup
+	$(PY) -m pytest -q tests/reliability --durations=15
 
 test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"

@@ -124,6 +124,7 @@ class Cluster(Closing):
         broker_list: str | None = None,
         zk_session_timeout_ms: int = 6000,
         zk_connection_timeout_ms: int = 6000,
+        zk_auth: str | None = None,
         socket_timeout_ms: int = 30000,
         socket_buffer_size: int = 65536,
     ) -> None:
@@ -149,6 +150,7 @@ class Cluster(Closing):
                 zk_connect,
                 session_timeout_ms=zk_session_timeout_ms,
                 connection_timeout_ms=zk_connection_timeout_ms,
+                auth=zk_auth,
             )
         else:
             assert broker_list is not None

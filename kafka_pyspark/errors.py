@@ -190,6 +190,18 @@ class RegistryError(KafkaError):
     """ZooKeeper was unreachable, timed out, or holds data not in 0.7's registry format."""
 
 
+class RegistryUnavailableError(RegistryError):
+    """ZooKeeper could not be reached, or did not answer within the registry's time bound.
+
+    Transient by nature (a ZooKeeper restart, a network partition): a stream keeps going on
+    what it last saw for up to ``zk.outage.max.ms`` (docs/streaming.md)."""
+
+
+class RegistryPermissionError(RegistryError, PermissionError):
+    """ZooKeeper refused an operation on a node: its ACL does not allow this session
+    (no ``zk.auth``, or credentials without the needed permission). Names the node."""
+
+
 class TopicNotFoundError(KafkaError):
     """A topic asked for by name is not in the registry / on any broker."""
 
@@ -227,6 +239,13 @@ class DeliveryError(BrokerConnectionError):
         self.unconfirmed = dict(unconfirmed or {})
         self.confirmed = dict(confirmed or {})
         super().__init__(message)
+
+
+class AppendShortfallError(DeliveryError):
+    """The delivery barrier answered, but a partition's log grew by fewer bytes than were
+    produced to it: the broker dropped data without an answer (a 0.7 broker does that to a
+    message set holding a message over its ``max.message.size``). ``unconfirmed`` holds the
+    short partitions (the bytes sent), ``confirmed`` the others."""
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -29,12 +29,24 @@ a chroot (``host:port,host:port/chroot``); all paths are then relative to it.
 Time bounds: the session is opened lazily on first use and must connect within
 ``connection_timeout_ms``; every later call (including retries after a lost connection or an
 expired session: the registry holds no ephemeral nodes, so a new session is as good as the old
-one) completes or fails within ``max(session_timeout_ms, connection_timeout_ms)``.
+one) completes or fails within ``max(session_timeout_ms, connection_timeout_ms)``. Not reaching
+ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node whose ACL refuses
+the session is a :class:`RegistryPermissionError` naming the node.
+
+Access control: ``auth="digest:user:password"`` (option ``zk.auth``) adds those digest
+credentials to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose
+ACL grants that identity can be read and written. The credentials are never logged and never
+appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
+get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
+nearest existing ancestor, so a group locked down by its operator stays locked down.
+kazoo's own log lines go to the logger ``kafka_pyspark.registry.kazoo`` with credentials
+removed (kazoo logs its ``Auth`` request in clear at debug level).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -44,10 +56,15 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.errors import OptionError, RegistryError
+from kafka_pyspark.errors import (
+    OptionError,
+    RegistryError,
+    RegistryPermissionError,
+    RegistryUnavailableError,
+)
 from kafka_pyspark.wire.topics import validate_topic_name
 
-__all__ = ["BrokerInfo", "Registry", "parse_partition_name"]
+__all__ = ["ZK_AUTH_SCHEMES", "BrokerInfo", "Registry", "parse_partition_name", "parse_zk_auth"]
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -57,6 +74,49 @@ _DECIMAL = re.compile(r"[0-9]+\Z")
 _PARTITION_NAME = re.compile(r"([0-9]+)-([0-9]+)\Z")
 # characters ZooKeeper refuses in a node name (PathUtils.validatePath)
 _ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+
+
+#: ``zk.auth`` schemes: ``digest`` (``user:password``, as zkCli's ``addauth digest``).
+ZK_AUTH_SCHEMES = ("digest",)
+
+
+def parse_zk_auth(value: str) -> tuple[str, str]:
+    """``zk.auth`` = ``"digest:user:password"`` -> ``("digest", "user:password")``.
+
+    The value is a secret: errors describe what is wrong with it and never quote it.
+    """
+    if not isinstance(value, str):
+        raise OptionError("zk.auth", "must be a string 'digest:user:password'")
+    scheme, _, credential = value.strip().partition(":")
+    if scheme.lower() not in ZK_AUTH_SCHEMES:
+        raise OptionError(
+            "zk.auth",
+            "must be 'digest:user:password' (the scheme before the first ':' is not "
+            f"one of {', '.join(ZK_AUTH_SCHEMES)}; the value is not shown, it is a secret)",
+        )
+    user, sep, password = credential.partition(":")
+    if not user or not sep or not password:
+        raise OptionError(
+            "zk.auth",
+            "must be 'digest:user:password' with a non-empty user and password "
+            "(the value is not shown, it is a secret)",
+        )
+    return scheme.lower(), credential
+
+
+class _HideCredentials(logging.Filter):
+    """kazoo logs every request it sends at debug level, ``Auth(...)`` with its credentials
+    in clear: such records are rewritten before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Auth(" in record.getMessage():
+            record.msg, record.args = "Sending request: Auth(<credentials not logged>)", ()
+        return True
+
+
+# kazoo's log, for every Registry session: kazoo's own messages, minus credentials
+_KAZOO_LOG = logging.getLogger("kafka_pyspark.registry.kazoo")
+_KAZOO_LOG.addFilter(_HideCredentials())
 
 
 @dataclass(frozen=True)
@@ -100,6 +160,7 @@ class Registry(Closing):
         *,
         session_timeout_ms: int = 6000,
         connection_timeout_ms: int = 6000,
+        auth: str | None = None,
     ) -> None:
         from kazoo.hosts import collect_hosts
 
@@ -126,6 +187,8 @@ class Registry(Closing):
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
         self._op_timeout = max(session_timeout_ms, connection_timeout_ms) / 1000.0
+        # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
+        self._auth_data = [parse_zk_auth(auth)] if auth is not None else []
         self._client: Any = None
         self._lock = threading.Lock()
         self._closed = False
@@ -158,6 +221,8 @@ class Registry(Closing):
                 timeout=self.session_timeout_ms / 1000.0,
                 # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
                 connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+                auth_data=self._auth_data or None,
+                logger=_KAZOO_LOG,
             )
             timeout = self.connection_timeout_ms / 1000.0
             try:
@@ -167,12 +232,19 @@ class Registry(Closing):
                     client.start(timeout=timeout)
             except Exception as e:
                 _stop_quietly(client)
-                raise RegistryError(
+                raise RegistryUnavailableError(
                     f"ZooKeeper {self.zk_connect}: could not connect within "
                     f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
                 ) from e
             self._client = client
             return client
+
+    @property
+    def connected(self) -> bool:
+        """True while the session is connected (False before first use and while kazoo is
+        reconnecting): a call made now is likely to be answered promptly."""
+        client = self._client
+        return client is not None and bool(client.connected)
 
     # --- one bounded call --------------------------------------------------------------------
 
@@ -193,6 +265,7 @@ class Registry(Closing):
             ConnectionClosedError,
             ConnectionLoss,
             KazooException,
+            NoAuthError,
             NodeExistsError,
             NoNodeError,
             OperationTimeoutError,
@@ -232,25 +305,41 @@ class Registry(Closing):
                     raise RegistryError(
                         f"ZooKeeper {self.zk_connect}: {what} {path}: the registry is closed"
                     ) from e
+                except NoAuthError as e:
+                    raise self._denied(what, calls[i][1], path) from e
                 except KazooException as e:
                     raise RegistryError(
                         f"ZooKeeper {self.zk_connect}: {what} {path} failed: {_describe(e)}"
                     ) from e
                 except KazooTimeoutError as e:
-                    raise RegistryError(
+                    raise RegistryUnavailableError(
                         f"ZooKeeper {self.zk_connect}: {what} {path} timed out after "
                         f"{self._op_timeout * 1000:.0f} ms"
                     ) from e
             pending = retry
             if pending:
                 if time.monotonic() + delay >= deadline:
-                    raise RegistryError(
+                    raise RegistryUnavailableError(
                         f"ZooKeeper {self.zk_connect}: {what} {path} failed after retrying for "
                         f"{self._op_timeout * 1000:.0f} ms: {_describe(last_error)}"
                     ) from last_error
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         return results
+
+    def _denied(self, what: str, args: tuple[Any, ...], path: str) -> RegistryPermissionError:
+        node = args[0] if args and isinstance(args[0], str) else path
+        if what == "creating" and isinstance(node, str):
+            node = f"{node.rsplit('/', 1)[0] or '/'} (creating {node})"
+        how = (
+            "the credentials given in zk.auth lack that permission"
+            if self._auth_data
+            else "no zk.auth credentials were given"
+        )
+        return RegistryPermissionError(
+            f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL "
+            f"({how})"
+        )
 
     def _children(self, path: str) -> list[str] | None:
         """Children of ``path`` (None if it does not exist)."""
@@ -358,6 +447,11 @@ class Registry(Closing):
         group = _path_component(group, "group.id")
         return sorted(self._children(f"{CONSUMERS}/{group}/ids") or [])
 
+    def group_topics(self, group: str) -> list[str]:
+        """Topics ``group`` committed offsets for: ``/consumers/[group]/offsets``, sorted."""
+        group = _path_component(group, "group.id")
+        return sorted(self._children(f"{CONSUMERS}/{group}/offsets") or [])
+
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
         thread id."""
@@ -433,8 +527,11 @@ class Registry(Closing):
         missing = [it for it, r in zip(items, results, strict=True) if isinstance(r, NoNodeError)]
         if not missing:
             return
-        self._ensure_parents(base, creator.encode("utf-8"))
-        results = self._wait("creating", where, [("create_async", it) for it in missing])
+        acl = self._inherited_acl(base)
+        self._ensure_parents(base, creator.encode("utf-8"), acl)
+        results = self._wait(
+            "creating", where, [("create_async", (*it, acl)) for it in missing]
+        )
         raced = []
         for (path, value), r in zip(missing, results, strict=True):
             if isinstance(r, NoNodeError):
@@ -444,13 +541,30 @@ class Registry(Closing):
         if raced:
             self._wait("writing", where, [("set_async", it) for it in raced])
 
-    def _ensure_parents(self, base: str, value: bytes) -> None:
+    def _inherited_acl(self, path: str) -> list[Any] | None:
+        """With ``auth``: the ACL of ``path``'s nearest existing ancestor (or itself), for the
+        nodes created under it. Without: None (ZooKeeper's default open ACL)."""
+        from kazoo.exceptions import NoNodeError
+
+        if not self._auth_data:
+            return None
+        node = path
+        while True:
+            r = self._call("reading the ACL of", node, "get_acls_async", node)
+            if not isinstance(r, NoNodeError):
+                acls, _stat = r
+                return list(acls)
+            if node == "/":
+                return None
+            node = node.rsplit("/", 1)[0] or "/"
+
+    def _ensure_parents(self, base: str, value: bytes, acl: list[Any] | None = None) -> None:
         from kazoo.exceptions import NodeExistsError, NoNodeError
 
         parts = base.strip("/").split("/")
         for i in range(1, len(parts) + 1):
             path = "/" + "/".join(parts[:i])
-            r = self._call("creating", path, "create_async", path, value)
+            r = self._call("creating", path, "create_async", path, value, acl)
             if isinstance(r, NoNodeError):
                 where = f"chroot {self.chroot!r}" if self.chroot else "parent"
                 raise self._bad(path, f"cannot create it: the {where} does not exist")

@@ -1,8 +1,12 @@
-"""The ``kafka07`` operator command against a real ZooKeeper and the embedded broker."""
+"""The ``kafka07`` operator command against a real ZooKeeper and embedded brokers."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+import json
+import socket
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +15,8 @@ from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.registry import Registry
+
+pytestmark = pytest.mark.zk
 
 # Hand-computed sizes: a magic-1 message is 4 (length) + 1 + 1 + 4 (header) + payload.
 THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
@@ -22,54 +28,218 @@ def _produce(broker: Any, topic: str, partition: int, values: list[bytes], codec
         conn.barrier(topic, partition)
 
 
+def _out(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.fixture
+def hung_broker(zk_connect: str) -> Iterator[int]:
+    """Broker 1 registered with topic ``t`` (1 partition) at a port that accepts connections
+    and never answers: the kernel completes the handshake, nobody reads."""
+    from kazoo.client import KazooClient
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    port = srv.getsockname()[1]
+    zk = KazooClient(hosts=zk_connect, timeout=10.0)
+    zk.start(timeout=10.0)
+    zk.create("/brokers/ids/1", f"h-1:127.0.0.1:{port}".encode(), makepath=True)
+    zk.create("/brokers/topics/t/1", b"1", makepath=True)
+    try:
+        yield port
+    finally:
+        zk.stop()
+        zk.close()
+        srv.close()
+
+
 def test_offsets_by_zookeeper(broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]):
     _produce(broker, "t", 1, THREE, "none")
     broker.wait_for_topic("t")
-    assert main(["offsets", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "5000"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["0-0", "0", "0", "0"]
-    assert lines[2].split() == ["0-1", "0", "51", "51"]
+    assert main(["offsets", "--zk", zk_connect, "--topic", "t"]) == 0
+    assert _out(capsys) == [
+        "broker-partition  earliest  latest  bytes  status",
+        "0-0               0         0       0",
+        "0-1               0         51      51",
+    ]
+    assert main(["offsets", "--zk", zk_connect, "--topic", "t", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"topic": "t", "partitions": [
+        {"broker": 0, "partition": 0, "earliest": 0, "latest": 0, "error": None},
+        {"broker": 0, "partition": 1, "earliest": 0, "latest": 51, "error": None},
+    ]}
 
 
 def test_offsets_by_broker_list(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
     _produce(broker, "t", 0, THREE[:2], "none")
     bl = f"0:{broker.host}:{broker.port}"
     assert main(["offsets", "--broker-list", bl, "--topic", "t"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].split() == ["0-0", "0", "34", "34"]
+    assert _out(capsys)[1:] == ["0-0               0         34      34",
+                                "0-1               0         0       0"]
 
 
-def test_lag_reads_the_group_offsets(
+def test_a_hung_broker_is_an_error_row_and_the_rest_is_shown(
+    broker: Any, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _produce(broker, "t", 0, THREE, "none")
+    broker.wait_for_topic("t")
+    assert main(["offsets", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
+    lines = _out(capsys)
+    assert lines[:3] == [
+        "broker-partition  earliest  latest  bytes  status",
+        "0-0               0         51      51",
+        "0-1               0         0       0",
+    ]
+    assert lines[3].startswith("1-0               -         -       -      error: ")
+    assert f"127.0.0.1:{hung_broker}: no " in lines[3] and "answer" in lines[3]
+    assert len(lines) == 4
+
+
+def test_topics(brokers: list[Any], zk_connect: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _produce(brokers[0], "t", 0, THREE, "none")
+    _produce(brokers[1], "t", 2, THREE, "none")
+    _produce(brokers[1], "u", 0, THREE, "none")
+    brokers[0].wait_for_topic("t")
+    brokers[1].wait_for_topic("u")
+    b0, b1 = (f"{b.host}:{b.port}" for b in brokers)
+    assert main(["topics", "--zk", zk_connect]) == 0
+    w = max(len(b0), len(b1))
+    assert _out(capsys) == [
+        "broker  " + "address".ljust(w).rstrip(),
+        f"0       {b0}".rstrip(),
+        f"1       {b1}".rstrip(),
+        "",
+        "topic  partitions  per broker (id:count)",
+        "t      5           0:2 1:3",
+        "u      3           1:3",
+    ]
+    assert main(["topics", "--zk", zk_connect, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["brokers"] == [{"id": 0, "address": b0}, {"id": 1, "address": b1}]
+    assert doc["topics"][1] == {
+        "topic": "u", "partitions": {"1": 3}, "not_live": [], "live_partitions": 3
+    }
+
+
+def test_lag_shows_every_committed_partition(
+    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _produce(broker, "t", 0, THREE, "none")
+    broker.wait_for_topic("t")
+    with Registry(zk_connect) as reg:  # 0-1: past the log end (0); broker 5 is not live
+        reg.commit_group_offsets("g", "t", {(0, 0): 17, (0, 1): 60, (5, 0): 3}, creator="test")
+    assert main(["lag", "--zk", zk_connect, "--group", "g", "--topic", "t"]) == 1
+    assert _out(capsys) == [
+        "group  topic  broker-partition  offset  latest  lag  status",
+        "g      t      0-0               17      51      34   ok",
+        "g      t      0-1               60      0       -    past-log-end",
+        "g      t      5-0               3       -       -    broker-not-live",
+    ]
+    with Registry(zk_connect) as reg:
+        reg.commit_group_offsets("g", "t", {(0, 1): 0}, creator="test")
+    assert main(["lag", "--zk", zk_connect, "--group", "g", "--json"]) == 0  # all its topics
+    rows = json.loads(capsys.readouterr().out)["partitions"]
+    assert rows[1] == {"group": "g", "topic": "t", "broker": 0, "partition": 1, "offset": 0,
+                       "earliest": 0, "latest": 0, "lag": 0, "status": "ok", "error": None}
+    assert main(["lag", "--zk", zk_connect, "--group", "h", "--topic", "t"]) == 0
+    assert [r.split()[-1] for r in _out(capsys)[1:]] == ["not-committed", "not-committed"]
+
+
+def test_unknown_topic_group_and_wrong_chroot(
+    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["offsets", "--zk", zk_connect, "--topic", "nope"]) == 1
+    assert capsys.readouterr().err == "kafka07: topic 'nope' is not registered in ZooKeeper\n"
+    assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 1
+    assert capsys.readouterr().err == "kafka07: group 'g' has no committed offsets\n"
+    server = zk_connect.rsplit("/", 1)[0]
+    assert main(["topics", "--zk", server + "/kafka"]) == 2
+    assert capsys.readouterr().err == (
+        f"kafka07: no brokers registered under /kafka in ZooKeeper {server}/kafka: "
+        "check the chroot\n"
+    )
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_produce_keyed_lines_then_consume(
+    brokers: list[Any], zk_connect: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _produce(brokers[0], "k", 0, [b"x"], "none")  # registers k: 0:2 and, below, 1:3
+    _produce(brokers[1], "k", 0, [b"y"], "none")
+    brokers[1].wait_for_topic("k")
+    # Java "a".hashCode() = 97, "b" = 98, "c" = 99; 5 partitions [0-0 0-1 1-0 1-1 1-2]:
+    # 97 % 5 = 2 -> 1-0, 98 % 5 = 3 -> 1-1, 99 % 5 = 4 -> 1-2
+    _stdin(monkeypatch, b"a:one\nb:two\nc:three\na:four\n")
+    argv = ["produce", "--zk", zk_connect, "--topic", "k", "--key-separator", ":", "--codec",
+            "gzip", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    end = brokers[1].log_end("k", 0)  # 11 (the "y") + one gzip wrapper
+    assert doc == {"topic": "k", "messages": 4, "partitions": {"1-0": 2, "1-1": 1, "1-2": 1},
+                   "bytes": doc["bytes"]}
+    assert doc["bytes"] == sum(brokers[1].log_end("k", p) for p in range(3)) - 11
+    assert main(["consume", "--zk", zk_connect, "--topic", "k", "--partition", "1-0"]) == 0
+    assert capsys.readouterr().out == "y\none\nfour\n"
+    assert main(["consume", "--zk", zk_connect, "--topic", "k", "--json",
+                 "--max-messages", "1", "--partition", "1-0", "--from", "11"]) == 0
+    assert [json.loads(x) for x in _out(capsys)] == [
+        {"topic": "k", "broker": 1, "partition": 0, "offset": 11, "next_offset": end,
+         "inner_index": 0, "compression": "gzip", "value": "one"},
+    ]
+
+
+def test_produce_stops_at_a_line_without_a_key(
+    broker: Any, zk_connect: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _stdin(monkeypatch, b"a:1\nno key here\nb:2\n")
+    assert main(["produce", "--zk", zk_connect, "--topic", "n", "--key-separator", ":"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "produced 1 messages to 'n' (0-0: 1)",  # a new topic: partition 0 of every broker
+        "kafka07: line 2 has no key separator ':'; the lines before it were produced, "
+        "nothing after it",
+    ]
+    assert main(["consume", "--zk", zk_connect, "--topic", "n"]) == 0
+    assert capsys.readouterr().out == "1\n"
+
+
+def test_consume_from_group_latest_and_dump_a_live_range(
     broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
     with Registry(zk_connect) as reg:
-        reg.commit_group_offsets("g", "t", {(0, 0): 17}, creator="test")
-    assert main(["lag", "--zk", zk_connect, "--group", "g", "--topic", "t"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["g", "0-0", "17", "51", "34"]
-    assert lines[2].split() == ["g", "0-1", "-", "0", "-"]  # never committed
+        reg.commit_group_offsets("g", "t", {(0, 0): 34}, creator="test")
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--from", "group",
+                 "--group", "g"]) == 0
+    assert capsys.readouterr().out == "ccccccc\n"
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--from", "latest"]) == 0
+    assert capsys.readouterr().out == ""
+    argv = ["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-0", "--start", "17"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["offset=17 next=34 inner=0 codec=none size=7",
+                                    "offset=34 next=51 inner=0 codec=none size=7"]
+    assert out.err == "t 0-0: end offset 51\n"
+    assert main(["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-7"]) == 1
+    assert capsys.readouterr().err == "kafka07: topic 't' has no partition 0-7\n"
 
 
-def test_dump_a_segment_file(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dump_a_segment_file_written_by_the_broker(
+    broker: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     _produce(broker, "d", 0, THREE, "none")
     _produce(broker, "d", 0, [b"x", b"yy"], "gzip")
     (segment,) = broker.segment_files("d", 0)
     assert main(["dump", str(segment), "--values"]) == 0
-    out = capsys.readouterr()
-    lines = out.out.splitlines()
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "offset=0 next=17 inner=0 codec=none size=7 value=b'aaaaaaa'"
     assert lines[2] == "offset=34 next=51 inner=0 codec=none size=7 value=b'ccccccc'"
     assert lines[3].startswith("offset=51 ") and "inner=0 codec=gzip size=1 value=b'x'" in lines[3]
     assert "inner=1 codec=gzip size=2 value=b'yy'" in lines[4]
     assert len(lines) == 5
-
-
-def test_dump_reports_a_torn_tail_and_corruption(tmp_path: Path) -> None:
-    seg = tmp_path / "00000000000000000000.kafka"
-    seg.write_bytes(encode_message_set([b"hello"]) + b"\x00\x00\x00\x30\x01")
-    assert main(["dump", str(seg)]) == 1  # torn tail: named, non-zero exit
-    bad = bytearray(encode_message_set([b"hello"]))
-    bad[-1] ^= 0xFF  # payload no longer matches its CRC
-    seg.write_bytes(bytes(bad))
-    assert main(["dump", str(seg)]) == 2  # a typed error, reported, not a traceback

@@ -80,7 +80,7 @@ def test_case_insensitive_names_and_values() -> None:
 def test_all_documented_names_known() -> None:
     assert set(CLUSTER_OPTIONS) == {
         "zk.connect", "broker.list", "zk.sessiontimeout.ms", "zk.connectiontimeout.ms",
-        "socket.timeout.ms", "socket.buffersize",
+        "zk.auth", "socket.timeout.ms", "socket.buffersize",
     }
     assert {"subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets",
             "startingtimestamp", "group.id", "failondataloss", "minpartitions", "fetch.size",
@@ -326,3 +326,38 @@ def test_number_and_boolean_errors(name: str, value: str) -> None:
 
 def test_min_partitions() -> None:
     assert parse_read_options(opts(minPartitions=" 8 ")).min_partitions == 8
+
+
+# --- ZooKeeper outages and credentials ---------------------------------------------------------
+
+
+def test_zk_outage_max_ms_is_a_stream_option_with_a_default() -> None:
+    sub = {**ZK, "subscribe": "t"}
+    assert parse_read_options(sub, "stream").zk_outage_max_ms == 600_000
+    assert parse_read_options({**sub, "zk.outage.max.ms": "0"}, "stream").zk_outage_max_ms == 0
+    with pytest.raises(OptionError, match=r"zk\.outage\.max\.ms.*between 0"):
+        parse_read_options({**sub, "zk.outage.max.ms": "-1"}, "stream")
+    with pytest.raises(OptionError, match=r"zk\.outage\.max\.ms.*streaming option"):
+        parse_read_options({**sub, "zk.outage.max.ms": "1000"}, "batch")
+
+
+SECRET = "s3cr3t-Pa55"
+
+
+@pytest.mark.parametrize(
+    "bad", [f"digest:{SECRET}", f"sasl:u:{SECRET}", f"digest::{SECRET}", "digest:u:", SECRET]
+)
+def test_zk_auth_malformed_is_described_never_quoted(bad: str) -> None:
+    with pytest.raises(OptionError, match=r"zk\.auth") as info:
+        parse_cluster_options({**ZK, "zk.auth": bad})
+    assert SECRET not in str(info.value)
+
+
+def test_zk_auth_is_kept_but_never_shown() -> None:
+    c = parse_cluster_options({**ZK, "zk.auth": f"digest:spark:{SECRET}"})
+    assert c.zk_auth == f"digest:spark:{SECRET}"
+    assert c.cluster_kwargs()["zk_auth"] == f"digest:spark:{SECRET}"
+    o = parse_read_options({**ZK, "subscribe": "t", "zk.auth": f"digest:spark:{SECRET}"})
+    assert SECRET not in repr(c) and SECRET not in repr(o)
+    with pytest.raises(OptionError, match=r"zk\.auth.*needs zk\.connect"):
+        parse_cluster_options({**BL, "zk.auth": f"digest:spark:{SECRET}"})

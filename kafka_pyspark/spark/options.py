@@ -12,7 +12,7 @@ Cluster (all modes; API.md "Where the cluster is")::
 
     zk.connect | broker.list (exactly one)     zk.sessiontimeout.ms 6000
     zk.connectiontimeout.ms 6000               socket.timeout.ms 30000
-    socket.buffersize 65536
+    socket.buffersize 65536                    zk.auth (digest:user:password; a secret)
 
 Reading (batch and stream; API.md "Reading")::
 
@@ -23,7 +23,7 @@ Reading (batch and stream; API.md "Reading")::
     endingOffsets     batch only: latest | JSON (default latest)
     group.id, failOnDataLoss (true), minPartitions, fetch.size (1048576),
     max.fetch.size (104857600), verifyChecksums (true), max.decompressed.size (67108864)
-    maxBytesPerTrigger, commitToGroup (false): stream only
+    maxBytesPerTrigger, commitToGroup (false), zk.outage.max.ms (600000): stream only
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ MAX_INT64 = 2**63 - 1
 
 DEFAULT_ZK_SESSION_TIMEOUT_MS = 6000
 DEFAULT_ZK_CONNECTION_TIMEOUT_MS = 6000
+#: how long a stream goes on without ZooKeeper (docs/streaming.md "When ZooKeeper is away")
+DEFAULT_ZK_OUTAGE_MAX_MS = 600_000
 DEFAULT_SOCKET_TIMEOUT_MS = 30000
 DEFAULT_SOCKET_BUFFER_SIZE = 65536
 DEFAULT_FETCH_SIZE = 1 << 20  # 0.7.2 consumer's fetch.size
@@ -84,6 +86,7 @@ _CLUSTER_NAMES = (
     "broker.list",
     "zk.sessiontimeout.ms",
     "zk.connectiontimeout.ms",
+    "zk.auth",
     "socket.timeout.ms",
     "socket.buffersize",
 )
@@ -102,7 +105,7 @@ _COMMON_READ_NAMES = (
     "max.decompressed.size",
 )
 _BATCH_ONLY_NAMES = ("endingOffsets",)
-_STREAM_ONLY_NAMES = ("maxBytesPerTrigger", "commitToGroup")
+_STREAM_ONLY_NAMES = ("maxBytesPerTrigger", "commitToGroup", "zk.outage.max.ms")
 
 _CANONICAL: dict[str, str] = {
     n.lower(): n
@@ -214,6 +217,7 @@ class ClusterOptions:
     zk_connection_timeout_ms: int = DEFAULT_ZK_CONNECTION_TIMEOUT_MS
     socket_timeout_ms: int = DEFAULT_SOCKET_TIMEOUT_MS
     socket_buffer_size: int = DEFAULT_SOCKET_BUFFER_SIZE
+    zk_auth: str | None = field(default=None, repr=False)  # a secret: never in a repr
 
     def cluster_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`kafka_pyspark.cluster.Cluster`."""
@@ -222,6 +226,7 @@ class ClusterOptions:
             "broker_list": self.broker_list,
             "zk_session_timeout_ms": self.zk_session_timeout_ms,
             "zk_connection_timeout_ms": self.zk_connection_timeout_ms,
+            "zk_auth": self.zk_auth,
             "socket_timeout_ms": self.socket_timeout_ms,
             "socket_buffer_size": self.socket_buffer_size,
         }
@@ -257,6 +262,13 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         from kafka_pyspark.cluster import parse_broker_list
 
         parse_broker_list(bl)  # raises OptionError('broker.list', ...)
+    auth = opts.get("zk.auth")
+    if auth is not None:
+        from kafka_pyspark.registry import parse_zk_auth
+
+        if zk is None:
+            raise OptionError("zk.auth", "needs zk.connect (credentials for ZooKeeper)")
+        parse_zk_auth(auth)  # raises OptionError('zk.auth', ...) without quoting the secret
     return ClusterOptions(
         zk_connect=zk,
         broker_list=bl,
@@ -270,6 +282,7 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         socket_buffer_size=_int(
             opts, "socket.buffersize", DEFAULT_SOCKET_BUFFER_SIZE, 1, MAX_INT32
         ),
+        zk_auth=auth,
     )
 
 
@@ -532,6 +545,7 @@ class ReadOptions:
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
     max_bytes_per_trigger: int | None = None
     commit_to_group: bool = False
+    zk_outage_max_ms: int = DEFAULT_ZK_OUTAGE_MAX_MS
 
 
 def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
@@ -716,4 +730,5 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
         ),
         max_bytes_per_trigger=max_bytes,
         commit_to_group=commit,
+        zk_outage_max_ms=_int(opts, "zk.outage.max.ms", DEFAULT_ZK_OUTAGE_MAX_MS, 0, MAX_INT64),
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from kafka_pyspark.errors import (
     DataLossError,
     KafkaError,
     MessageError,
+    RegistryUnavailableError,
     SchemaError,
 )
 from kafka_pyspark.spark.offsets import (
@@ -70,6 +72,7 @@ from kafka_pyspark.spark.stream_offsets import (
     scan_window,
     to_offset_dict,
 )
+from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
@@ -150,6 +153,12 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self._initial: dict[str, Any] | None = None  # what initialOffset returned
         self._group_committed: dict[str, Any] | None = None  # last written to the group
         self._missing: set[TopicPartition] = set()  # vanished broker-partitions (logged)
+        # ZooKeeper outages: the last registry view, and the group commit still to write
+        self._outage = ZooKeeperOutage(
+            self.options.cluster.zk_connect or "", self.options.zk_outage_max_ms
+        )
+        self._known: tuple[list[TopicPartition], dict[int, Any]] | None = None
+        self._group_pending: dict[str, Any] | None = None
 
     # --- pickling (executors get the reader for read()) --------------------------------------
 
@@ -176,6 +185,30 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
 
     def _topology(self) -> list[TopicPartition]:
         return current_partitions(self._get_cluster(), self.options.subscription)
+
+    def _view(self) -> tuple[list[TopicPartition], dict[int, Any]]:
+        """Current broker-partitions and brokers; during a ZooKeeper outage (bounded by
+        ``zk.outage.max.ms``, see :mod:`.stream_outage`) the last ones seen."""
+        registry = self._get_cluster().registry()
+        known = self._known
+        if registry is not None and known is not None and self._outage.waiting(
+            registry.connected
+        ):
+            return known
+        began = time.monotonic()
+        try:
+            view = (self._topology(), self._brokers())
+        except RegistryUnavailableError as e:
+            if known is None:  # nothing seen yet to go on with
+                raise
+            self._outage.failed(
+                e, began, f"the last known {len(known[1])} broker(s) and {len(known[0])} "
+                "broker-partition(s)",
+            )
+            return known
+        self._outage.recovered()
+        self._known = view
+        return view
 
     def _lookup_bounds(
         self, lookup: OffsetLookup, tps: Sequence[TopicPartition]
@@ -209,8 +242,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         not exist yet are picked up from their earliest offset when they appear.
         """
         cluster = self._get_cluster()
-        tps = self._topology()
-        brokers = self._brokers()
+        tps, brokers = self._view()
         committed = None
         opts = self.options
         if opts.starting.kind == "group":
@@ -238,8 +270,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the log ends now: an ``availableNow`` query never reads past them."""
-        tps = self._topology()
-        with OffsetLookup(self._brokers(), self.options.cluster) as lookup:
+        tps, brokers = self._view()
+        with OffsetLookup(brokers, self.options.cluster) as lookup:
             bounds = self._lookup_bounds(lookup, tps)
         self._target = {tp: b.latest for tp, b in bounds.items()}
         log.info("kafka07 stream: Trigger.AvailableNow target %s", to_offset_dict(self._target))
@@ -260,14 +292,14 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
             # ``start`` is committed (its commit() comes later, when the next one is planned,
             # and never for the last one of an availableNow query)
             self._commit_group(start)
-        tps = self._topology()
+        tps, brokers = self._view()
         change = diff_topology(begin, tps)
         if self._target is not None:  # appeared after the availableNow target was recorded
             new = tuple(tp for tp in change.new if tp in self._target)
         else:
             new = change.new
         lookup_tps = [tp for tp in tps if tp in begin or tp in new]
-        with OffsetLookup(self._brokers(), self.options.cluster) as lookup:
+        with OffsetLookup(brokers, self.options.cluster) as lookup:
             bounds = self._lookup_bounds(lookup, lookup_tps)
             self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
             added = {tp: bounds[tp].earliest for tp in new if tp in bounds}
@@ -421,13 +453,18 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         """Where to reach ``brokers``: the registry now, else the last address seen (a broker
         that is restarting; executors retry connections, then fail naming host:port)."""
         missing = brokers - set(self._addresses)
-        try:
-            self._brokers()
-        except KafkaError as e:
-            if missing:
-                raise
-            log.warning("kafka07 stream: could not list brokers (%s); using the last known "
-                        "addresses", e)
+        registry = self._get_cluster().registry()
+        # during a ZooKeeper outage (warned once) a call that can only time out is skipped
+        away = self._outage.active and registry is not None and not registry.connected
+        if missing or not away:
+            try:
+                self._brokers()
+            except KafkaError as e:
+                if missing:
+                    raise
+                if not self._outage.active:
+                    log.warning("kafka07 stream: could not list brokers (%s); using the last "
+                                "known addresses", e)
         missing = brokers - set(self._addresses)
         if missing:
             raise BrokerConnectionError(
@@ -448,19 +485,36 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self._commit_group(end)
 
     def _commit_group(self, end: dict[str, Any]) -> None:
-        if not self.options.commit_to_group or end == self._group_committed:
+        """Write ``end`` to the group, or, while ZooKeeper is away, keep it as the one pending
+        commit. Spark hands ends over in micro-batch order, so the pending one is always the
+        newest: it replaces any older one (never written after it) and is written on the first
+        call after ZooKeeper is back."""
+        if not self.options.commit_to_group:
+            return
+        if end != self._group_committed:
+            self._group_pending = end
+        pending = self._group_pending
+        if pending is None:
             return
         registry = self._get_cluster().registry()
         group = self.options.group_id
         if registry is None or group is None:  # options make this impossible
             raise KafkaError("commitToGroup needs zk.connect and group.id")
+        if self._outage.waiting(registry.connected):
+            return
         by_topic: dict[str, dict[tuple[int, int], int]] = {}
-        for (topic, broker, partition), off in from_offset_dict(end).items():
+        for (topic, broker, partition), off in from_offset_dict(pending).items():
             by_topic.setdefault(topic, {})[(broker, partition)] = off
         creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
-        for topic, offsets in sorted(by_topic.items()):
-            registry.commit_group_offsets(group, topic, offsets, creator=creator)
-        self._group_committed = end
+        began = time.monotonic()
+        try:
+            for topic, offsets in sorted(by_topic.items()):
+                registry.commit_group_offsets(group, topic, offsets, creator=creator)
+        except RegistryUnavailableError as e:
+            self._outage.failed(e, began, "its data path (the brokers need no ZooKeeper)")
+            return
+        self._outage.recovered()
+        self._group_committed, self._group_pending = pending, None
 
     def stop(self) -> None:
         cluster, self._cluster = self._cluster, None

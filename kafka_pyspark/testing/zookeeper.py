@@ -118,7 +118,8 @@ class ZooKeeperServer(Service):
 
     ``port=0`` picks a free port. ``data_dir`` keeps the data somewhere that survives
     :meth:`stop` (the default is inside the temporary work directory, removed on stop).
-    :meth:`restart` stops and starts the same server on the same port with the same data;
+    :meth:`restart` stops and starts the same server on the same port with the same data
+    (:meth:`halt` only stops it, :meth:`start` brings it back);
     :meth:`pause`/:meth:`resume` freeze and thaw it (a server that accepts but never answers).
     """
 
@@ -210,6 +211,11 @@ class ZooKeeperServer(Service):
         self.work_dir = None
         if self._auto_port:
             self.port = 0
+
+    def halt(self) -> None:
+        """Terminate the JVM (bounded) but keep its port and data: :meth:`start` brings the
+        same server back (what clients see as a ZooKeeper outage)."""
+        self._kill_process()
 
     def restart(self) -> ZooKeeperServer:
         """Stop the JVM and start it again on the same port with the same data."""

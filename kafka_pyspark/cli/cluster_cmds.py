@@ -1,0 +1,314 @@
+"""``kafka07 topics``, ``offsets`` and ``lag``: tables from the registry and OFFSETS requests.
+
+The table builders (:func:`topic_overview`, :func:`partition_offsets`, :func:`group_lag`) are
+library functions returning rows, used by the commands and by the notebooks. Every broker is
+asked in parallel under its own deadline: a hung or unreachable broker becomes an error row,
+the rest of the table is still filled.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from kafka_pyspark.cli.common import (
+    EXIT_DATA,
+    EXIT_OK,
+    BrokerFailure,
+    CliError,
+    add_cluster_args,
+    bp,
+    json_document,
+    live_brokers,
+    open_cluster,
+    per_broker,
+    table,
+    topic_partitions,
+    worst,
+)
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.cluster import Cluster
+
+# lag statuses (the same words in the text table and in --json)
+OK = "ok"
+NOT_COMMITTED = "not-committed"
+PAST_END = "past-log-end"
+BEFORE_START = "before-log-start"
+NOT_LIVE = "broker-not-live"
+NOT_REGISTERED = "partition-not-registered"
+ERROR = "error"
+#: statuses that make ``lag`` exit 1: the group would fail (or lose data) on its next fetch
+DATA_PROBLEMS = frozenset({PAST_END, BEFORE_START})
+
+
+# --- topics --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    topic: str
+    #: broker id -> partition count, as registered (``/brokers/topics/[topic]/[id]``)
+    partitions: dict[int, int]
+    #: broker ids above that are not live (no ``/brokers/ids/[id]``): not readable now
+    not_live: tuple[int, ...]
+
+    @property
+    def live_partitions(self) -> int:
+        return sum(n for b, n in self.partitions.items() if b not in self.not_live)
+
+
+def topic_overview(cluster: Cluster) -> tuple[dict[int, str], list[TopicRow]]:
+    """Live brokers (id -> host:port) and every registered topic's partitions per broker."""
+    registry = cluster.registry()
+    if registry is None:
+        raise CliError("topics needs --zk: broker.list names brokers, not topics")
+    brokers = live_brokers(cluster)
+    rows = []
+    for topic in cluster.topics():
+        counts = registry.topic_partitions(topic)
+        gone = tuple(b for b in counts if b not in brokers)
+        rows.append(TopicRow(topic, counts, gone))
+    return {b: f"{a.host}:{a.port}" for b, a in brokers.items()}, rows
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        brokers, rows = topic_overview(cluster)
+    if args.json:
+        json_document({
+            "brokers": [{"id": b, "address": a} for b, a in brokers.items()],
+            "topics": [
+                {
+                    "topic": r.topic,
+                    "partitions": {str(b): n for b, n in r.partitions.items()},
+                    "not_live": list(r.not_live),
+                    "live_partitions": r.live_partitions,
+                }
+                for r in rows
+            ],
+        })
+        return EXIT_OK
+    table(["broker", "address"], [[b, a] for b, a in brokers.items()])
+    print()
+    table(
+        ["topic", "partitions", "per broker (id:count)"],
+        [
+            [r.topic, r.live_partitions, " ".join(
+                f"{b}:{n}" + (" (not live)" if b in r.not_live else "")
+                for b, n in r.partitions.items()
+            )]
+            for r in rows
+        ],
+    )
+    return EXIT_OK
+
+
+# --- offsets -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetsRow:
+    broker: int
+    partition: int | None  # None: the whole broker failed before its partitions were known
+    earliest: int | None = None
+    latest: int | None = None
+    error: str | None = None
+
+
+def _broker_offsets(
+    conn: BrokerConnection, topic: str, partitions: list[int] | None
+) -> list[tuple[int, int, int]]:
+    from kafka_pyspark.client import earliest, latest, probe_partition_count
+
+    if partitions is None:  # broker.list: probe, as the reader does
+        partitions = list(range(probe_partition_count(conn, topic)))
+    return [(p, earliest(conn, topic, p), latest(conn, topic, p)) for p in partitions]
+
+
+def partition_offsets(cluster: Cluster, topic: str, timeout_ms: int) -> list[OffsetsRow]:
+    """Earliest and latest offset of every broker-partition of ``topic``."""
+    brokers = live_brokers(cluster)
+    known: dict[int, list[int]] | None = None
+    if cluster.registry() is not None:
+        known = {}
+        for b, p in topic_partitions(cluster, topic):
+            known.setdefault(b, []).append(p)
+        brokers = {b: a for b, a in brokers.items() if b in known}
+    answers = per_broker(
+        brokers,
+        lambda conn, b: _broker_offsets(conn, topic, None if known is None else known[b]),
+        timeout_ms,
+    )
+    rows: list[OffsetsRow] = []
+    for b, got in sorted(answers.items()):
+        if isinstance(got, BrokerFailure):
+            parts: list[int | None] = list(known[b]) if known is not None else [None]
+            rows.extend(OffsetsRow(b, p, error=str(got)) for p in parts)
+        else:
+            rows.extend(OffsetsRow(b, p, lo, hi) for p, lo, hi in got)
+    return rows
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    with open_cluster(args) as cluster:
+        rows = partition_offsets(cluster, args.topic, args.timeout_ms)
+    code = worst([2 if r.error else 0 for r in rows])
+    if args.json:
+        json_document({"topic": args.topic, "partitions": [asdict(r) for r in rows]})
+        return code
+    out: list[list[object]] = []
+    for r in rows:
+        name = f"{r.broker}-{'?' if r.partition is None else r.partition}"
+        if r.error is not None:
+            out.append([name, "-", "-", "-", f"error: {r.error}"])
+        else:
+            assert r.earliest is not None and r.latest is not None
+            out.append([name, r.earliest, r.latest, r.latest - r.earliest, ""])
+    table(["broker-partition", "earliest", "latest", "bytes", "status"], out)
+    return code
+
+
+# --- lag -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LagRow:
+    """One broker-partition of a group's topic, like a line of 0.7's ConsumerOffsetChecker."""
+
+    group: str
+    topic: str
+    broker: int
+    partition: int
+    offset: int | None  # committed; None if never committed
+    earliest: int | None
+    latest: int | None
+    lag: int | None  # latest - offset; None when it cannot be a meaningful number
+    status: str
+    error: str | None = None
+
+
+def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
+    if offset is None:
+        return None, NOT_COMMITTED
+    if offset > hi:
+        return None, PAST_END
+    if offset < lo:
+        return hi - offset, BEFORE_START
+    return hi - offset, OK
+
+
+def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> list[LagRow]:
+    registry = cluster.registry()
+    assert registry is not None
+    committed = registry.group_offsets(group, topic)
+    brokers = cluster.brokers()
+    counts = registry.topic_partitions(topic)
+    keys = set(committed) | {(b, p) for b, n in counts.items() if b in brokers for p in range(n)}
+    askable = {k for k in keys if k[0] in brokers and k[1] < counts.get(k[0], 0)}
+    by_broker: dict[int, list[int]] = {}
+    for b, p in sorted(askable):
+        by_broker.setdefault(b, []).append(p)
+    answers = per_broker(
+        {b: brokers[b] for b in by_broker},
+        lambda conn, b: _broker_offsets(conn, topic, by_broker[b]),
+        timeout_ms,
+    )
+    bounds: dict[tuple[int, int], tuple[int, int] | BrokerFailure] = {}
+    for b, got in answers.items():
+        if isinstance(got, BrokerFailure):
+            bounds.update({(b, p): got for p in by_broker[b]})
+        else:
+            bounds.update({(b, p): (lo, hi) for p, lo, hi in got})
+    rows = []
+    for key in sorted(keys):
+        offset = committed.get(key)
+        found = bounds.get(key)
+        if found is None:
+            status = NOT_LIVE if key[0] not in brokers else NOT_REGISTERED
+            rows.append(LagRow(group, topic, *key, offset, None, None, None, status))
+        elif isinstance(found, BrokerFailure):
+            rows.append(LagRow(group, topic, *key, offset, None, None, None, ERROR, str(found)))
+        else:
+            lag, status = _classify(offset, *found)
+            rows.append(LagRow(group, topic, *key, offset, found[0], found[1], lag, status))
+    return rows
+
+
+def group_lag(
+    cluster: Cluster, group: str, topics: list[str] | None = None, timeout_ms: int = 10000
+) -> list[LagRow]:
+    """Every committed broker-partition of ``group`` (live or not) and every live partition
+    of its topics (all topics it committed when ``topics`` is None), with lag and status."""
+    registry = cluster.registry()
+    if registry is None:
+        raise CliError("lag needs --zk: group offsets live in ZooKeeper")
+    if not topics:
+        topics = registry.group_topics(group)
+        if not topics:
+            if not cluster.brokers():
+                live_brokers(cluster)  # raises the chroot hint
+            raise CliError(f"group {group!r} has no committed offsets", EXIT_DATA)
+    rows: list[LagRow] = []
+    for topic in topics:
+        part = _topic_lag(cluster, group, topic, timeout_ms)
+        if not part:
+            if not cluster.brokers():
+                live_brokers(cluster)
+            raise CliError(
+                f"topic {topic!r} is not registered in ZooKeeper and group {group!r} "
+                "committed nothing for it",
+                EXIT_DATA,
+            )
+        rows.extend(part)
+    return rows
+
+
+def lag_exit_code(rows: list[LagRow]) -> int:
+    return worst([
+        2 if r.status == ERROR else EXIT_DATA if r.status in DATA_PROBLEMS else EXIT_OK
+        for r in rows
+    ])
+
+
+def cmd_lag(args: argparse.Namespace) -> int:
+    topics = [t.strip() for t in args.topic.split(",") if t.strip()] if args.topic else None
+    with open_cluster(args) as cluster:
+        rows = group_lag(cluster, args.group, topics, args.timeout_ms)
+    if args.json:
+        json_document({"group": args.group, "partitions": [asdict(r) for r in rows]})
+        return lag_exit_code(rows)
+
+    def cell(v: int | None) -> object:
+        return "-" if v is None else v
+
+    table(
+        ["group", "topic", "broker-partition", "offset", "latest", "lag", "status"],
+        [
+            [r.group, r.topic, bp((r.broker, r.partition)), cell(r.offset), cell(r.latest),
+             cell(r.lag), r.status + (f": {r.error}" if r.error else "")]
+            for r in rows
+        ],
+    )
+    return lag_exit_code(rows)
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("topics", help="brokers and topics (partitions per broker) from ZooKeeper")
+    add_cluster_args(p, broker_list=False)
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("offsets", help="earliest/latest offset per broker-partition")
+    add_cluster_args(p)
+    p.add_argument("--topic", required=True)
+    p.set_defaults(func=cmd_offsets)
+
+    p = sub.add_parser(
+        "lag", help="a consumer group's committed offsets and lag (like ConsumerOffsetChecker)"
+    )
+    add_cluster_args(p, broker_list=False)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topic", help="comma-separated topics (default: all the group committed)")
+    p.set_defaults(func=cmd_lag)

@@ -1,0 +1,252 @@
+"""What every ``kafka07`` command shares: exit codes, output, the cluster, per-broker deadlines.
+
+Exit codes (one definition, documented in docs/cli.md)::
+
+    0  everything asked for was done and shown
+    1  a data problem: unknown topic, corrupt or torn data, a committed offset past the log end
+    2  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a broker
+       unreachable or timed out, no brokers registered (wrong chroot)
+
+A table with some rows in error still shows every row; the exit code is the worst one seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.cluster import BrokerAddress, Cluster
+
+EXIT_OK = 0
+EXIT_DATA = 1
+EXIT_USAGE = 2
+
+#: per-broker (and ZooKeeper connection) deadline unless ``--timeout-ms`` says otherwise
+DEFAULT_TIMEOUT_MS = 10000
+
+T = TypeVar("T")
+
+#: library loggers whose retry chatter would drown the one clear error a command prints
+_QUIET_LOGGERS = (
+    "kazoo", "kafka_pyspark.client", "kafka_pyspark.registry", "kafka_pyspark.spark.writer"
+)
+
+
+class CliError(Exception):
+    """A command cannot go on: ``message`` goes to stderr, ``code`` is the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def exit_code_for(e: KafkaError) -> int:
+    """Data problems (bad bytes, unknown topic) are 1; configuration and connection are 2."""
+    if isinstance(e, (MessageError, TopicNotFoundError)):
+        return EXIT_DATA
+    return EXIT_USAGE
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence kazoo's "Connection dropped" lines and the client's retry warnings meanwhile."""
+    saved = [(lg, lg.level) for lg in map(logging.getLogger, _QUIET_LOGGERS)]
+    for lg, _ in saved:
+        lg.setLevel(logging.CRITICAL + 1)  # children (kazoo.client, ...) inherit it
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+def add_cluster_args(
+    p: argparse.ArgumentParser, *, broker_list: bool = True, required: bool = True
+) -> None:
+    """``--zk`` (or ``--broker-list``), ``--timeout-ms``, ``--json``."""
+    if broker_list:
+        where = p.add_mutually_exclusive_group(required=required)
+        where.add_argument("--zk", help="ZooKeeper connect string host:port[,...][/chroot]")
+        where.add_argument("--broker-list", help="static brokers id:host:port[,...]")
+    else:
+        p.add_argument("--zk", required=True, help="ZooKeeper connect string host:port[/chroot]")
+    add_common_args(p)
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
+        help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/cli.md)")
+
+
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return n
+
+
+def parse_broker_partition(text: str) -> tuple[int, int]:
+    """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
+    from kafka_pyspark.registry import parse_partition_name
+
+    key = parse_partition_name(text.strip())
+    if key is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not brokerId-partition, e.g. 0-1")
+    return key
+
+
+def bp(key: tuple[int, int]) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+# --- the cluster ---------------------------------------------------------------------------
+
+
+def open_cluster(args: argparse.Namespace) -> Cluster:
+    from kafka_pyspark.cluster import Cluster
+
+    return Cluster(
+        zk_connect=args.zk,
+        broker_list=getattr(args, "broker_list", None),
+        zk_connection_timeout_ms=args.timeout_ms,
+        socket_timeout_ms=args.timeout_ms,
+    )
+
+
+def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
+    """The brokers; none registered is an error with a hint (a wrong chroot, usually)."""
+    brokers = cluster.brokers()
+    if not brokers:
+        raise CliError(no_brokers_hint(cluster))
+    return brokers
+
+
+def no_brokers_hint(cluster: Cluster) -> str:
+    registry = cluster.registry()
+    if registry is None:  # broker.list is never empty
+        return "no brokers given"
+    root = registry.chroot or "/"
+    hint = "check the chroot" if registry.chroot else "is the cluster up, or does it use a chroot?"
+    return f"no brokers registered under {root} in ZooKeeper {registry.zk_connect}: {hint}"
+
+
+def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:
+    """Sorted (broker, partition) pairs of a topic; an unknown topic is exit 1."""
+    parts = cluster.partitions(topic)
+    if not parts:
+        raise CliError(f"topic {topic!r} is not registered in ZooKeeper", EXIT_DATA)
+    return parts
+
+
+# --- per-broker work with a deadline ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerFailure:
+    """Why a broker's part of a table could not be filled."""
+
+    message: str
+    code: int = EXIT_USAGE
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def per_broker(
+    brokers: Mapping[int, BrokerAddress],
+    work: Callable[[BrokerConnection, int], T],
+    timeout_ms: int,
+) -> dict[int, T | BrokerFailure]:
+    """Run ``work(connection, broker_id)`` for every broker at once, each with its own
+    connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
+    finished after twice ``timeout_ms``, gets a :class:`BrokerFailure`; the others are
+    unaffected."""
+    from kafka_pyspark.client import BrokerConnection
+
+    out: dict[int, T | BrokerFailure] = {}
+    conns: dict[int, BrokerConnection] = {}
+    threads: dict[int, threading.Thread] = {}
+
+    def run(broker_id: int) -> None:
+        try:
+            out[broker_id] = work(conns[broker_id], broker_id)
+        except KafkaError as e:
+            out[broker_id] = BrokerFailure(str(e), exit_code_for(e))
+        except OSError as e:
+            out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
+
+    for broker_id, a in brokers.items():
+        conns[broker_id] = BrokerConnection(
+            a.host, a.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
+        )
+        threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
+        threads[broker_id].start()
+    # each request has ``timeout_ms`` (the socket timeout); a broker's whole part gets twice that
+    deadline = time.monotonic() + 2 * timeout_ms / 1000.0
+    for broker_id, t in threads.items():
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            out[broker_id] = BrokerFailure(
+                f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
+                f"{2 * timeout_ms} ms"
+            )
+        conns[broker_id].close()
+    return out
+
+
+def worst(codes: Sequence[int]) -> int:
+    return max(codes, default=EXIT_OK)
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def json_line(doc: Mapping[str, Any]) -> None:
+    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+def json_document(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+
+
+def payload_fields(value: bytes) -> dict[str, str]:
+    """A payload for JSON: ``{"value": text}`` if it is UTF-8, else ``{"value_base64": ...}``."""
+    try:
+        return {"value": value.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"value_base64": base64.b64encode(value).decode("ascii")}
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Left-aligned columns, two spaces apart; the last column is not padded."""
+    cells = [[str(c) for c in header], *([str(c) for c in r] for r in rows)]
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(len(header))]
+    for r in cells:
+        line = "  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1]))
+        print(((line + "  " + r[-1]) if len(r) > 1 else r[0]).rstrip())
+
+
+def error(message: str) -> None:
+    print(f"kafka07: {message}", file=sys.stderr)
