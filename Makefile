@@ -45,7 +45,7 @@ test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"
 
 lint: setup
-	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench
+	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks
 	$(VENV)/bin/mypy
 
 demo: setup
