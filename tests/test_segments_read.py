@@ -292,3 +292,11 @@ def test_input_partitions_pickle(logdir: Path) -> None:
     back = pickle.loads(pickle.dumps(parts))
     assert all(isinstance(p, SegmentInputPartition) for p in back)
     assert [p.split for p in back] == [p.split for p in parts]
+
+
+def test_docs_table_lists_exactly_the_segment_options() -> None:
+    from test_docs_options import table_options
+
+    from kafka_pyspark.spark.segment_options import SEGMENT_OPTIONS
+
+    assert {n.lower() for n in table_options("segments.md")} == SEGMENT_OPTIONS

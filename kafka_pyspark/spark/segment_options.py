@@ -41,6 +41,8 @@ MIN_PARTITION_BYTES = 1 << 20
 _OWN = ("path", "paths", "broker", "subscribe", "subscribePattern", "failOnDataLoss",
         "verifyChecksums", "max.decompressed.size", "maxPartitionBytes")
 _CANONICAL = {n.lower(): n for n in _OWN}
+#: lower-cased names of the options a segment-file read takes
+SEGMENT_OPTIONS = frozenset(_CANONICAL)
 
 
 @dataclass(frozen=True)
