@@ -11,7 +11,7 @@ export SPARK_CONF_DIR := $(abspath spark-conf)
 
 setup: $(STAMP) java-check zookeeper-check
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
@@ -30,8 +30,12 @@ zookeeper-check:
 	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
 	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
 
+# the codec tests run twice: with the compiled decode kernel, then on the pure-Python path
+CODEC_TESTS := tests/test_messages_*.py
+
 test: setup
 	$(PY) -m pytest -q tests
+	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
 # faults and hostile input (tests/reliability; also part of `make test`): prints the table
 test-reliability: setup
