@@ -300,3 +300,33 @@ def test_docs_table_lists_exactly_the_segment_options() -> None:
     from kafka_pyspark.spark.segment_options import SEGMENT_OPTIONS
 
     assert {n.lower() for n in table_options("segments.md")} == SEGMENT_OPTIONS
+
+
+def test_cli_dump_reads_log_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from kafka_pyspark.cli import main
+
+    data = (message(0, b"old", key=b"k0")
+            + batch(1, [record(0, None, key=b"k1", headers=[("h", b"x")]),
+                        record(1, b"v2", timestamp_delta=5)], codec=ZSTD)
+            + batch(3, [record(0, b"gone")], transactional=True, producer_id=9)
+            + batch(4, [control_record(False)], transactional=True, control=True,
+                    producer_id=9))
+    path = tmp_path / name(0)
+    path.write_bytes(data)
+    assert main(["dump", str(path), "--json", "--values"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(d["offset"], d.get("value"), d["key"], d["compression"]) for d in lines[:-1]] == [
+        (0, "old", "k0", "none"), (1, "", "k1", "zstd"), (2, "v2", None, "zstd")]
+    assert lines[1]["headers"] == [["h", "x"]] and lines[1]["value_null"] is True
+    assert lines[2]["timestamp"] == 1_700_000_000_005 and lines[2]["timestamp_type"] == 0
+    assert lines[-1] == {"stop": "end", "offset": len(data), "error": None}
+    bad = bytearray(data)
+    at = len(message(0, b"old", key=b"k0"))
+    bad[at + 30] ^= 1
+    path.write_bytes(bytes(bad))
+    assert main(["dump", str(path)]) == 1
+    out = capsys.readouterr()
+    assert out.out.startswith("offset=0 next=1 inner=0 codec=none size=3 key='k0'")
+    assert f"corrupt at offset {at}: byte {at}: record batch CRC-32C mismatch" in out.err
