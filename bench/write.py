@@ -17,9 +17,10 @@ What is measured, all in this run, on this machine:
 * ``write.spark.null``: the Spark ceiling, a Python data source writer that only counts the
   Arrow rows it is given, same DataFrame, same path through Spark.
 
-The broker is a *sink* (a separate process that reads and discards PRODUCE bytes and answers
-OFFSETS and probing FETCHes): the figures are the writer's, not a broker's. The embedded test
-broker validates every CRC in Python and would be the bottleneck.
+The broker is a *sink* (a separate process that reads and discards PRODUCE bytes, answers
+OFFSETS with the bytes received per partition, as a broker's log end, and probing FETCHes):
+the figures are the writer's, not a broker's. The embedded test broker validates every CRC in
+Python and would be the bottleneck.
 """
 
 from __future__ import annotations
@@ -77,6 +78,30 @@ def _discard(sock: socket.socket, n: int, scratch: memoryview) -> bool:
     return True
 
 
+_ENDS: dict[tuple[bytes, int], int] = {}  # (topic, partition) -> log end (bytes received)
+_ENDS_LOCK = threading.Lock()
+
+
+def _discard_items(sock: socket.socket, count: int, scratch: memoryview) -> bool:
+    """Read ``count`` PRODUCE items (topic, partition, message set), discarding the sets but
+    counting their bytes into the partition's log end (OFFSETS answers it, as a broker does)."""
+    for _ in range(count):
+        head = _recv_exact(sock, 2, scratch)
+        if head is None:
+            return False
+        (tlen,) = _INT16.unpack(head)
+        rest = _recv_exact(sock, tlen + 8, scratch)
+        if rest is None:
+            return False
+        partition, size = struct.unpack_from(">ii", rest, tlen)
+        if not _discard(sock, size, scratch):
+            return False
+        with _ENDS_LOCK:
+            key = (rest[:tlen], partition)
+            _ENDS[key] = _ENDS.get(key, 0) + size
+    return True
+
+
 def _serve(sock: socket.socket) -> None:
     scratch = memoryview(bytearray(4 << 20))
     with sock:
@@ -85,18 +110,25 @@ def _serve(sock: socket.socket) -> None:
             if head is None:
                 return
             length, rtype = struct.unpack(">ih", head)
-            if rtype in (0, 3):  # PRODUCE, MULTIPRODUCE: no answer
-                if not _discard(sock, length - 2, scratch):
+            if rtype == 0:  # PRODUCE: no answer
+                if not _discard_items(sock, 1, scratch):
+                    return
+                continue
+            if rtype == 3:  # MULTIPRODUCE: no answer
+                count = _recv_exact(sock, 2, scratch)
+                if count is None or not _discard_items(sock, _INT16.unpack(count)[0], scratch):
                     return
                 continue
             body = _recv_exact(sock, length - 2, scratch)
             if body is None:
                 return
-            if rtype == 4:  # OFFSETS: one offset
-                sock.sendall(struct.pack(">ihiq", 2 + 4 + 8, 0, 1, 0))
+            (tlen,) = _INT16.unpack_from(body, 0)
+            (partition,) = _INT32.unpack_from(body, 2 + tlen)
+            if rtype == 4:  # OFFSETS: the log end (bytes received for that partition)
+                with _ENDS_LOCK:
+                    end = _ENDS.get((body[2 : 2 + tlen], partition), 0)
+                sock.sendall(struct.pack(">ihiq", 2 + 4 + 8, 0, 1, end))
             elif rtype == 1:  # FETCH max size 0: probing partitions
-                (tlen,) = _INT16.unpack_from(body, 0)
-                (partition,) = _INT32.unpack_from(body, 2 + tlen)
                 error = 0 if 0 <= partition < SINK_PARTITIONS else 3
                 sock.sendall(struct.pack(">ih", 2, error))
             else:

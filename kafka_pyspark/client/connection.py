@@ -481,7 +481,7 @@ class BrokerConnection(Closing):
             return
         self._write_request(wire.MultiProduceRequest(items), sum(len(p.messages) for p in items))
 
-    def barrier(self, topic: str, partition: int) -> None:
+    def barrier(self, topic: str, partition: int) -> int | None:
         """Prove every PRODUCE sent on this connection so far was appended.
 
         Sends OFFSETS(latest, 1) for ``topic``/``partition`` (use one that was produced to:
@@ -489,14 +489,15 @@ class BrokerConnection(Closing):
         the answer; any well-formed answer is proof, since the broker handles one connection's
         requests in order and closes it on a rejected PRODUCE. Never retried: if the
         connection is lost first, :class:`BrokerConnectionError` says how much data may not
-        have been appended. With nothing unconfirmed, returns at once.
+        have been appended. With nothing unconfirmed, returns None at once; else the answer's
+        log end of ``topic``/``partition`` (None if the answer held no offset).
         """
         req = wire.OffsetsRequest(topic, partition, wire.OFFSETS_LATEST, 1)
         what = _describe(req)
         with self._lock:
             self._raise_if_lost("the delivery barrier")
             if self._unconfirmed_requests == 0:
-                return
+                return None
             nbytes, nreq = self._unconfirmed_bytes, self._unconfirmed_requests
             sock = self._sock
             try:
@@ -504,7 +505,7 @@ class BrokerConnection(Closing):
                     raise BrokerConnectionError(f"{self.address} closed the connection")
                 self._send(sock, wire.encode_request(req), what)
                 body = self._read_frame(sock, _OFFSETS_OVERHEAD + 8, what, "")
-                wire.decode_offsets_response(body)
+                answer = wire.decode_offsets_response(body)
             except (_SendFailed, BrokerConnectionError, ProtocolError) as e:
                 cause = e.error if isinstance(e, _SendFailed) else e
                 self._close_socket()
@@ -520,6 +521,7 @@ class BrokerConnection(Closing):
                 raise
             self._unconfirmed_bytes = 0
             self._unconfirmed_requests = 0
+            return answer.offsets[0] if answer.offsets and answer.error == 0 else None
 
 
 def produce_request_size(req: wire.ProduceRequest | wire.MultiProduceRequest) -> int:

@@ -21,8 +21,15 @@ from typing import NamedTuple
 
 from kafka_pyspark import wire
 from kafka_pyspark._closing import Closing
+from kafka_pyspark.client.appends import AppendLedger, Shortfall
 from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
-from kafka_pyspark.errors import DeliveryError, KafkaError, RequestTooLargeError
+from kafka_pyspark.client.offsets import latest
+from kafka_pyspark.errors import (
+    AppendShortfallError,
+    DeliveryError,
+    KafkaError,
+    RequestTooLargeError,
+)
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
 
@@ -69,6 +76,7 @@ class Producer(Closing):
         backoff: float = 0.2,
         buffer_size: int = 65536,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+        check_appends: float | None = None,
     ) -> None:
         if not 0 < max_request_size <= BROKER_MAX_REQUEST_BYTES:
             raise ValueError(
@@ -85,6 +93,9 @@ class Producer(Closing):
         self._buffers: dict[int, list[wire.ProduceRequest]] = {}
         self._buffered: dict[int, int] = {}  # request bytes buffered per broker
         self._sent: dict[int, dict[Key, DeliveryCount]] = {}  # written, not yet confirmed
+        # check_appends: seconds to wait for a short log growth (appends.py); None: no check
+        self._check_appends = check_appends
+        self._ledgers: dict[int, AppendLedger] = {}
 
     @property
     def buffered_bytes(self) -> int:
@@ -146,6 +157,22 @@ class Producer(Closing):
             return
         conn = self.connection(broker_id)
         sent = self._sent.setdefault(broker_id, {})
+        if self._check_appends is not None:
+            # The log end before this connection's first set to each partition (the answer
+            # precedes the PRODUCEs: one connection's requests are handled in order).
+            ledger = self._ledgers.setdefault(broker_id, AppendLedger())
+            for item in items:
+                if ledger.needs_base(item.topic, item.partition):
+                    try:
+                        end = latest(conn, item.topic, item.partition)
+                    except KafkaError as e:
+                        self._buffers[broker_id] = items  # not written: _forget reports them
+                        raise type(e)(
+                            f"{e} (asking the log end of topic {item.topic!r} partition "
+                            f"{item.partition} before producing {len(items)} message "
+                            "sets: nothing was sent)"
+                        ) from e
+                    ledger.set_base(item.topic, item.partition, end)
         chunks: list[list[wire.ProduceRequest]] = [[]]
         total = _MULTI_HEADER
         for item in items:
@@ -171,6 +198,9 @@ class Producer(Closing):
                 raise
             for it in chunk:
                 _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                ledger_of = self._ledgers.get(broker_id)
+                if ledger_of is not None:
+                    ledger_of.add_sent(it.topic, it.partition, len(it.messages))
 
     def _forget(self, broker_id: int) -> dict[Key, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""
@@ -178,6 +208,7 @@ class Producer(Closing):
         for it in self._buffers.pop(broker_id, []):
             _add(out, (it.topic, broker_id, it.partition), 1, len(it.messages))
         self._buffered.pop(broker_id, None)
+        self._ledgers.pop(broker_id, None)
         conn = self._conns.get(broker_id)
         if conn is not None:
             conn.close()  # forget its own unconfirmed/lost state: reported here, once
@@ -189,11 +220,13 @@ class Producer(Closing):
         Returns the message sets and bytes confirmed per ``(topic, broker, partition)`` since
         the last ``flush()``. Raises :class:`DeliveryError` (listing ``unconfirmed`` and
         ``confirmed``) if any broker could not be written or confirmed; the others are still
-        confirmed first.
+        confirmed first. With ``check_appends``, a partition whose log grew by fewer bytes
+        than were sent raises :class:`AppendShortfallError` (a :class:`DeliveryError`).
         """
         confirmed: dict[Key, DeliveryCount] = {}
         unconfirmed: dict[Key, DeliveryCount] = {}
         failures: list[str] = []
+        shortfalls: list[str] = []
         for broker_id in sorted(self._buffers):
             try:
                 self._write(broker_id)
@@ -206,13 +239,25 @@ class Producer(Closing):
                 continue
             topic, partition = _barrier_target(sent)
             try:
-                self.connection(broker_id).barrier(topic, partition)
+                end = self.connection(broker_id).barrier(topic, partition)
+                short = self._short_appends(broker_id, (topic, partition), end)
             except KafkaError as e:
                 _merge(unconfirmed, sent)
                 self.connection(broker_id).close()
                 failures.append(f"broker {broker_id}: {e}")
-            else:
-                _merge(confirmed, sent)
+                continue
+            for s in short:
+                key = (s.topic, broker_id, s.partition)
+                unconfirmed[key] = sent.pop(key, DeliveryCount(0, s.sent))
+                shortfalls.append(_shortfall_text(broker_id, s, self._check_appends or 0.0))
+            _merge(confirmed, sent)
+        if shortfalls and not failures:
+            raise AppendShortfallError(
+                "; ".join(shortfalls),
+                unconfirmed=_as_tuples(unconfirmed),
+                confirmed=_as_tuples(confirmed),
+            )
+        failures += shortfalls
         if failures:
             raise DeliveryError(
                 "delivery not confirmed; " + "; ".join(failures)
@@ -222,9 +267,23 @@ class Producer(Closing):
             )
         return confirmed
 
+    def _short_appends(
+        self, broker_id: int, barrier: tuple[str, int], end: int | None
+    ) -> list[Shortfall]:
+        """After the barrier: partitions of ``broker_id`` whose log grew less than was sent."""
+        ledger = self._ledgers.get(broker_id)
+        if ledger is None or self._check_appends is None:
+            return []
+        conn = self.connection(broker_id)
+        known = {barrier: end} if end is not None else {}
+        return ledger.check(
+            lambda t, p: latest(conn, t, p), known=known, wait=self._check_appends
+        )
+
     def close(self) -> None:
         """Close every connection; buffered, unflushed data is discarded."""
         self._buffers.clear()
+        self._ledgers.clear()
         self._buffered.clear()
         self._sent.clear()
         conns, self._conns = self._conns, {}
@@ -240,6 +299,18 @@ def _barrier_target(sent: Mapping[Key, DeliveryCount]) -> tuple[str, int]:
             return topic, partition
     topic = next(iter(sent))[0]
     return topic, 0
+
+
+def _shortfall_text(broker_id: int, s: Shortfall, wait: float) -> str:
+    return (
+        f"topic {s.topic!r} broker {broker_id} partition {s.partition}: sent {s.sent} bytes "
+        f"but the log grew by {s.grown} bytes (log end {s.before} -> {s.after}, still short "
+        f"after waiting {wait:g} s for the broker to flush): the broker dropped data without "
+        "an answer. Likely cause: the broker's max.message.size is smaller than the writer's "
+        "(a 0.7 broker silently drops a message set holding a larger message); lower the "
+        "writer's max.message.size to the broker's. (A broker that flushes less often than "
+        "that wait would look the same)"
+    )
 
 
 def _summary(counts: Mapping[Key, DeliveryCount]) -> str:

@@ -11,10 +11,11 @@ Executor (``write``, once per task, :class:`TaskWriter`): Arrow batches in ->
 1. route every row to a broker-partition (vectorised, :mod:`kafka_pyspark.partitioner`):
    explicit ``broker``/``partition`` columns, else the key's Java hash over the sorted list,
    else random (one random broker-partition per run of ``batch.size`` keyless rows);
-2. buffer per broker-partition and cut message sets of ``batch.size`` messages (fewer if a
-   compressed wrapper would exceed ``max.message.size``: the set is split in halves; one
-   message that cannot fit is an error naming its row);
-3. MULTIPRODUCE per broker, about 1 MiB per request;
+2. buffer per broker-partition and cut message sets of ``batch.size`` messages, fewer where
+   an uncompressed set would not fit one request or a compressed wrapper would exceed
+   ``max.message.size`` (split in halves); one message that cannot fit is an error naming its
+   row (:mod:`~kafka_pyspark.spark.write_sizes`);
+3. MULTIPRODUCE per broker, up to about ``max.message.size`` + 1 MiB per request;
 4. at the end, the delivery barrier on every connection used (an OFFSETS request answered on
    the same connection proves every earlier PRODUCE on it was appended);
 5. return a :class:`Kafka07CommitMessage` with per broker-partition message/byte counts.
@@ -52,8 +53,9 @@ from pyspark.sql.datasource import (
 )
 
 from kafka_pyspark import errors
-from kafka_pyspark.client import DEFAULT_MAX_REQUEST_SIZE, Producer
+from kafka_pyspark.client import Producer
 from kafka_pyspark.errors import (
+    AppendShortfallError,
     BrokerConnectionError,
     InvalidPartitionError,
     KafkaError,
@@ -70,6 +72,14 @@ from kafka_pyspark.spark.write_options import (
     parse_write_options,
     resolve_columns,
 )
+from kafka_pyspark.spark.write_sizes import (
+    MAX_COMPRESS_INPUT,
+    MESSAGE_OVERHEAD,
+    cut_runs,
+    message_limit,
+    request_limit,
+    set_limit,
+)
 from kafka_pyspark.wire import validate_topic_name
 
 if TYPE_CHECKING:
@@ -79,18 +89,6 @@ if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ClusterOptions
 
 log = logging.getLogger(__name__)
-
-#: flush a broker's pending message sets once they hold this many bytes (one MULTIPRODUCE)
-REQUEST_BYTES = 1 << 20
-#: most message sets in one MULTIPRODUCE (the wire allows 32767)
-REQUEST_SETS = 1024
-#: most payload bytes in one message set (keeps a request far below the broker's
-#: max.socket.request.bytes of 100 MiB even with large messages)
-MAX_SET_BYTES = 8 << 20
-#: a magic-1 message's header after the length: magic, attributes, CRC32
-_MESSAGE_HEADER = 1 + 1 + 4
-#: a compressed wrapper is one magic-1 message: int32 length + header + compressed payload
-_WRAPPER_OVERHEAD = 4 + _MESSAGE_HEADER
 
 _MAX_INT32 = 2**31 - 1
 
@@ -358,10 +356,8 @@ class TaskWriter:
         self._pending: list[_Pending] = []
         self._carry: tuple[pa.Array, int] | None = None  # keyless rows not yet in a set
         self._prod: Producer | None = None
-        # a request must hold the largest possible single message set
-        self._max_request = min(
-            DEFAULT_MAX_REQUEST_SIZE, max(REQUEST_BYTES, self.opts.max_message_size + (1 << 20))
-        )
+        # every message set must fit in one request (write_sizes)
+        self._max_request = request_limit(self.opts.max_message_size)
         self._handed: dict[int, list[int]] = {}  # target -> [messages, bytes, sets] to producer
         self._confirmed: dict[int, list[int]] = {}  # target -> [messages, bytes, sets] confirmed
         self._probe: Cluster | None = None
@@ -377,11 +373,14 @@ class TaskWriter:
                 self._flush_all()
             except _RowError as e:
                 # Stop here: confirm what was handed to the producer, report.
-                self._confirm(after=str(e))
+                short = self._confirm(after=str(e))
                 log.error("%s stopped at a bad row: %s", self.task, e)
+                if short is not None:
+                    return self._result(error=type(short)(f"{short}. The task had also "
+                                                          f"stopped at a bad row: {e}"))
                 return self._result(error=e.error)
-            self._confirm()
-            return self._result()
+            short = self._confirm()
+            return self._result(error=short)
         finally:
             self.close()
 
@@ -487,16 +486,22 @@ class TaskWriter:
     def _check_sizes(
         self, batch: pa.RecordBatch, offsets: npt.NDArray[np.int64], base: int
     ) -> None:
-        limit = self.opts.max_message_size
+        limit = message_limit(self.opts.max_message_size, self._max_request)
         lengths = np.diff(offsets)
         if len(lengths) and int(lengths.max()) > limit:
             row = int(np.flatnonzero(lengths > limit)[0])
             key = batch.column(self.layout.key)[row].as_py() if self.layout.key else None
+            why = (
+                f"over max.message.size ({limit}); a 0.7 broker would drop the whole message "
+                "set silently"
+                if limit == self.opts.max_message_size
+                else f"over {limit}, the most one request can carry within a 0.7 broker's "
+                "max.socket.request.bytes (100 MiB)"
+            )
             raise _RowError(
                 MessageTooLargeError(
                     f"{self._row_label(base + row, key)}: message payload is "
-                    f"{int(lengths[row])} bytes, over max.message.size ({limit}); a 0.7 broker "
-                    "would drop the whole message set silently"
+                    f"{int(lengths[row])} bytes, {why}"
                 )
             )
 
@@ -683,7 +688,7 @@ class TaskWriter:
 
     def _emit_rows(self, target: int, values: pa.Array, first_row: int) -> None:
         rows = np.arange(first_row, first_row + len(values), dtype=np.int64)
-        for lo, hi in self._cut(values, 0, len(values)):
+        for lo, hi in self._cut(target, values, 0, len(values)):
             self._emit(target, values.slice(lo, hi - lo), rows[lo:hi])
 
     def _append_grouped(
@@ -720,7 +725,7 @@ class TaskWriter:
         values = pend.chunks[0] if len(pend.chunks) == 1 else pa.concat_arrays(pend.chunks)
         rows = pend.rows[0] if len(pend.rows) == 1 else np.concatenate(pend.rows)
         end = len(values) if final else len(values) - len(values) % self.opts.batch_size
-        cuts = list(self._cut(values, 0, end))
+        cuts = list(self._cut(target, values, 0, end))
         if cuts:
             # every set of this flush in one encoder call (no per-set Python loop over rows)
             bounds = [lo for lo, _ in cuts] + [cuts[-1][1]]
@@ -734,19 +739,14 @@ class TaskWriter:
         else:
             pend.chunks, pend.rows, pend.count = [], [], 0
 
-    def _cut(self, values: pa.Array, lo: int, hi: int) -> Iterator[tuple[int, int]]:
-        """[lo, hi) in runs of batch.size rows, shorter where a run would pass MAX_SET_BYTES."""
-        bs = self.opts.batch_size
+    def _cut(self, target: int, values: pa.Array, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """[lo, hi) in runs of batch.size rows; uncompressed, also runs whose encoded set fits
+        one request; compressed, runs of at most MAX_COMPRESS_INPUT payload bytes."""
         offsets = _value_offsets(values)
-        pos = lo
-        while pos < hi:
-            end = min(pos + bs, hi)
-            if offsets[end] - offsets[pos] > MAX_SET_BYTES:
-                limit = offsets[pos] + MAX_SET_BYTES
-                end = max(pos + 1, int(np.searchsorted(offsets, limit, side="right")) - 1)
-                end = min(end, hi)
-            yield pos, end
-            pos = end
+        if self.opts.codec == "none":
+            limit = set_limit(self._max_request, self._targets[target][0])
+            return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
+        return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
 
     def _emit(
         self,
@@ -759,24 +759,34 @@ class TaskWriter:
         is too large)."""
         if data is None:
             data = self._encode(values, compression=self.opts.codec)
-        if self.opts.codec != "none":
-            payload = len(data) - _WRAPPER_OVERHEAD
-            if payload > self.opts.max_message_size:
-                if len(values) > 1:
-                    half = len(values) // 2
-                    self._emit(target, values.slice(0, half), rows[:half])
-                    self._emit(target, values.slice(half), rows[half:])
-                    return
-                topic, b, p = self._targets[target]
-                raise _RowError(
-                    MessageTooLargeError(
-                        f"{self._row_label(int(rows[0]))}: its {self.opts.codec} wrapper "
-                        f"message for topic {topic!r} broker-partition {b}-{p} has a "
-                        f"{payload}-byte payload ({len(values[0].as_py())} bytes before "
-                        f"compression), over max.message.size "
-                        f"({self.opts.max_message_size}); a 0.7 broker would drop it silently"
-                    )
+        topic, b, p = self._targets[target]
+        payload = len(data) - MESSAGE_OVERHEAD
+        wrapper_over = self.opts.codec != "none" and payload > self.opts.max_message_size
+        if wrapper_over or len(data) > set_limit(self._max_request, topic):
+            if len(values) > 1:
+                half = len(values) // 2
+                self._emit(target, values.slice(0, half), rows[:half])
+                self._emit(target, values.slice(half), rows[half:])
+                return
+            what = (
+                f"its {self.opts.codec} wrapper message" if self.opts.codec != "none"
+                else "its message"
+            )
+            raw = (
+                f" ({len(values[0].as_py())} bytes before compression)"
+                if self.opts.codec != "none" else ""
+            )
+            limit = (
+                f"over max.message.size ({self.opts.max_message_size}); a 0.7 broker would "
+                "drop it silently" if wrapper_over
+                else f"more than one request can carry ({self._max_request} bytes)"
+            )
+            raise _RowError(
+                MessageTooLargeError(
+                    f"{self._row_label(int(rows[0]))}: {what} for topic {topic!r} "
+                    f"broker-partition {b}-{p} has a {payload}-byte payload{raw}, {limit}"
                 )
+            )
         self._queue(target, data, len(values))
 
     # --- I/O ------------------------------------------------------------------------------
@@ -790,6 +800,8 @@ class TaskWriter:
                 backoff=self.plan.connect_backoff,
                 buffer_size=self.plan.socket_buffer_size,
                 max_request_size=self._max_request,
+                # wait for a lazily flushing broker's log end as long as for an answer
+                check_appends=self.plan.socket_timeout_ms / 1000.0,
             )
         return self._prod
 
@@ -816,15 +828,24 @@ class TaskWriter:
         for target in range(len(self._pending)):
             self._drain(target, final=True)
 
-    def _confirm(self, after: str | None = None) -> None:
-        """Send what is buffered and run the delivery barrier on every connection used."""
+    def _confirm(self, after: str | None = None) -> AppendShortfallError | None:
+        """Send what is buffered and run the delivery barrier on every connection used.
+
+        Returns the error for partitions whose log grew less than was sent (the broker dropped
+        data; reported in the commit message: a Spark retry would only be dropped again)."""
         if self._prod is None:
-            return
+            return None
         try:
             confirmed = self._prod.flush()
+        except AppendShortfallError as e:
+            self._record_confirmed(e.confirmed)
+            short = AppendShortfallError(f"{self.task}: {e}")
+            log.error("%s", short)
+            return short
         except BrokerConnectionError as e:
             raise self._delivery_failure(e, after=after) from e
         self._record_confirmed(confirmed)
+        return None
 
     def _record_confirmed(self, confirmed: Mapping[Target, tuple[int, int]]) -> None:
         for key, (sets, nbytes) in confirmed.items():
