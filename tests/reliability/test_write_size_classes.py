@@ -24,10 +24,6 @@ from kafka_pyspark.testing.broker import EmbeddedBroker
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
 LIMIT = 1_000_000  # max.message.size: the writer's default and the broker's
-DEFECT_1 = (
-    "issue 8 defect 1 (reliability-a): uncompressed message sets are cut by count only, so "
-    "200 x 20 KB or 5 x 500 KB exceed one request (max.message.size + 1 MiB) and save() fails"
-)
 
 
 def _compressible(tag: str, i: int, size: int) -> bytes:
@@ -79,8 +75,7 @@ def _read(spark: Any, zk: str, topic: str) -> list[bytes]:
 
 CASES = [
     pytest.param("none", "tiny+under", id="none-tiny+under"),
-    pytest.param("none", "20k+500k", id="none-20k+500k",
-                 marks=pytest.mark.xfail(strict=True, reason=DEFECT_1)),
+    pytest.param("none", "20k+500k", id="none-20k+500k"),
     pytest.param("gzip", "tiny+20k+500k+under", id="gzip-all"),
     pytest.param("snappy", "tiny+20k+500k+under", id="snappy-all"),
 ]
