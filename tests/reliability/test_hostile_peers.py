@@ -210,7 +210,7 @@ def test_client_fails_clearly_on_a_broker_that_does_not_answer(
     trickle: float | None, record: Any
 ) -> None:
     """A FETCH to a broker that never answers (or trickles): a BrokerConnectionError naming
-    host:port, not a hang. The guard below only detects a hang (30 x the 0.5 s timeout); it
+    host:port, not a hang. The guard below only detects a hang (20 x the 0.5 s timeout); it
     does not measure the deadline."""
     server = _SilentServer(trickle)
     result: dict[str, BaseException] = {}
@@ -226,7 +226,7 @@ def test_client_fails_clearly_on_a_broker_that_does_not_answer(
     worker = threading.Thread(target=call, daemon=True)
     try:
         worker.start()
-        worker.join(15.0)
+        worker.join(10.0)
         hung = worker.is_alive()
     finally:
         server.close()
