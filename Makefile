@@ -11,11 +11,11 @@ export SPARK_CONF_DIR := $(abspath spark-conf)
 
 setup: $(STAMP) java-check zookeeper-check
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
-	$(PY) -m pip install -q -e ".[test,dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 java-check:
@@ -30,8 +30,12 @@ zookeeper-check:
 	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
 	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
 
+# the codec tests run twice: with the compiled decode kernel, then on the pure-Python path
+CODEC_TESTS := tests/test_messages_*.py
+
 test: setup
 	$(PY) -m pytest -q tests
+	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
 # faults and hostile input (tests/reliability; also part of `make test`): prints the table
 test-reliability: setup
@@ -41,7 +45,7 @@ test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"
 
 lint: setup
-	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench
+	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks
 	$(VENV)/bin/mypy
 
 demo: setup

@@ -32,10 +32,27 @@ def __getattr__(name: str) -> Any:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kafka07`` data source with ``spark`` (safe to call more than once)."""
+    """Register the ``kafka07`` data source with ``spark`` (safe to call more than once).
+
+    When Spark already knows ``kafka07`` (registered by itself from the installed
+    ``pyspark_kafka07`` module, or by an earlier call) nothing is done: registering again would
+    only make Spark log a WARN that it replaced the source.
+    """
     from kafka_pyspark.spark.source import Kafka07DataSource
 
-    spark.dataSource.register(Kafka07DataSource)
+    if not _registered(spark, Kafka07DataSource.name()):
+        spark.dataSource.register(Kafka07DataSource)
+
+
+def _registered(spark: SparkSession, name: str) -> bool:
+    """Whether a classic session's DataSourceManager has ``name`` (Spark Connect: unknown)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return False
+    try:
+        return bool(jsession.sessionState().dataSourceManager().dataSourceExists(name))
+    except Exception:  # py4j: an older or different JVM API; registering is always correct
+        return False
 
 
 __all__ = [

@@ -204,6 +204,7 @@ def test_produce_stops_at_a_line_without_a_key(
         "kafka07: line 2 has no key separator ':'; the lines before it were produced, "
         "nothing after it",
     ]
+    broker.wait_for_topic("n")  # the broker registers a new topic in ZooKeeper after its write
     assert main(["consume", "--zk", zk_connect, "--topic", "n"]) == 0
     assert capsys.readouterr().out == "1\n"
 

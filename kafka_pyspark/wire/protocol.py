@@ -236,11 +236,10 @@ class _Reader:
         (n,) = self.unpack(_INT16, "TOPIC_LENGTH")
         if n < 0:
             raise ProtocolError(f"{self.what}: negative TOPIC_LENGTH {n}")
-        raw = self.take(n, "TOPIC")
-        try:
-            return bytes(raw).decode("ascii")
-        except UnicodeDecodeError as e:
-            raise ProtocolError(f"{self.what}: topic is not ASCII: {bytes(raw)!r}") from e
+        raw = bytes(self.take(n, "TOPIC"))
+        if not raw.isascii():
+            raise ProtocolError(f"{self.what}: topic is not ASCII: {raw!r}")
+        return raw.decode("ascii")
 
     def done(self) -> None:
         if self.pos != len(self.buf):

@@ -1,0 +1,289 @@
+"""Reads of realistic data: log-normal value lengths (:mod:`bench.data`), JSON-like text.
+
+DESIGN.md targets, measured here as ratios in one run:
+
+* ``read.spark.realistic.<codec>``: ``spark.read.format("kafka07")`` into the noop sink, for
+  uncompressed sets and gzip and snappy sets of ``SET_SIZE`` (the writer's default
+  ``batch.size``), >= 85% of ``read.spark.realistic.<codec>.null``: a null Python data source
+  that yields the very same rows (captured from :func:`read_partition` in this run, re-chunked
+  to Spark's ``spark.sql.execution.arrow.maxRecordsPerBatch``), read from a memory-mapped
+  Arrow IPC file, so it costs nothing but Spark's own path. The two runs are interleaved
+  round by round (best of ``REPEAT``).
+* ``read.inprocess.realistic.<codec>``: the executor path alone (:func:`read_partition` of
+  every partition in this one process, one core, no Spark), against Kafka 0.7.2's own Java
+  ``SimpleConsumer`` measured once on this machine (:data:`JAVA_SIMPLE_CONSUMER`, same kind of
+  data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks).
+* ``read.stream.realistic.none``: ``readStream`` with ``maxBytesPerTrigger``
+  (``STREAM_TRIGGER_BYTES``), ``Trigger.AvailableNow``, into the noop sink: rows/s over the
+  whole query (start to termination, micro-batch planning included), against the batch ceiling.
+* ``memory.executor.rss.<size>``: peak RSS (``ru_maxrss``) of a fresh Python process running
+  :func:`read_partition` over one broker-partition of ``RSS_PARTITION_BYTES`` (1 GB: segment
+  files written directly, the broker recovers them at start) and over one of a tenth of that:
+  bounded by fetch and batch size, the two must be about equal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.data import realistic_values
+from bench.read import _spark
+from bench.results import Recorder
+
+ROWS = 1_000_000
+PARTITIONS = 2
+SET_SIZE = 200
+REPEAT = 3
+CODECS = ("none", "gzip", "snappy")
+JAVA_SIMPLE_CONSUMER = {"none": 4.17e6, "gzip": 0.87e6, "snappy": 1.89e6}  # msgs/s, one thread
+STREAM_TRIGGER_BYTES = 64 << 20
+RSS_PARTITION_BYTES = 1 << 30
+RSS_SEGMENT_BYTES = 256 << 20
+
+
+def _topic(codec: str) -> str:
+    return f"bench-real-{codec}"
+
+
+def produce(broker: Any, codec: str, values: list[bytes]) -> None:
+    """``values`` in sets of ``SET_SIZE``, split evenly over ``PARTITIONS`` partitions."""
+    from kafka_pyspark.client import Producer
+    from kafka_pyspark.messages import encode_message_set
+
+    share = len(values) // PARTITIONS
+    with Producer({0: (broker.host, broker.port)}) as producer:
+        for partition in range(PARTITIONS):
+            part = values[partition * share : (partition + 1) * share]
+            for i in range(0, len(part), SET_SIZE):
+                producer.send(0, _topic(codec), partition,
+                              encode_message_set(part[i : i + SET_SIZE], compression=codec))
+            producer.flush()
+
+
+def _plan(broker: Any, topic: str) -> list[Any]:
+    from kafka_pyspark.spark.options import parse_read_options
+    from kafka_pyspark.spark.reader import plan_batch
+
+    options = parse_read_options(
+        {"broker.list": f"0:{broker.host}:{broker.port}", "subscribe": topic}
+    )
+    return plan_batch(options)
+
+
+def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, Path]:
+    """Rows/s of :func:`read_partition` alone (best of two), and the rows it read, written as
+    one Arrow IPC file per partition in batches of ``chunk`` rows (the null source's input)."""
+    import pyarrow as pa
+
+    from kafka_pyspark.spark.reader import read_partition
+
+    parts = _plan(broker, _topic(codec))
+    best = float("inf")
+    rows = 0
+    for _ in range(2):
+        rows = 0
+        start = time.perf_counter()
+        for p in parts:
+            for b in read_partition(p):
+                rows += b.num_rows
+        best = min(best, time.perf_counter() - start)
+    out = tmp / f"null-{codec}"
+    out.mkdir()
+    for i, p in enumerate(parts):
+        table = pa.Table.from_batches(list(read_partition(p)))
+        with pa.OSFile(str(out / f"{i}.arrow"), "wb") as sink, pa.ipc.new_file(
+            sink, table.schema
+        ) as writer:
+            for batch in table.to_batches(max_chunksize=chunk):
+                writer.write_batch(batch)
+    return rows / best, out
+
+
+def _null_source() -> Any:
+    """The ceiling: yields the batches of the IPC files in ``options["dir"]``, one partition
+    per file. A local class: cloudpickle ships it by value."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from kafka_pyspark.spark.schema import READ_SCHEMA
+
+    class FilePartition(InputPartition):
+        def __init__(self, index: int, path: str) -> None:
+            super().__init__(index)
+            self.path = path
+
+    class FileReader(DataSourceReader):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.dir = options["dir"]
+
+        def partitions(self) -> list[InputPartition]:
+            names = sorted(os.listdir(self.dir))
+            return [FilePartition(i, os.path.join(self.dir, n)) for i, n in enumerate(names)]
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            import pyarrow as pa
+
+            assert isinstance(partition, FilePartition)
+            with pa.memory_map(partition.path) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    class FileSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_null_file"
+
+        def schema(self) -> Any:
+            return READ_SCHEMA
+
+        def reader(self, schema: Any) -> FileReader:
+            return FileReader(dict(self.options))
+
+    return FileSource
+
+
+def _noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
+    reader = spark.read.format(fmt)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    start = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def _stream_seconds(spark: Any, base: dict[str, str], topic: str, checkpoint: Path) -> float:
+    reader = spark.readStream.format("kafka07").option("subscribe", topic)
+    for k, v in {**base, "maxBytesPerTrigger": str(STREAM_TRIGGER_BYTES)}.items():
+        reader = reader.option(k, v)
+    start = time.perf_counter()
+    query = (
+        reader.load().writeStream.format("noop").trigger(availableNow=True)
+        .option("checkpointLocation", str(checkpoint)).start()
+    )
+    query.awaitTermination()
+    return time.perf_counter() - start
+
+
+def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str, Path],
+               tmp: Path) -> None:
+    runs = {}
+    for codec in CODECS:
+        runs[f"null.{codec}"] = ("bench_null_file", {"dir": str(nulls[codec])})
+        runs[codec] = ("kafka07", {**base, "subscribe": _topic(codec)})
+    for fmt, options in runs.values():  # warm-up
+        _noop_seconds(spark, fmt, options)
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(REPEAT):
+        for name, (fmt, options) in runs.items():
+            best[name] = min(best[name], _noop_seconds(spark, fmt, options))
+    for codec in CODECS:
+        ceiling = ROWS / best[f"null.{codec}"]
+        rec.record(f"read.spark.realistic.{codec}.null", ceiling, "rows/s",
+                   note="Spark ceiling: a null source yielding the same rows")
+        rec.record(f"read.spark.realistic.{codec}", ROWS / best[codec], "rows/s", limit=ceiling,
+                   target=">= 85% of the same-run ceiling")
+    seconds = min(_stream_seconds(spark, base, _topic("none"), tmp / f"ckpt-{i}")
+                  for i in range(2))
+    rec.record("read.stream.realistic.none", ROWS / seconds, "rows/s",
+               limit=ROWS / best["null.none"],
+               note=f"readStream, maxBytesPerTrigger={STREAM_TRIGGER_BYTES}, AvailableNow, noop; "
+                    "vs the batch ceiling")
+
+
+_RSS_SCRIPT = """
+import resource, sys
+from kafka_pyspark.spark.options import parse_read_options
+from kafka_pyspark.spark.reader import plan_batch, read_partition
+options = parse_read_options({"broker.list": sys.argv[1], "subscribe": sys.argv[2]})
+rows = 0
+for p in plan_batch(options):
+    for b in read_partition(p):
+        rows += b.num_rows
+print(rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _write_partition(log_dir: Path, topic: str, size: int) -> int:
+    """Segment files of ``size`` bytes in all for partition 0 of ``topic``; returns messages."""
+    from kafka_pyspark.messages import encode_message_set
+
+    values = realistic_values(4000, seed=99)
+    chunk = encode_message_set(values)
+    directory = log_dir / f"{topic}-0"
+    directory.mkdir(parents=True)
+    copies = max(1, size // len(chunk))
+    per_segment = max(1, RSS_SEGMENT_BYTES // len(chunk))
+    offset = 0
+    written = 0
+    while written < copies:
+        n = min(per_segment, copies - written)
+        with open(directory / f"{offset:020d}.kafka", "wb") as f:
+            for _ in range(n):
+                f.write(chunk)
+        offset += n * len(chunk)
+        written += n
+    return copies * len(values)
+
+
+def rss_rows(rec: Recorder, tmp: Path) -> None:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    log_dir = tmp / "rss"
+    sizes = {"1GB": RSS_PARTITION_BYTES, "100MB": RSS_PARTITION_BYTES // 10}
+    expected = {label: _write_partition(log_dir, f"bench-rss-{label}", size)
+                for label, size in sizes.items()}
+    try:
+        with EmbeddedBroker(0, log_dir=log_dir, log_file_size=RSS_SEGMENT_BYTES) as broker:
+            for label in sizes:
+                out = subprocess.run(
+                    [sys.executable, "-c", _RSS_SCRIPT, f"0:{broker.host}:{broker.port}",
+                     f"bench-rss-{label}"], check=True, capture_output=True, text=True,
+                ).stdout.split()
+                rows, rss_kib = int(out[0]), int(out[1])
+                if rows != expected[label]:
+                    raise RuntimeError(f"rss read {rows} rows, expected {expected[label]}")
+                rec.record(f"memory.executor.rss.{label}", rss_kib / 1024, "MiB",
+                           note=f"peak RSS of read_partition over a {label} partition "
+                                f"({rows} rows), default fetch and batch sizes")
+    finally:
+        import shutil
+
+        shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def run(rec: Recorder) -> None:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with tempfile.TemporaryDirectory(prefix="bench-real-") as name:
+        tmp = Path(name)
+        rss_rows(rec, tmp)
+        values = realistic_values(ROWS)
+        with EmbeddedBroker(0, log_dir=tmp / "b0", num_partitions=PARTITIONS,
+                            max_message_size=10_000_000) as broker:
+            start = time.perf_counter()
+            for codec in CODECS:
+                produce(broker, codec, values)
+            print(f"   produced in {time.perf_counter() - start:.1f} s", flush=True)
+            del values
+            spark = _spark()
+            try:
+                spark.dataSource.register(_null_source())
+                chunk = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
+                nulls = {}
+                for codec in CODECS:
+                    rate, nulls[codec] = inprocess(broker, codec, tmp, chunk)
+                    rec.record(f"read.inprocess.realistic.{codec}", rate, "msgs/s",
+                               limit=JAVA_SIMPLE_CONSUMER[codec],
+                               target="ahead of Kafka 0.7.2's Java SimpleConsumer (limit column)",
+                               note="read_partition alone, one core, no Spark")
+                base = {"broker.list": f"0:{broker.host}:{broker.port}"}
+                spark_rows(rec, spark, base, nulls, tmp)
+            finally:
+                spark.stop()

@@ -1,0 +1,283 @@
+"""The per-message work of decoding: the LENGTH walk, header checks, payload gathering and
+CRC checks, by the compiled kernel (``_kernel.c``) or by its pure-Python twin (same results).
+
+:func:`scan` follows LENGTH from message to message in one buffer and reads every header into
+a record array (:data:`RECORD`), stopping at the first message that is incomplete or
+malformed; :func:`gather` copies the payloads of the uncompressed messages of several
+scanned stretches (possibly of several buffers) into one Arrow binary column and checks all
+their CRC-32s at once (one CRC call over the column's data, see :mod:`.crc`).
+
+Which engine runs: the compiled kernel when it imports (``make setup`` builds it; a wheel
+without it, or one built where no compiler was found, runs the pure path), unless the
+environment variable ``KAFKA_PYSPARK_PURE`` is set to a non-empty value other than ``0``
+(read once, at import). :data:`ENGINE` names the one in use. Both raise nothing on bad data:
+a problem in the input is a ``status`` of the scan, turned into a typed error by the caller.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafka_pyspark.messages.crc import crc32, verify_concatenated
+from kafka_pyspark.messages.layout import (
+    CODEC_MASK,
+    HEADER_V0_SIZE,
+    LENGTH,
+    LENGTH_SIZE,
+    MAX_MESSAGE_LENGTH,
+    MIN_LENGTH,
+    MIN_LENGTH_V1,
+)
+
+# scan status (the kernel's ``ST_*``)
+END = 0  # reached min(end, stop)
+SHORT = 1  # fewer than 4 bytes left: the next LENGTH is unreadable
+PARTIAL = 2  # LENGTH (value) readable, the message continues past the end
+BAD_LENGTH = 3  # LENGTH (value) out of range
+BAD_MAGIC = 4  # MAGIC (value) is neither 0 nor 1
+BAD_CODEC = 5  # ATTRIBUTES (value) name codec 3
+SHORT_V1 = 6  # magic 1 with LENGTH (value) below its 6-byte header
+
+# One scanned message, as the kernel writes it (native byte order, 24 bytes)
+RECORD = np.dtype(
+    [
+        ("start", "=i8"),  # position of LENGTH in the buffer
+        ("length", "=i4"),  # LENGTH
+        ("crc", "=u4"),  # stored CRC32
+        ("magic", "u1"),
+        ("codec", "u1"),  # ATTRIBUTES & 3 (magic 1), else 0
+        ("pad", "V6"),
+    ]
+)
+_MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
+_INT32_MAX = (1 << 31) - 1
+_CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC is right
+_BINARY = pa.binary()
+
+
+def _load_kernel() -> ModuleType | None:
+    if os.environ.get("KAFKA_PYSPARK_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from kafka_pyspark.messages import _kernel  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if RECORD.itemsize != _kernel.RECORD_SIZE:  # pragma: no cover - a stale build
+        return None
+    return _kernel  # type: ignore[no-any-return]
+
+
+kernel = _load_kernel()
+ENGINE = "kernel" if kernel is not None else "python"
+
+
+class Scan(NamedTuple):
+    """What :func:`scan` found in ``buf[pos:end]``."""
+
+    buf: memoryview
+    recs: npt.NDArray[Any]  # RECORD, one per complete, well-formed message
+    end: int  # position after the last of them (where the walk stopped)
+    status: int
+    value: int  # the LENGTH, MAGIC or ATTRIBUTES that stopped the walk (see status)
+    leaves: int  # uncompressed messages among recs
+    leaf_bytes: int  # their payload bytes
+
+
+def payload_start(recs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    start: npt.NDArray[np.int64] = recs["start"] + HEADER_V0_SIZE
+    start += recs["magic"]
+    return start
+
+
+def payload_size(recs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    size: npt.NDArray[np.int64] = recs["length"].astype(np.int64)
+    size -= HEADER_V0_SIZE - LENGTH_SIZE
+    size -= recs["magic"]
+    return size
+
+
+def scan(buf: memoryview, pos: int, end: int, stop: int) -> Scan:
+    """The complete messages of ``buf[pos:end]`` that start before ``stop``, up to the first
+    incomplete or malformed one."""
+    recs = np.empty(max(0, min(end, stop) - pos) // _MIN_SIZE + 1, dtype=RECORD)
+    if kernel is not None:
+        n, at, status, value, leaves, leaf_bytes = kernel.scan(buf, pos, end, stop, recs)
+    else:
+        n, at, status, value, leaves, leaf_bytes = _scan_python(buf, pos, end, stop, recs)
+    return Scan(buf, recs[:n], at, status, value, leaves, leaf_bytes)
+
+
+def _scan_python(
+    buf: memoryview, pos: int, end: int, stop: int, recs: npt.NDArray[Any]
+) -> tuple[int, int, int, int, int, int]:
+    """:func:`scan` in Python: a loop over LENGTH fields, then the headers in bulk."""
+    starts: list[int] = []
+    status, value = END, 0
+    unpack = LENGTH.unpack_from
+    limit = min(end, stop)
+    while pos < limit:
+        if end - pos < LENGTH_SIZE:
+            status = SHORT
+            break
+        (length,) = unpack(buf, pos)
+        if not MIN_LENGTH <= length <= MAX_MESSAGE_LENGTH:
+            status, value = BAD_LENGTH, length
+            break
+        if length > end - pos - LENGTH_SIZE:
+            status, value = PARTIAL, length
+            break
+        starts.append(pos)
+        pos += LENGTH_SIZE + length
+    n = len(starts)
+    if n == 0:
+        return 0, pos, status, value, 0, 0
+    first = np.array(starts, dtype=np.int64)
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    head = np.take(arr, first[:, None] + np.arange(10), mode="clip")  # LENGTH..CRC32 (magic 1)
+    length = head[:, :4].copy().view(">i4")[:, 0]
+    magic, attributes = head[:, 4], head[:, 5]
+    v1 = magic == 1
+    codec = np.where(v1, attributes & CODEC_MASK, 0)
+    crc_v1 = head[:, 6:10].copy().view(">u4")[:, 0]
+    crc = np.where(v1, crc_v1, head[:, 5:9].copy().view(">u4")[:, 0])
+    bad_magic = magic > 1
+    short_v1 = v1 & (length < MIN_LENGTH_V1)
+    bad_codec = v1 & ~short_v1 & (codec == 3)
+    bad = bad_magic | short_v1 | bad_codec
+    if bool(bad.any()):
+        i = int(np.argmax(bad))
+        pos = starts[i]
+        if bad_magic[i]:
+            status, value = BAD_MAGIC, int(magic[i])
+        elif short_v1[i]:
+            status, value = SHORT_V1, int(length[i])
+        else:
+            status, value = BAD_CODEC, int(attributes[i])
+        n = i
+    out = recs[:n]
+    out["start"] = first[:n]
+    out["length"] = length[:n]
+    out["crc"] = crc[:n]
+    out["magic"] = magic[:n]
+    out["codec"] = codec[:n]
+    leaf = codec[:n] == 0
+    leaf_bytes = int(payload_size(out)[leaf].sum())
+    return n, pos, status, value, int(leaf.sum()), leaf_bytes
+
+
+class Piece(NamedTuple):
+    """A stretch of scanned messages whose uncompressed payloads become rows, in order."""
+
+    scan: Scan
+    lo: int  # recs[lo:hi]
+    hi: int
+
+
+Bad = tuple[int, int, int]  # (piece index, record index in its scan, computed CRC32)
+
+
+def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | None]:
+    """The payloads of the uncompressed messages of ``pieces`` (in order) as one Arrow binary
+    column, and, when ``verify_crc``, where the first payload whose CRC32 is wrong is (None
+    when all are right)."""
+    count = sum(_leaves(p) for p in pieces)
+    total = sum(_leaf_bytes(p) for p in pieces)
+    if total > _INT32_MAX:
+        from kafka_pyspark.errors import DecompressedSizeError
+
+        raise DecompressedSizeError(
+            "the decoded values of one call exceed 2 GiB (one Arrow binary column); "
+            "use a smaller fetch size or max.decompressed.size"
+        )
+    data = np.empty(total + 4, dtype=np.uint8)  # 4 bytes for the last CRC word
+    data[total:] = 0
+    offsets = np.empty(count + 1, dtype=np.int32)
+    offsets[0] = 0
+    bad: Bad | None = None
+    if kernel is not None:
+        words = np.empty(count, dtype=np.uint32)
+        dpos, k = 0, 0
+        for p in pieces:
+            dpos, k = kernel.gather(p.scan.buf, p.scan.recs, p.lo, p.hi, data, dpos, offsets,
+                                    words, k)
+        if verify_crc and count:
+            kernel.xor_words(data, offsets, words, count)
+            ok = crc32(data, _CHECK_OK) == _CHECK_OK
+            kernel.xor_words(data, offsets, words, count)
+            if not ok:
+                bad = _first_bad(pieces)
+    else:
+        bad = _gather_python(pieces, data, offsets, count, verify_crc)
+    values = pa.Array.from_buffers(
+        _BINARY, count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    return values, bad
+
+
+def _leaves(p: Piece) -> int:
+    if p.lo == 0 and p.hi == len(p.scan.recs):
+        return p.scan.leaves
+    return int((p.scan.recs["codec"][p.lo : p.hi] == 0).sum())
+
+
+def _leaf_bytes(p: Piece) -> int:
+    if p.lo == 0 and p.hi == len(p.scan.recs):
+        return p.scan.leaf_bytes
+    recs = p.scan.recs[p.lo : p.hi]
+    return int(payload_size(recs)[recs["codec"] == 0].sum())
+
+
+def _leaf_fields(p: Piece) -> tuple[list[int], list[int], list[int]]:
+    recs = p.scan.recs[p.lo : p.hi]
+    recs = recs[recs["codec"] == 0]
+    return payload_start(recs).tolist(), payload_size(recs).tolist(), recs["crc"].tolist()
+
+
+def _gather_python(
+    pieces: Sequence[Piece], data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32],
+    count: int, verify_crc: bool,
+) -> Bad | None:
+    """:func:`gather`'s copy and check in Python: one slice per payload, one join."""
+    views: list[memoryview] = []
+    sizes: list[int] = []
+    crcs: list[int] = []
+    for p in pieces:
+        starts, lens, stored = _leaf_fields(p)
+        buf = p.scan.buf
+        views += [buf[s : s + n] for s, n in zip(starts, lens, strict=True)]
+        sizes += lens
+        crcs += stored
+    total = len(data) - 4
+    data[:total] = np.frombuffer(bytearray().join(views), dtype=np.uint8)
+    np.cumsum(sizes, out=offsets[1:])
+    if not verify_crc or not count:
+        return None
+    lengths = np.array(sizes, dtype=np.int64)
+    if verify_concatenated(data[:total], lengths, np.array(crcs, dtype=np.uint32),
+                           ends=offsets[1:]):
+        return None
+    return _first_bad(pieces)
+
+
+def _first_bad(pieces: Sequence[Piece]) -> Bad | None:
+    """The first uncompressed message of ``pieces`` whose CRC32 is wrong, message by message."""
+    for i, p in enumerate(pieces):
+        buf = p.scan.buf
+        recs = p.scan.recs
+        for k in range(p.lo, p.hi):
+            if recs["codec"][k]:
+                continue
+            start = int(payload_start(recs[k : k + 1])[0])
+            size = int(payload_size(recs[k : k + 1])[0])
+            actual = crc32(buf[start : start + size])
+            if actual != int(recs["crc"][k]):
+                return i, k, actual
+    return None  # pragma: no cover - the aggregate check is exact for a single fault
+

@@ -1,0 +1,328 @@
+"""Fuzzed decoders (issue 8): the message-set codec (compiled kernel and pure-Python path), the
+gzip/snappy decompressors and the wire decoders, fed random and mutated valid buffers.
+
+Bad input must end in a typed domain error raised *deliberately*: an internal error
+(IndexError, struct.error, ValueError, OverflowError, TypeError, KeyError, ...) escaping, or
+sitting anywhere in the ``__cause__``/``__context__`` chain of the domain error (a catch-all
+that re-labels a crash), fails the test. Decompression bombs and deep nesting end in a clear
+error with memory bounded by ``max_decompressed_size``. A short coverage-guided atheris run
+(when atheris imports) drives the decoder in a subprocess.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import struct
+import subprocess
+import sys
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_pyspark import wire
+from kafka_pyspark.errors import (
+    DecompressedSizeError,
+    DecompressionError,
+    KafkaError,
+    MessageError,
+    ProtocolError,
+)
+from kafka_pyspark.messages import (
+    MAX_NESTING_DEPTH,
+    decode_message_set,
+    encode_message,
+    encode_message_set,
+    scan_boundaries,
+    walk,
+)
+from kafka_pyspark.messages import compression as comp
+
+FUZZ = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+INTERNAL = (IndexError, struct.error, ValueError, OverflowError, TypeError, KeyError,
+            AttributeError, AssertionError, ArithmeticError, MemoryError)
+
+
+@pytest.fixture(params=["kernel", "python"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == "kernel" and walk.kernel is None:
+        pytest.skip("the compiled kernel is not built")
+    if request.param == "python":
+        monkeypatch.setattr(walk, "kernel", None)
+    yield request.param
+
+
+def clean(exc: BaseException, domain: type[KafkaError]) -> None:
+    """``exc`` is a deliberate ``domain`` error: no internal error in it or behind it."""
+    assert isinstance(exc, domain), f"{type(exc).__name__} escaped: {exc!r}"
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        assert not isinstance(e, INTERNAL) or isinstance(e, KafkaError), (
+            f"{type(exc).__name__} wraps an internal {type(e).__name__}: {e!r}"
+        )
+        assert "undecodable message set" not in str(e) and "unreadable message set" not in str(e)
+        stack += [e.__cause__, e.__context__]
+
+
+def run(fn: Callable[[], Any], domain: type[KafkaError]) -> Any:
+    try:
+        return fn()
+    except Exception as e:
+        clean(e, domain)
+        return None
+
+
+def decode_all_ways(data: bytes, rnd: random.Random) -> None:
+    base = rnd.randrange(1 << 40)
+    for kw in ({}, {"verify_crc": False}, {"max_decompressed_size": rnd.randrange(0, 400)},
+               {"stop_at": base + rnd.randrange(len(data) + 2)}):
+        result = run(lambda kw=kw: decode_message_set(data, base, **kw), MessageError)
+        if result is not None:
+            assert 0 <= result.bytes_consumed <= len(data)
+            assert result.batch.num_rows >= result.message_count or result.message_count
+    run(lambda: scan_boundaries(data, base), MessageError)
+
+
+def sample_log(rnd: random.Random, depth: int = 0) -> bytes:
+    parts = []
+    for _ in range(rnd.randrange(1, 5)):
+        codec = rnd.choice(["none", "none", "gzip", "snappy"])
+        values = [rnd.randbytes(rnd.randrange(0, 30)) for _ in range(rnd.randrange(1, 5))]
+        magic = rnd.choice([0, 1])
+        if codec == "none":
+            parts.append(b"".join(encode_message(v, magic=magic) for v in values))
+        elif depth < 2 and rnd.random() < 0.3:  # a wrapper of a wrapper
+            inner = sample_log(rnd, depth + 1)
+            payload = comp.gzip_compress(inner) if codec == "gzip" else comp.snappy_compress(inner)
+            parts.append(encode_message(payload, codec=codec))
+        else:
+            parts.append(encode_message_set(values, compression=codec))
+    return b"".join(parts)
+
+
+def mutate(rnd: random.Random, data: bytes) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rnd.randrange(1, 5)):
+        if not buf:
+            break
+        pos = rnd.randrange(len(buf))
+        kind = rnd.randrange(6)
+        if kind == 0:
+            buf[pos] ^= 1 << rnd.randrange(8)
+        elif kind == 1:
+            buf[pos] = rnd.choice([0, 1, 2, 3, 0x7F, 0x80, 0xFF])
+        elif kind == 2:
+            del buf[pos : pos + rnd.randrange(1, 9)]
+        elif kind == 3:
+            buf[pos:pos] = rnd.randbytes(rnd.randrange(1, 9))
+        elif kind == 4 and pos + 4 <= len(buf):
+            struct.pack_into(">i", buf, pos, rnd.choice(
+                [-1, -4, 0, 4, 5, 6, 1 << 30, (1 << 31) - 1, -(1 << 31), len(buf)]))
+        else:
+            del buf[pos:]
+    return bytes(buf)
+
+
+def rewrap(rnd: random.Random, inner: bytes) -> bytes:
+    """``inner`` (garbage or not) in a wrapper with a valid CRC: the inner decoder faces it."""
+    codec = rnd.choice([1, 2])
+    payload = comp.gzip_compress(inner) if codec == 1 else comp.snappy_compress(inner)
+    return struct.pack(">iBBI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload
+
+
+# --- the message-set codec -----------------------------------------------------------------
+
+
+@FUZZ
+@given(data=st.binary(max_size=400), seed=st.integers(0, 2**32))
+def test_random_bytes(engine: str, data: bytes, seed: int) -> None:
+    decode_all_ways(data, random.Random(seed))
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32))
+def test_mutated_logs(engine: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    decode_all_ways(mutate(rnd, sample_log(rnd)), rnd)
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32))
+def test_mutated_inner_sets(engine: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    decode_all_ways(rewrap(rnd, mutate(rnd, sample_log(rnd))), rnd)
+
+
+@FUZZ
+@given(data=st.binary(max_size=300), limit=st.integers(0, 1 << 12))
+def test_decompressors(data: bytes, limit: int) -> None:
+    for payload in (data, b"\x1f\x8b" + data, comp.SNAPPY_JAVA_HEADER + data):
+        run(lambda p=payload: comp.gzip_decompress(p, limit, offset=7), MessageError)
+        run(lambda p=payload: comp.snappy_decompress(p, limit, offset=7), MessageError)
+
+
+# --- bombs and nesting ---------------------------------------------------------------------
+
+
+def bounded(fn: Callable[[], Any], limit: int) -> BaseException:
+    """Run ``fn`` (which must fail) and check that Python allocated at most ~limit bytes."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(MessageError) as info:
+            fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * limit + (2 << 20), peak
+    clean(info.value, MessageError)
+    return info.value
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy"])
+def test_decompression_bomb(engine: str, codec: str) -> None:
+    raw = encode_message_set([bytes(1 << 20)] * 16)  # 16 MiB of zeros, inside messages
+    payload = comp.gzip_compress(raw) if codec == "gzip" else comp.snappy_compress(raw)
+    assert len(payload) < len(raw) // 20  # snappy's best is ~21x
+    data = encode_message(payload, codec=codec)
+    err = bounded(lambda: decode_message_set(data, 100, max_decompressed_size=1 << 20), 1 << 20)
+    assert isinstance(err, DecompressedSizeError) and err.offset == 100
+    assert "max.decompressed.size" in str(err)
+
+
+def test_snappy_block_announcing_a_huge_size(engine: str) -> None:
+    block = b"\xff\xff\xff\xff\x0f" + b"\x00"  # varint 2^32-1, then nothing
+    payload = comp.SNAPPY_JAVA_HEADER + struct.pack(">i", len(block)) + block
+    err = bounded(lambda: decode_message_set(encode_message(payload, codec=2),
+                                             max_decompressed_size=1 << 20), 1 << 20)
+    assert isinstance(err, DecompressedSizeError)
+
+
+def test_nested_bomb_counts_every_level(engine: str) -> None:
+    data = encode_message_set([bytes(1 << 16)] * 16)  # 1 MiB
+    for _ in range(3):
+        data = encode_message(gzip.compress(data), codec=1)
+    err = bounded(lambda: decode_message_set(data, max_decompressed_size=1 << 20), 1 << 20)
+    assert isinstance(err, DecompressedSizeError)
+
+
+def test_deep_nesting(engine: str) -> None:
+    data = encode_message(b"core")
+    for _ in range(MAX_NESTING_DEPTH + 1):
+        data = encode_message(gzip.compress(data), codec=1)
+    err = bounded(lambda: decode_message_set(data), 1 << 20)
+    assert isinstance(err, DecompressionError) and "nested more than" in str(err)
+
+
+# --- wire decoders -------------------------------------------------------------------------
+
+
+def valid_frames(rnd: random.Random) -> list[bytes]:
+    topic = rnd.choice(["t", "topic-1", "x" * 40])
+    messages = encode_message_set([rnd.randbytes(5)])
+    requests = [
+        wire.ProduceRequest(topic, 1, messages),
+        wire.FetchRequest(topic, 0, 123, 4096),
+        wire.OffsetsRequest(topic, 2, -1, 10),
+        wire.MultiFetchRequest((wire.FetchRequest(topic, 0, 0, 10),
+                                wire.FetchRequest("b", 1, 5, 20))),
+        wire.MultiProduceRequest((wire.ProduceRequest(topic, 0, messages),)),
+    ]
+    frames = [wire.encode_request(r)[4:] for r in requests]
+    frames.append(wire.encode_fetch_response(0, messages)[4:])
+    frames.append(wire.encode_offsets_response(0, [1, 2, 3])[4:])
+    frames.append(wire.encode_multifetch_response([(0, messages), (3, b"")])[4:])
+    return frames
+
+
+def decode_wire(body: bytes) -> None:
+    run(lambda: wire.decode_request(body), ProtocolError)
+    run(lambda: wire.decode_fetch_response(body), ProtocolError)
+    run(lambda: wire.decode_offsets_response(body), ProtocolError)
+    run(lambda: wire.decode_multifetch_response(body, expected=2), ProtocolError)
+    run(lambda: wire.frame_length(body[:4]), ProtocolError)
+
+
+@FUZZ
+@given(data=st.binary(max_size=200))
+def test_wire_random_bytes(data: bytes) -> None:
+    decode_wire(data)
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32))
+def test_wire_mutated_frames(seed: int) -> None:
+    rnd = random.Random(seed)
+    for frame in valid_frames(rnd):
+        decode_wire(mutate(rnd, frame))
+
+
+# --- coverage-guided (atheris) -------------------------------------------------------------
+
+_ATHERIS = r"""
+import sys, atheris
+with atheris.instrument_imports(include=["kafka_pyspark"]):
+    from kafka_pyspark.errors import KafkaError, MessageError
+    from kafka_pyspark.messages import decode_message_set, scan_boundaries
+INTERNAL = (IndexError, ValueError, OverflowError, TypeError, KeyError, ArithmeticError)
+
+def check(e):
+    seen = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, INTERNAL) and not isinstance(x, KafkaError):
+            raise RuntimeError("internal error behind a domain error") from e
+        stack += [x.__cause__, x.__context__]
+
+def one(data):
+    for kw in ({}, {"max_decompressed_size": 300}):
+        try:
+            decode_message_set(data, 0, **kw)
+        except MessageError as e:
+            check(e)
+    try:
+        scan_boundaries(data)
+    except MessageError as e:
+        check(e)
+
+atheris.Setup(sys.argv, one)
+atheris.Fuzz()
+"""
+
+
+def test_atheris_coverage_guided(tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    rnd = random.Random(3)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(20):
+        log = sample_log(rnd)
+        (corpus / f"seed{i}").write_bytes(log if i % 2 else rewrap(rnd, log))
+    env = dict(os.environ)
+    for pure in ("", "1"):
+        env["KAFKA_PYSPARK_PURE"] = pure
+        done = subprocess.run(
+            [sys.executable, "-c", _ATHERIS, "-max_total_time=5", "-rss_limit_mb=1024",
+             "-max_len=4096", "-timeout=10", str(corpus)],
+            capture_output=True, text=True, timeout=120, env=env,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,30 @@
+"""``register(spark)`` is idempotent and quiet: no WARN that it replaced the source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_pyspark import _registered, register
+
+pytestmark = pytest.mark.spark
+
+REPLACED = "replaced a previously registered data source"
+
+
+def test_register_again_logs_no_replacement_warning(
+    spark: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert _registered(spark, "kafka07")  # conftest registered it (or Spark did by itself)
+    capfd.readouterr()
+    register(spark)
+    register(spark)
+    spark.range(1).count()  # let the JVM's console appender flush whatever it had
+    assert REPLACED not in capfd.readouterr().err
+    assert spark.read.format("kafka07").option("broker.list", "0:127.0.0.1:1").option(
+        "subscribe", "t").load().columns[:2] == ["topic", "broker"]
+
+
+def test_an_unknown_name_is_not_registered(spark: Any) -> None:
+    assert not _registered(spark, "kafka07-no-such-source")
