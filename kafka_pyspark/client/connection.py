@@ -288,8 +288,8 @@ class BrokerConnection(Closing):
                 got += k
         except TimeoutError as e:
             raise BrokerTimeoutError(
-                f"{self.address}: the answer to {what} did not arrive whole within "
-                f"{self.timeout:g} s ({got} of {n} bytes of the {part} received)"
+                f"{self.address}: no whole answer to {what} within {self.timeout:g} s "
+                f"({got} of {n} bytes of the {part} received)"
             ) from e
         except OSError as e:
             raise BrokerConnectionError(
