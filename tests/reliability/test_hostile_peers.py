@@ -195,16 +195,9 @@ class _SilentServer:
             c.close()
 
 
-TRICKLE_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="issue 8 defect 3 (reliability-a): socket.timeout.ms bounds each recv, not a whole "
-    "answer, so a broker trickling one byte per 0.2 s holds the client far past the timeout",
-)
-
-
 @pytest.mark.parametrize(
     "trickle", [pytest.param(None, id="never-answers"),
-                pytest.param(0.2, id="trickles", marks=TRICKLE_XFAIL)]
+                pytest.param(0.2, id="trickles")]
 )
 def test_client_fails_clearly_on_a_broker_that_does_not_answer(
     trickle: float | None, record: Any
