@@ -285,7 +285,7 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         parse_broker_list(bl)  # raises OptionError('broker.list', ...)
     auth = opts.get("zk.auth")
     if auth is not None:
-        from kafka_pyspark.registry import parse_zk_auth
+        from kafka_pyspark.zk_auth import parse_zk_auth
 
         if zk is None:
             raise OptionError("zk.auth", "needs zk.connect (credentials for ZooKeeper)")

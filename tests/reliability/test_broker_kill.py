@@ -75,9 +75,9 @@ def test_sigkill_during_batch_read(
 ) -> None:
     topic = f"k{uuid.uuid4().hex[:8]}"
     sent: list[bytes] = []
-    for r in range(4):
-        sent += produce(broker_proc, topic, {0: values(f"r{r}p0", 500, 100),
-                                             1: values(f"r{r}p1", 500, 100)})
+    for r in range(2):
+        sent += produce(broker_proc, topic, {0: values(f"r{r}p0", 600, 100),
+                                             1: values(f"r{r}p1", 600, 100)})
     df = (spark.read.format("kafka07").option("broker.list", broker_proc.entry)
           .option("subscribe", topic).option("minPartitions", "8")
           .option("fetch.size", "4096").load())
