@@ -196,9 +196,12 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
             "the decoded values of one call exceed 2 GiB (one Arrow binary column); "
             "use a smaller fetch size or max.decompressed.size"
         )
-    data = np.empty(total + 4, dtype=np.uint8)  # 4 bytes for the last CRC word
+    # Arrow's allocator keeps freed memory: no page faults on every call's fresh buffers
+    data_buffer = pa.allocate_buffer(total + 4)  # 4 bytes for the last CRC word
+    offsets_buffer = pa.allocate_buffer(4 * (count + 1))
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
     data[total:] = 0
-    offsets = np.empty(count + 1, dtype=np.int32)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)
     offsets[0] = 0
     bad: Bad | None = None
     if kernel is not None:
@@ -215,16 +218,19 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
                 bad = _first_bad(pieces)
     else:
         bad = _gather_python(pieces, data, offsets, count, verify_crc)
-    values = pa.Array.from_buffers(
-        _BINARY, count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
+    values = pa.Array.from_buffers(_BINARY, count, [None, offsets_buffer, data_buffer])
     return values, bad
 
 
+def leaf_count(scan: Scan, lo: int, hi: int) -> int:
+    """Uncompressed messages among ``scan.recs[lo:hi]``."""
+    if lo == 0 and hi == len(scan.recs):
+        return scan.leaves
+    return int((scan.recs["codec"][lo:hi] == 0).sum())
+
+
 def _leaves(p: Piece) -> int:
-    if p.lo == 0 and p.hi == len(p.scan.recs):
-        return p.scan.leaves
-    return int((p.scan.recs["codec"][p.lo : p.hi] == 0).sum())
+    return leaf_count(p.scan, p.lo, p.hi)
 
 
 def _leaf_bytes(p: Piece) -> int:
