@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
-	$(PY) -m pip install -q -e ".[test,dev]" --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 java-check:

@@ -170,6 +170,19 @@ class CodecUnavailableError(MessageError):
 # --- I/O -----------------------------------------------------------------------------------
 
 
+class SegmentFileError(KafkaError):
+    """A log segment file read directly (the ``path`` option) is corrupt or unreadable.
+
+    ``path`` names the file and ``position`` the byte position in it of the entry at fault.
+    """
+
+    def __init__(self, path: str, position: int | None, message: str) -> None:
+        self.path = path
+        self.position = position
+        where = f"segment file {path}" + ("" if position is None else f", byte {position}")
+        super().__init__(f"{where}: {message}")
+
+
 class BrokerConnectionError(KafkaError, ConnectionError):
     """A broker could not be reached, or closed/reset the connection."""
 

@@ -93,7 +93,7 @@ stream = (spark.readStream.format("kafka07")
           .option("zk.connect", ZK)
           .option("subscribe", TOPIC)
           .option("startingOffsets", "earliest")  # first run only; then the checkpoint
-          .option("maxBytesPerTrigger", 2048)
+          .option("maxBytesPerTrigger", 4096)
           .option("group.id", GROUP)
           .option("commitToGroup", "true")
           .load())

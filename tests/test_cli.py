@@ -244,3 +244,22 @@ def test_dump_a_segment_file_written_by_the_broker(
     assert lines[3].startswith("offset=51 ") and "inner=0 codec=gzip size=1 value=b'x'" in lines[3]
     assert "inner=1 codec=gzip size=2 value=b'yy'" in lines[4]
     assert len(lines) == 5
+
+
+def test_consume_follow_waits_for_new_messages(
+    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    _produce(broker, "f", 0, THREE, "none")
+    broker.wait_for_topic("f")
+    codes: list[int] = []
+    argv = ["consume", "--zk", zk_connect, "--topic", "f", "--follow", "--poll-ms", "50",
+            "--max-messages", "4"]
+    follower = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+    follower.start()
+    _produce(broker, "f", 1, [b"later"], "snappy")  # before or after the first poll: all read
+    follower.join(60)
+    assert codes == [0]
+    assert sorted(capsys.readouterr().out.splitlines()) == ["aaaaaaa", "bbbbbbb", "ccccccc",
+                                                            "later"]

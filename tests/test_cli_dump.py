@@ -123,3 +123,13 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
         "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
     ]
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
+
+
+def test_lag_status_never_shows_a_negative_lag() -> None:
+    from kafka_pyspark.cli.cluster_cmds import _classify
+
+    assert _classify(None, 0, 51) == (None, "not-committed")
+    assert _classify(17, 0, 51) == (34, "ok")
+    assert _classify(51, 0, 51) == (0, "ok")
+    assert _classify(60, 0, 51) == (None, "past-log-end")
+    assert _classify(10, 17, 51) == (41, "before-log-start")

@@ -1,16 +1,17 @@
 """The option tables in docs/ name exactly the options the parsers know, so they cannot drift.
 
-Every ``frozenset`` named ``*_OPTIONS`` in the option modules is picked up, so an option added
-to a parser fails here until a docs table lists it (and a table naming an option no parser
-knows fails too).
+Every ``frozenset`` named ``*_OPTIONS`` in any module of ``kafka_pyspark/spark/`` is picked up,
+so an option added to a parser fails here until a docs table lists it (and a table naming an
+option no parser knows fails too).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
-from kafka_pyspark.spark import options, write_options
+from kafka_pyspark.spark import options, segment_options, write_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _NAME = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`")
@@ -35,7 +36,11 @@ def table_options(doc: str) -> list[str]:
 
 def _known_sets() -> dict[str, frozenset[str]]:
     found = {}
-    for module in (options, write_options):
+    package = Path(options.__file__).parent
+    for source in sorted(package.glob("*.py")):
+        if not re.search(r"^[A-Z_]+_OPTIONS = frozenset", source.read_text(), re.M):
+            continue
+        module = importlib.import_module(f"kafka_pyspark.spark.{source.stem}")
         for attr, value in vars(module).items():
             if attr.endswith("_OPTIONS") and isinstance(value, frozenset):
                 found[f"{module.__name__}.{attr}"] = value
@@ -49,6 +54,7 @@ def lowered(names: list[str]) -> set[str]:
 READING = table_options("reading.md")
 STREAMING = table_options("streaming.md")
 WRITING = table_options("writing.md")
+SEGMENTS = table_options("segments.md")
 
 
 def test_reading_table_is_the_batch_read_and_cluster_options() -> None:
@@ -66,8 +72,13 @@ def test_writing_table_is_the_write_and_cluster_options() -> None:
     assert lowered(WRITING) == set(options.WRITE_OPTIONS | options.CLUSTER_OPTIONS)
 
 
+def test_segments_table_is_the_segment_file_options() -> None:
+    assert lowered(SEGMENTS) == set(segment_options.SEGMENT_OPTIONS)
+
+
 def test_every_option_any_parser_knows_is_in_a_docs_table() -> None:
-    documented = lowered(READING + STREAMING + WRITING)
+    assert len(_known_sets()) >= 7  # the sets above, found by the scan
+    documented = lowered(READING + STREAMING + WRITING + SEGMENTS)
     for name, known in _known_sets().items():
         missing = known - documented - SPARKS_OWN
         assert missing == set(), f"{name}: not in any options table in docs/: {sorted(missing)}"

@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`
             return EXIT_OK
+        except OSError as e:  # a file that cannot be read, a socket error outside a table
+            error(str(e))
+            return EXIT_USAGE
         except KeyboardInterrupt:
             return EXIT_OK
 

@@ -123,8 +123,49 @@ def read_07_segment(path: Path, verify_crc: bool = True) -> Iterator[DumpItem]:
     yield DumpStop("end", pos)
 
 
+def _log_extra(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The later formats' fields of a row, JSON-ready (bytes as UTF-8 text, else repr)."""
+    def text(b: bytes | None) -> str | None:
+        return None if b is None else b.decode("utf-8", "backslashreplace")
+
+    ts = row["timestamp"]
+    extra: dict[str, Any] = {
+        "key": text(row["key"]),
+        "timestamp": None if ts is None else int(ts.timestamp() * 1000),
+        "timestamp_type": row["timestamp_type"],
+    }
+    if row["headers"] is not None:
+        extra["headers"] = [[h["key"], text(h["value"])] for h in row["headers"]]
+    if row["value"] is None:
+        extra["value_null"] = True
+    return extra
+
+
+def read_log_segment(path: Path, verify_crc: bool = True) -> Iterator[DumpItem]:
+    """A later Kafka segment file (``%020d.log``: message sets v0/v1, record batches v2) read
+    as the ``path`` reader reads it (control batches and aborted transactions left out);
+    offsets are logical, the stop's ``offset`` is a byte position in the file."""
+    import pyarrow.fs as pafs
+
+    from kafka_pyspark.segments.files import SegmentFile
+    from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
+
+    size = path.stat().st_size
+    f = SegmentFile("", 0, segment_base_offset(path), str(path.resolve()), size, "log")
+    items = iter_split(pafs.LocalFileSystem(), SegmentSplit(f, 0, size),
+                       ReadSettings(verify_crc=verify_crc))
+    for item in items:
+        if isinstance(item, ReadStop):
+            yield DumpStop(item.kind, item.position,
+                           None if item.error is None else f"byte {item.position}: {item.error}")
+            return
+        for row in item.to_pylist():
+            yield DumpMessage(row["offset"], row["next_offset"], row["inner_index"],
+                              row["compression"], row["value"] or b"", _log_extra(row))
+
+
 #: file-name suffix -> reader; a name with no known suffix is read as a 0.7 segment
-FILE_READERS: dict[str, FileReader] = {".kafka": read_07_segment}
+FILE_READERS: dict[str, FileReader] = {".kafka": read_07_segment, ".log": read_log_segment}
 
 
 def read_segment_file(path: str | Path, *, verify_crc: bool = True) -> Iterator[DumpItem]:
@@ -240,7 +281,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "dump", help="decode a segment file, or a live broker-partition range",
         description="dump FILE | dump --zk ZK --topic T --partition B-P [--start N] [--end N]",
     )
-    p.add_argument("file", nargs="?", help="a segment file (%%020d.kafka)")
+    p.add_argument("file", nargs="?", help="a segment file (%%020d.kafka, or %%020d.log of a "
+                   "later Kafka)")
     add_cluster_args(p, required=False)
     p.add_argument("--topic")
     p.add_argument("--partition", type=parse_broker_partition, help="brokerId-partition")

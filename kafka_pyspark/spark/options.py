@@ -565,7 +565,7 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
         if key in ("path", "paths"):
             raise OptionError(
                 key,
-                "kafka07 takes no path: name topics with subscribe, subscribePattern or assign",
+                "reads segment files (docs/segments.md) and conflicts with zk.connect/broker.list",
             )
         if key in WRITE_OPTIONS:
             raise OptionError(key, "is a write option; it has no meaning when reading")

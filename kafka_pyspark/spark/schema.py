@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 READ_SCHEMA = StructType(
@@ -37,3 +39,36 @@ ARROW_READ_SCHEMA = pa.schema(
         pa.field("value", pa.binary(), True),
     ]
 )
+
+#: The read schema with ``path`` (segment files): the live read schema, then the columns of
+#: Kafka's later formats (docs/segments.md): null / -1 where the file's format lacks them.
+SEGMENT_READ_SCHEMA = StructType(
+    [
+        *READ_SCHEMA.fields,
+        StructField("key", BinaryType(), True),
+        StructField("timestamp", TimestampType(), True),
+        StructField("timestamp_type", IntegerType(), False),
+        StructField(
+            "headers",
+            ArrayType(
+                StructType(
+                    [
+                        StructField("key", StringType(), False),
+                        StructField("value", BinaryType(), True),
+                    ]
+                ),
+                containsNull=False,
+            ),
+            True,
+        ),
+    ]
+)
+
+
+def _arrow_segment_schema() -> pa.Schema:
+    from kafka_pyspark.formats import LOG_SCHEMA
+
+    return pa.schema([*list(ARROW_READ_SCHEMA)[:3], *LOG_SCHEMA])
+
+
+ARROW_SEGMENT_SCHEMA = _arrow_segment_schema()

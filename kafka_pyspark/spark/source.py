@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from kafka_pyspark.spark.schema import READ_SCHEMA
+from kafka_pyspark.spark.schema import READ_SCHEMA, SEGMENT_READ_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import (
@@ -29,16 +29,31 @@ class Kafka07DataSource(DataSource):
         # Spark calls schema() at load() for spark.read and spark.readStream (never for
         # writes): check the read options here so a bad one fails at load(), not at the action.
         from kafka_pyspark.spark.options import validate_read_options
+        from kafka_pyspark.spark.segment_options import has_path, parse_segment_options
 
+        if has_path(self.options):  # segment files, no broker (docs/segments.md)
+            parse_segment_options(self.options)
+            return SEGMENT_READ_SCHEMA
         validate_read_options(self.options)
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from kafka_pyspark.spark.reader import Kafka07BatchReader
+        from kafka_pyspark.spark.segment_options import has_path
 
+        if has_path(self.options):
+            from kafka_pyspark.spark.segment_reader import SegmentBatchReader
+
+            return SegmentBatchReader(dict(self.options), schema)
         return Kafka07BatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from kafka_pyspark.errors import OptionError
+        from kafka_pyspark.spark.segment_options import has_path
+
+        if has_path(self.options):
+            raise OptionError("path", "segment files are read in batch (spark.read); a stream "
+                              "needs a live cluster (zk.connect or broker.list)")
         from kafka_pyspark.spark.stream import Kafka07StreamReader
 
         return Kafka07StreamReader(dict(self.options), schema)

@@ -46,10 +46,16 @@ from pathlib import Path
 from kafka_pyspark.errors import KafkaError, OffsetOutOfRangeError
 from kafka_pyspark.messages.layout import LENGTH, MAGIC_OFFSET, MIN_LENGTH, MIN_LENGTH_BY_MAGIC
 
+# file naming has one definition (kafka_pyspark.segments.names), re-exported here
+from kafka_pyspark.segments.names import SEGMENT_NAME_DIGITS as SEGMENT_NAME_DIGITS
+from kafka_pyspark.segments.names import SEGMENT_SUFFIX as SEGMENT_SUFFIX
+from kafka_pyspark.segments.names import parse_partition_dir_name as parse_partition_dir_name
+from kafka_pyspark.segments.names import parse_segment_file_name as parse_segment_file_name
+from kafka_pyspark.segments.names import partition_dir_name as partition_dir_name
+from kafka_pyspark.segments.names import segment_file_name as segment_file_name
+
 log = logging.getLogger(__name__)
 
-SEGMENT_SUFFIX = ".kafka"
-SEGMENT_NAME_DIGITS = 20
 
 OFFSETS_LATEST = -1  # OFFSETS TIME: the log end
 OFFSETS_EARLIEST = -2  # OFFSETS TIME: the first segment's start
@@ -65,33 +71,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # 0.7.2 KafkaServer's "skip recove
 
 class LogStorageError(KafkaError):
     """The on-disk log cannot be opened (e.g. segments that do not line up)."""
-
-
-def segment_file_name(base_offset: int) -> str:
-    """``00000000000000000051.kafka`` for base offset 51."""
-    return f"{base_offset:0{SEGMENT_NAME_DIGITS}d}{SEGMENT_SUFFIX}"
-
-
-def parse_segment_file_name(name: str) -> int | None:
-    """The base offset named by a segment file name, or None if ``name`` is not one."""
-    if not name.endswith(SEGMENT_SUFFIX):
-        return None
-    digits = name[: -len(SEGMENT_SUFFIX)]
-    if not digits.isdigit() or not digits.isascii():
-        return None
-    return int(digits)
-
-
-def partition_dir_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
-def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
-    """``("my-topic", 3)`` for ``my-topic-3`` (split at the last ``-``, as 0.7.2)."""
-    topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit() or not part.isascii():
-        return None
-    return topic, int(part)
 
 
 def valid_prefix(data: bytes | memoryview | mmap.mmap) -> int:

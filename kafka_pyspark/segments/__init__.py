@@ -1,0 +1,1 @@
+"""Reading Kafka log segment files directly (no broker): discovery, planning, reading."""

@@ -1,0 +1,143 @@
+"""``spark.read.format("kafka07").option("path", ...)``: segment files, no broker
+(docs/segments.md).
+
+Driver: options (:mod:`.segment_options`), discovery of the files
+(:func:`kafka_pyspark.segments.files.discover`), filters on ``topic``/``broker``/
+``partition`` (exact) and ``offset`` (whole files skipped), then one input partition per file,
+or per piece of a file larger than ``maxPartitionBytes`` (cut at entry boundaries found by a
+header-only walk). Executors: :func:`kafka_pyspark.segments.read.iter_split`, Arrow batches of
+:data:`~kafka_pyspark.spark.schema.ARROW_SEGMENT_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import groupby, pairwise
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.types import StructType
+
+from kafka_pyspark.errors import SchemaError, SegmentFileError
+from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
+from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
+from kafka_pyspark.spark.planning import PlanFilter
+from kafka_pyspark.spark.reader import Kafka07BatchReader, _constant_int32, _constant_string
+from kafka_pyspark.spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
+from kafka_pyspark.spark.segment_options import SegmentOptions, parse_segment_options
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SegmentInputPartition(InputPartition):
+    """One Spark task: one segment file, or one piece of a large one."""
+
+    fs: pafs.FileSystem
+    split: SegmentSplit
+    broker: int
+    settings: ReadSettings
+    fail_on_data_loss: bool
+
+
+def _offset_span(files: list[SegmentFile], i: int) -> tuple[int, int | None]:
+    f = files[i]
+    if f.kind == "kafka07":
+        return f.base_offset, f.base_offset + f.size
+    return f.base_offset, files[i + 1].base_offset if i + 1 < len(files) else None
+
+
+def _wanted(pushed: PlanFilter | None, span: tuple[int, int | None]) -> bool:
+    if pushed is None:
+        return True
+    low, high = span
+    if pushed.offset_high is not None and low >= pushed.offset_high:
+        return False
+    return not (pushed.offset_low is not None and high is not None and high <= pushed.offset_low)
+
+
+def plan_segments(
+    options: SegmentOptions, pushed: PlanFilter | None = None
+) -> list[SegmentInputPartition]:
+    """Discover the files under every path and plan one partition per file (or piece)."""
+    settings = ReadSettings(
+        verify_crc=options.verify_checksums, max_decompressed_size=options.max_decompressed_size
+    )
+    sub = options.subscription
+    out: list[SegmentInputPartition] = []
+    for path in options.paths:
+        fs, inner = open_filesystem(path)
+        found = [
+            f for f in discover(fs, inner, path)
+            if (sub is None or sub.allows(f.topic))
+            and (pushed is None or pushed.accepts(f.topic, options.broker, f.partition))
+        ]
+        for _, group in groupby(found, key=lambda f: (f.topic, f.partition)):
+            files = list(group)
+            for i, f in enumerate(files):
+                if not _wanted(pushed, _offset_span(files, i)):
+                    continue
+                bounds = [0, *cut_points(fs, f, options.max_partition_bytes), f.size]
+                later = tuple(files[i + 1 :]) if f.kind == "log" else ()
+                for start, end in pairwise(bounds):
+                    split = SegmentSplit(f, start, end, later)
+                    out.append(SegmentInputPartition(fs, split, options.broker, settings,
+                                                     options.fail_on_data_loss))
+    return out
+
+
+def with_segment_columns(
+    batch: pa.RecordBatch, topic: str, broker: int, partition: int
+) -> pa.RecordBatch:
+    """A batch of ``formats.LOG_SCHEMA`` with topic, broker and partition in front."""
+    n = batch.num_rows
+    columns = [_constant_string(topic, n), _constant_int32(broker, n),
+               _constant_int32(partition, n), *batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SEGMENT_SCHEMA)
+
+
+def read_segment_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """The rows of one planned piece; a corrupt entry fails the task naming file and byte
+    (``failOnDataLoss=true``) or ends the piece with a warning (``false``)."""
+    if not isinstance(partition, SegmentInputPartition):
+        return
+    split = partition.split
+    f = split.file
+    for item in iter_split(partition.fs, split, partition.settings):
+        if not isinstance(item, ReadStop):
+            yield with_segment_columns(item, f.topic, partition.broker, f.partition)
+        elif item.kind == "corrupt":
+            if partition.fail_on_data_loss:
+                raise SegmentFileError(
+                    f.path, item.position,
+                    f"{item.error}. Set failOnDataLoss=false to skip the rest of this segment "
+                    "file instead",
+                ) from item.cause
+            log.warning("kafka07: segment file %s, byte %d: %s; failOnDataLoss=false: skipping "
+                        "bytes %d..%d of it", f.path, item.position, item.error,
+                        item.position, split.end)
+        elif item.kind == "torn-tail":
+            log.warning("kafka07: segment file %s, byte %d: %s; the file ends there",
+                        f.path, item.position, item.error)
+
+
+class SegmentBatchReader(Kafka07BatchReader):
+    """The batch reader for ``path``: filters are pushed as for the live reader."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.segment_options = parse_segment_options(options)
+        if schema != SEGMENT_READ_SCHEMA:
+            raise SchemaError(
+                "kafka07 with path has a fixed read schema (docs/segments.md); do not pass "
+                f".schema(): got {schema.simpleString()}"
+            )
+        self.pushed = None
+
+    def partitions(self) -> list[InputPartition]:
+        return list(plan_segments(self.segment_options, self.pushed))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_segment_partition(partition)

@@ -1,0 +1,28 @@
+"""Spark Connect keeps working: write, read and an ``availableNow`` stream through
+``SparkSession.builder.remote("local[2]")``, in a subprocess (its own JVM and Connect server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.zk]
+
+
+def test_read_write_and_stream_through_spark_connect(broker: Any, zk_connect: str) -> None:
+    pytest.importorskip("grpc", reason="pip install 'pyspark[connect]' (the test extra has it)")
+    script = Path(__file__).with_name("connect_smoke.py")
+    done = subprocess.run(
+        [sys.executable, str(script), zk_connect],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["connect"].startswith("pyspark.sql.connect")
+    assert result["values"] == sorted(f"m{i}" for i in range(100))
+    assert result["streamed"] == 100
