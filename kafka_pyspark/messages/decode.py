@@ -162,8 +162,7 @@ class _Decoder:
         self.pieces: list[Piece] = []
         self.piece_root: list[int] = []  # outer message of an inner piece; -1: outer piece
         self.piece_depth: list[int] = []
-        self.row_root: list[int] = []  # runs of rows: the outer message of each run ...
-        self.row_count: list[int] = []  # ... and its length
+        self.piece_rows: list[int] = []  # rows of an inner piece
         self.used: dict[int, int] = {}  # decompressed bytes per outer wrapper
         self._starts: list[int] | None = None
 
@@ -176,14 +175,7 @@ class _Decoder:
         self.pieces.append(Piece(scan, lo, hi))
         self.piece_root.append(root)
         self.piece_depth.append(depth)
-        full = lo == 0 and hi == len(scan.recs)
-        if root >= 0:
-            self.row_root.append(root)
-            self.row_count.append(scan.leaves if full else walk.leaf_count(scan, lo, hi))
-        else:  # outer messages: each uncompressed one is a run of one row
-            leaves = np.flatnonzero(scan.recs["codec"][lo:hi] == 0) + lo
-            self.row_root += leaves.tolist()
-            self.row_count += [1] * len(leaves)
+        self.piece_rows.append(walk.leaf_count(scan, lo, hi) if root >= 0 else 0)
 
     def take(self, scan: Scan, root: int, depth: int) -> None:
         """Take the messages of ``scan`` in order (``root`` -1: the outer set)."""
@@ -285,8 +277,25 @@ class _Decoder:
             self.outer.leaves == len(self.outer.recs)
         ):
             return None
-        roots = np.array(self.row_root, dtype=np.int64)
-        return np.repeat(roots, np.array(self.row_count, dtype=np.int64))
+        parts: list[I64] = []
+        roots: list[int] = []  # a run of inner pieces: their outer messages and rows
+        rows: list[int] = []
+        for piece, root, count in zip(self.pieces, self.piece_root, self.piece_rows,
+                                      strict=True):
+            if root >= 0:
+                roots.append(root)
+                rows.append(count)
+                continue
+            if roots:
+                parts.append(np.repeat(np.array(roots, dtype=np.int64), rows))
+                roots, rows = [], []
+            codec = piece.scan.recs["codec"][piece.lo : piece.hi]
+            parts.append(np.flatnonzero(codec == 0) + piece.lo)
+        if roots:
+            parts.append(np.repeat(np.array(roots, dtype=np.int64), rows))
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 # --- assembly ------------------------------------------------------------------------------

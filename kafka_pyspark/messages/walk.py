@@ -106,7 +106,9 @@ def payload_size(recs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
 def scan(buf: memoryview, pos: int, end: int, stop: int) -> Scan:
     """The complete messages of ``buf[pos:end]`` that start before ``stop``, up to the first
     incomplete or malformed one."""
-    recs = np.empty(max(0, min(end, stop) - pos) // _MIN_SIZE + 1, dtype=RECORD)
+    cap = max(0, min(end, stop) - pos) // _MIN_SIZE + 1
+    # from Arrow's pool (it keeps freed memory): an mmap per call costs more than the scan
+    recs = np.frombuffer(pa.allocate_buffer(cap * RECORD.itemsize), dtype=RECORD)
     if kernel is not None:
         n, at, status, value, leaves, leaf_bytes = kernel.scan(buf, pos, end, stop, recs)
     else:

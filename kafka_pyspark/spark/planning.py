@@ -92,7 +92,7 @@ class FetchSettings:
     fail_on_data_loss: bool = True
     socket_timeout_ms: int = 30000
     socket_buffer_size: int = 65536
-    # Arrow batches handed to Spark: a fetch answer of batch_rows // 2 rows or more goes as
+    # Arrow batches handed to Spark: a fetch answer of batch_rows // 4 rows or more goes as
     # it is (combining copies every value; Spark reads batches of 4k, 10k and 64k realistic
     # rows equally fast here); smaller answers of one range are combined up to these bounds.
     # Memory per task stays bounded by them and the fetch size.

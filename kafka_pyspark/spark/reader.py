@@ -100,7 +100,7 @@ class _Coalescer:
     """Combines small consecutive decoded batches of one range into batches of up to ``rows``
     rows / ``nbytes`` bytes, then adds the source columns once per batch.
 
-    A decoded batch of ``rows // 2`` rows or more (a full fetch answer, normally) goes to Spark
+    A decoded batch of ``rows // 4`` rows or more (a full fetch answer, normally) goes to Spark
     as it is: combining costs a copy of every value, and Spark's cost per batch is already
     small at that size (``bench/realistic.py``). Small answers (a range's tail, big messages)
     are combined so that Spark does not pay per batch for a handful of rows.
@@ -122,7 +122,7 @@ class _Coalescer:
         if self.key != (topic, partition):
             out.extend(self.flush())
             self.key = (topic, partition)
-        if batch.num_rows >= self.rows // 2:
+        if batch.num_rows >= self.rows // 4:
             out.extend(self.flush())
             out.append(with_source_columns(batch, topic, self.broker, partition))
             return out
