@@ -39,14 +39,12 @@ ACL grants that identity can be read and written. The credentials are never logg
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
-kazoo's own log lines go to the logger ``kafka_pyspark.registry.kazoo`` with credentials
-removed (kazoo logs its ``Auth`` request in clear at debug level).
+kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credentials removed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 import threading
 import time
@@ -63,8 +61,9 @@ from kafka_pyspark.errors import (
     RegistryUnavailableError,
 )
 from kafka_pyspark.wire.topics import validate_topic_name
+from kafka_pyspark.zk_auth import KAZOO_LOG, parse_zk_auth
 
-__all__ = ["ZK_AUTH_SCHEMES", "BrokerInfo", "Registry", "parse_partition_name", "parse_zk_auth"]
+__all__ = ["BrokerInfo", "Registry", "parse_partition_name"]
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -74,49 +73,6 @@ _DECIMAL = re.compile(r"[0-9]+\Z")
 _PARTITION_NAME = re.compile(r"([0-9]+)-([0-9]+)\Z")
 # characters ZooKeeper refuses in a node name (PathUtils.validatePath)
 _ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
-
-
-#: ``zk.auth`` schemes: ``digest`` (``user:password``, as zkCli's ``addauth digest``).
-ZK_AUTH_SCHEMES = ("digest",)
-
-
-def parse_zk_auth(value: str) -> tuple[str, str]:
-    """``zk.auth`` = ``"digest:user:password"`` -> ``("digest", "user:password")``.
-
-    The value is a secret: errors describe what is wrong with it and never quote it.
-    """
-    if not isinstance(value, str):
-        raise OptionError("zk.auth", "must be a string 'digest:user:password'")
-    scheme, _, credential = value.strip().partition(":")
-    if scheme.lower() not in ZK_AUTH_SCHEMES:
-        raise OptionError(
-            "zk.auth",
-            "must be 'digest:user:password' (the scheme before the first ':' is not "
-            f"one of {', '.join(ZK_AUTH_SCHEMES)}; the value is not shown, it is a secret)",
-        )
-    user, sep, password = credential.partition(":")
-    if not user or not sep or not password:
-        raise OptionError(
-            "zk.auth",
-            "must be 'digest:user:password' with a non-empty user and password "
-            "(the value is not shown, it is a secret)",
-        )
-    return scheme.lower(), credential
-
-
-class _HideCredentials(logging.Filter):
-    """kazoo logs every request it sends at debug level, ``Auth(...)`` with its credentials
-    in clear: such records are rewritten before any handler sees them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "Auth(" in record.getMessage():
-            record.msg, record.args = "Sending request: Auth(<credentials not logged>)", ()
-        return True
-
-
-# kazoo's log, for every Registry session: kazoo's own messages, minus credentials
-_KAZOO_LOG = logging.getLogger("kafka_pyspark.registry.kazoo")
-_KAZOO_LOG.addFilter(_HideCredentials())
 
 
 @dataclass(frozen=True)
@@ -222,7 +178,7 @@ class Registry(Closing):
                 # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
                 connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
                 auth_data=self._auth_data or None,
-                logger=_KAZOO_LOG,
+                logger=KAZOO_LOG,
             )
             timeout = self.connection_timeout_ms / 1000.0
             try:

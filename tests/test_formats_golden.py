@@ -38,6 +38,7 @@ from kafka_pyspark.formats import LOG_SCHEMA, decode_log, scan_log
 from kafka_pyspark.formats.codecs import lz4_header_checksum, xxh32
 
 T0 = 1_700_000_000_000
+BATCH_HEADER_END = 61
 UTC = dt.timezone.utc
 
 
@@ -347,3 +348,22 @@ def test_xxh32_and_lz4_header_checksums() -> None:
     frame = lz4.frame.compress(b"abc", store_size=False)
     assert lz4_header_checksum(frame) == frame[6]
     assert lz4_header_checksum(frame, kafka_3160=True) == (xxh32(frame[:6]) >> 8) & 0xFF
+
+
+def test_runs_of_equal_records_and_long_varints() -> None:
+    # runs of one record size (confirmed in bulk) broken by other sizes, several batches
+    sizes = [5] * 12 + [7] + [5] * 9 + [300] * 10 + [1, 2, 3] + [5] * 20
+    values = [bytes([65 + i % 26]) * n for i, n in enumerate(sizes)]
+    recs = [record(i, v, timestamp_delta=(-(1 << 40) if i == 13 else i)) for i, v in
+            enumerate(values)]
+    data = batch(0, recs[:30]) + batch(0, recs[30:], codec=GZIP) + batch(1000, recs[:16])
+    got = rows(data)
+    assert [r["value"] for r in got] == values + values[:16]
+    assert [r["offset"] for r in got] == list(range(len(values))) + list(range(1000, 1016))
+    assert got[13]["timestamp"] == ts(T0 - (1 << 40))
+    # a length byte changed inside a run: the run stops there and the record is read alone
+    bad = bytearray(batch(0, [record(0, b"x" * 5)] * 12))
+    i = BATCH_HEADER_END + 7 * len(record(0, b"x" * 5))
+    bad[i] = varint(len(record(0, b"x" * 5)))[0]  # claims one byte more than its body
+    with pytest.raises(InvalidMessageSizeError, match="record 8 of 12: length 0 does not fit"):
+        decode_log(bytes(bad), verify_crc=False)

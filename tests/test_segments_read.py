@@ -231,6 +231,7 @@ def test_large_files_are_cut_at_entry_boundaries(tmp_path: Path, suffix: str) ->
     f = discover(fs, inner)[0]
     cuts = cut_points(fs, f, 2048)
     assert len(cuts) >= len(data) // 2048 - 1 and cuts == sorted(cuts)
+    assert cut_points(fs, f, 2048, chunk=50) == cuts  # entries larger than the scan window
     whole, _ = items(SegmentSplit(f, 0, f.size))
     pieces: list[Any] = []
     for a, b in zip([0, *cuts], [*cuts, f.size], strict=True):

@@ -361,3 +361,30 @@ def test_zk_auth_is_kept_but_never_shown() -> None:
     assert SECRET not in repr(c) and SECRET not in repr(o)
     with pytest.raises(OptionError, match=r"zk\.auth.*needs zk\.connect"):
         parse_cluster_options({**BL, "zk.auth": f"digest:spark:{SECRET}"})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "key"),
+    [
+        ("startingOffsets", '{"events": {"0-0": 10}, "events": {"0-1": 5}}', "'events'"),
+        ("startingOffsets", '{"events": {"0-0": 0, "0-0": 5}}', "'0-0'"),
+        ("startingOffsets", '{"events": {"0-0": 7, "0-0": 7}}', "'0-0'"),
+        ("endingOffsets", '{"events": {"0-1": 9}, "events": {"0-1": 9}}', "'events'"),
+        ("endingOffsets", '{"events": {"1-2": 3, "1-2": 4}}', "'1-2'"),
+        ("assign", '{"events": ["0-0"], "events": ["0-1"]}', "'events'"),
+    ],
+)
+def test_duplicate_json_keys_are_errors(name: str, value: str, key: str) -> None:
+    """Issue 8 defect 6: json.loads keeps the last of two equal keys, silently."""
+    given = {**ZK, name.lower(): value} if name == "assign" else opts(**{name: value})
+    e = option_error(given)
+    assert e.option == name
+    assert f"key {key} appears twice" in str(e)
+
+
+def test_the_same_partition_spelt_twice_with_two_offsets_is_an_error() -> None:
+    e = option_error(opts(startingOffsets='{"events": {"0-1": 5, "00-1": 6}}'))
+    assert e.option == "startingOffsets"
+    assert "broker-partition 0-1 is given twice" in str(e) and "5 and 6" in str(e)
+    same = parse_read_options(opts(startingOffsets='{"events": {"0-1": 5, "00-1": 5}}'))
+    assert same.starting.offsets == {("events", 0, 1): 5}

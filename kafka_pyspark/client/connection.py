@@ -263,39 +263,54 @@ class BrokerConnection(Closing):
         return sent
 
     def _recv_exact(self, sock: socket.socket, view: memoryview, what: str, part: str,
-                    close_hint: str) -> None:
+                    close_hint: str, deadline: float) -> None:
+        """Fill ``view``; by ``deadline`` (monotonic) at the latest, however the bytes trickle."""
         n = len(view)
         got = 0
-        while got < n:
-            try:
+        try:
+            while got < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                if left < self.timeout:
+                    sock.settimeout(left)  # the whole answer's deadline, not per recv
                 k = sock.recv_into(view[got:], n - got)
-            except TimeoutError as e:
-                raise BrokerTimeoutError(
-                    f"{self.address}: no answer to {what} within {self.timeout:g} s "
-                    f"({got} of {n} bytes of the {part} received)"
-                ) from e
-            except OSError as e:
-                raise BrokerConnectionError(
-                    f"{self.address}: connection lost reading the {part} of the answer to "
-                    f"{what} ({got} of {n} bytes received): {e}"
-                ) from e
-            if k == 0:
-                if part == "response length" and got == 0:
+                if k == 0:
+                    if part == "response length" and got == 0:
+                        raise BrokerConnectionError(
+                            f"{self.address} closed the connection instead of answering "
+                            f"{what}{close_hint}"
+                        )
                     raise BrokerConnectionError(
-                        f"{self.address} closed the connection instead of answering {what}"
-                        f"{close_hint}"
+                        f"{self.address} closed the connection in the middle of the answer to "
+                        f"{what} ({got} of {n} bytes of the {part} received)"
                     )
-                raise BrokerConnectionError(
-                    f"{self.address} closed the connection in the middle of the answer to "
-                    f"{what} ({got} of {n} bytes of the {part} received)"
-                )
-            got += k
+                got += k
+        except TimeoutError as e:
+            raise BrokerTimeoutError(
+                f"{self.address}: no whole answer to {what} within {self.timeout:g} s "
+                f"({got} of {n} bytes of the {part} received)"
+            ) from e
+        except OSError as e:
+            raise BrokerConnectionError(
+                f"{self.address}: connection lost reading the {part} of the answer to "
+                f"{what} ({got} of {n} bytes received): {e}"
+            ) from e
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
 
     def _read_frame(self, sock: socket.socket, bound: int, what: str,
                     close_hint: str) -> memoryview:
+        """One answer: ``int32 LENGTH | LENGTH bytes``, all of it within ``timeout`` seconds
+        of this call (a broker trickling bytes cannot hold the caller longer)."""
+        deadline = time.monotonic() + self.timeout
         head = memoryview(bytearray(4))
-        self._recv_exact(sock, head, what, "response length", close_hint)
-        n = wire.frame_length(head)
+        self._recv_exact(sock, head, what, "response length", close_hint, deadline)
+        try:
+            n = wire.frame_length(head)
+        except ProtocolError as e:  # negative: name where, as for a too large one
+            raise ProtocolError(f"{self.address}: the answer to {what}: {e}") from e
         if n > bound:
             raise ProtocolError(
                 f"{self.address}: the answer to {what} announces {n} bytes, more than the "
@@ -303,7 +318,7 @@ class BrokerConnection(Closing):
             )
         body = bytearray(n)
         view = memoryview(body)
-        self._recv_exact(sock, view, what, "response body", close_hint)
+        self._recv_exact(sock, view, what, "response body", close_hint, deadline)
         return view
 
     # --- request patterns ------------------------------------------------------------------

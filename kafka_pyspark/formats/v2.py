@@ -9,6 +9,7 @@ Only records that carry headers are parsed one by one for their headers.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import crc32c
@@ -39,12 +40,14 @@ from kafka_pyspark.formats.layout import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE,
 )
-from kafka_pyspark.formats.varint import PAD, VARINT_MAX, VARLONG_MAX, read_many, read_one
+from kafka_pyspark.formats.varint import VARINT_MAX, VARLONG_MAX, read_many, read_one
 
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
 _MIN_RECORD = 6  # attributes + 5 one-byte varints (empty key and value, no headers)
+_RUN_MIN = 8  # records of one size from which the walk confirms them in bulk
+Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp
 
@@ -83,6 +86,7 @@ class _Batches:
 
     def __init__(self) -> None:
         self.pieces: list[bytes | memoryview] = []
+        self.area: list[int] = []  # where each piece starts in the chunk (uncompressed ones)
         self.position: list[int] = []
         self.count: list[int] = []
         self.base_offset: list[int] = []
@@ -145,6 +149,7 @@ def _read_batches(
         if attributes & BATCH_TRANSACTIONAL:
             b.txn.append((len(b.count), h[9], h[0] + h[6]))
         b.pieces.append(data)
+        b.area.append(s + BATCH_HEADER_SIZE)
         b.position.append(pos)
         b.count.append(count)
         b.base_offset.append(h[0])
@@ -155,40 +160,73 @@ def _read_batches(
     return b, markers
 
 
-def _walk(buf: bytes, b: _Batches) -> tuple[list[int], list[int]]:
-    """Body start and end of every record (one length varint each)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    p = 0
+def _length(buf: Buffer, p: int, e: int, i: int, k: int, b: _Batches) -> tuple[int, int]:
+    """The length varint of record ``i`` of batch ``k`` at ``p``, and where the record body
+    starts; checked against the piece's end ``e``."""
+    c = buf[p] if p < e else 0x80
+    if c < 0x80:
+        length, q = (c >> 1) ^ -(c & 1), p + 1
+    elif p + 1 < e and buf[p + 1] < 0x80:
+        raw = (c & 0x7F) | (buf[p + 1] << 7)
+        length, q = (raw >> 1) ^ -(raw & 1), p + 2
+    else:
+        try:
+            length, q = read_one(buf, p, e)
+        except CorruptMessageError:
+            raise CorruptMessageError(f"record {i} of {b.count[k]}: malformed or missing length",
+                                      offset=b.position[k]) from None
+    if length < _MIN_RECORD or q + length > e:
+        raise InvalidMessageSizeError(
+            f"record {i} of {b.count[k]}: length {length} does not fit the batch",
+            offset=b.position[k])
+    return length, q
+
+
+def _walk(buf: Buffer, arr: npt.NDArray[np.uint8], b: _Batches, piece_start: list[int]
+          ) -> tuple[I64, I64]:
+    """Body start and end of every record. One length varint per record in Python, except in
+    runs of records of one size: those are confirmed together by comparing every record's
+    length bytes with numpy (a record's length bytes fix where the next one starts)."""
+    parts: list[I64] = []
+    singles: list[int] = []
+    sizes: list[int] = []
     for k, piece in enumerate(b.pieces):
+        p = piece_start[k]
         e = p + len(piece)
-        for i in range(b.count[k]):
-            c = buf[p] if p < e else 0x80
-            if c < 0x80:
-                length = (c >> 1) ^ -(c & 1)
-                p += 1
-            elif p + 1 < e and buf[p + 1] < 0x80:
-                raw = (c & 0x7F) | (buf[p + 1] << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                p += 2
-            else:
-                try:
-                    length, p = read_one(buf, p, e)
-                except CorruptMessageError:
-                    raise CorruptMessageError(
-                        f"record {i} of {b.count[k]}: malformed or missing length",
-                        offset=b.position[k]) from None
-            if length < _MIN_RECORD or p + length > e:
-                raise InvalidMessageSizeError(
-                    f"record {i} of {b.count[k]}: length {length} does not fit the batch",
-                    offset=b.position[k])
-            starts.append(p)
-            p += length
-            ends.append(p)
+        count = b.count[k]
+        i, prev = 0, -1
+        while i < count:
+            length, q = _length(buf, p, e, i, k, b)
+            size = q - p + length
+            n = min(count - i, (e - p) // size)
+            if size == prev and n >= _RUN_MIN:
+                pos = p + size * np.arange(n, dtype=np.int64)
+                same = (arr[pos[:, None] + np.arange(q - p)] == arr[p:q]).all(axis=1)
+                run = n if same.all() else int(np.argmin(same))
+                if singles:
+                    parts.append(np.asarray(singles, dtype=np.int64))
+                    parts.append(np.asarray(sizes, dtype=np.int64))
+                    singles, sizes = [], []
+                parts.append(pos[:run] + (q - p))
+                parts.append(np.full(run, length, dtype=np.int64))
+                p += run * size
+                i += run
+                prev = -1
+                continue
+            singles.append(q)
+            sizes.append(length)
+            p = q + length
+            i += 1
+            prev = size
         if p != e:
             raise InvalidMessageSizeError(
                 f"{e - p} bytes after the batch's {b.count[k]} records", offset=b.position[k])
-    return starts, ends
+    if singles:
+        parts.append(np.asarray(singles, dtype=np.int64))
+        parts.append(np.asarray(sizes, dtype=np.int64))
+    starts = np.concatenate(parts[0::2]) if parts else np.zeros(0, np.int64)
+    lengths = np.concatenate(parts[1::2]) if parts else np.zeros(0, np.int64)
+    return starts, starts + lengths
 
 
 class _Fields:
@@ -244,7 +282,7 @@ def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array
     return tiles.take(index).cast(pa.binary())
 
 
-def _headers(buf: bytes, f: _Fields, p: I64, count: I64) -> tuple[pa.Array, I64]:
+def _headers(buf: Buffer, f: _Fields, p: I64, count: I64) -> tuple[pa.Array, I64]:
     """The headers column; ``p`` moved past each record's headers."""
     offsets = np.zeros(len(p) + 1, dtype=np.int32)
     np.cumsum(count, out=offsets[1:])
@@ -258,12 +296,12 @@ def _headers(buf: bytes, f: _Fields, p: I64, count: I64) -> tuple[pa.Array, I64]
                 klen, q = read_one(buf, q, end)
                 if klen < 0 or q + klen > end:
                     raise CorruptMessageError(f"header key length {klen}")
-                keys.append(buf[q : q + klen].decode("utf-8"))
+                keys.append(bytes(buf[q : q + klen]).decode("utf-8"))
                 q += klen
                 vlen, q = read_one(buf, q, end)
                 if vlen < -1 or q + max(vlen, 0) > end:
                     raise CorruptMessageError(f"header value length {vlen}")
-                values.append(None if vlen < 0 else buf[q : q + vlen])
+                values.append(None if vlen < 0 else bytes(buf[q : q + vlen]))
                 q += max(vlen, 0)
         except (CorruptMessageError, UnicodeDecodeError) as e:
             raise f.fail(i, f"bad header: {e}") from None
@@ -282,15 +320,19 @@ def _timestamps(b: _Batches, rb: I64, delta: I64) -> pa.Array:
     return pa.array(np.where(valid, ms, 0) * 1000, TIMESTAMP_TYPE, mask=~valid)
 
 
-def _columns(b: _Batches) -> pa.RecordBatch:
-    buf = b"".join(b.pieces) + bytes(PAD)
-    starts, ends_list = _walk(buf, b)
+def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
+    buf: Buffer
+    if all(c == CODEC_NONE for c in b.codec):  # the records are read where they are
+        buf, piece_start = mv, b.area
+    else:  # decompressed and raw pieces, one after another
+        buf = b"".join(b.pieces)
+        piece_start = list(itertools.accumulate((len(x) for x in b.pieces[:-1]), initial=0))
     arr = np.frombuffer(buf, dtype=np.uint8)
+    starts, ends = _walk(buf, arr, b, piece_start)
     counts = np.asarray(b.count, dtype=np.int64)
     rb = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    ends = np.asarray(ends_list, dtype=np.int64)
     f = _Fields(arr, b, ends, rb)
-    p = np.asarray(starts, dtype=np.int64) + 1  # attributes (unused)
+    p = starts + 1  # attributes (unused)
     ts_delta, p = f.varint(p, VARLONG_MAX, "timestampDelta")
     off_delta, p = f.varint(p, VARINT_MAX, "offsetDelta")
     kstart, ksize, kpresent, p = f.blob(p, "key")
@@ -327,7 +369,7 @@ def decode_batches(
     b, markers = _read_batches(mv, starts, base, verify_crc, max_decompressed_size)
     if not b.pieces:
         return V2Result(pa.RecordBatch.from_pylist([], schema=LOG_SCHEMA), [], markers)
-    batch = _columns(b)
+    batch = _columns(mv, b)
     first = np.cumsum([0, *b.count]).tolist()
     txn = [
         TxnBatch(b.position[k], pid, b.base_offset[k], last, first[k], first[k + 1])

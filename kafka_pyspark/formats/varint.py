@@ -13,10 +13,6 @@ U8 = npt.NDArray[np.uint8]
 
 VARINT_MAX = 5  # bytes of a varint (int32)
 VARLONG_MAX = 10  # bytes of a varlong (int64)
-PAD = VARLONG_MAX  # zero bytes a buffer handed to read_many must carry after its data
-
-_SHIFTS = (7 * np.arange(VARLONG_MAX, dtype=np.uint64)).astype(np.uint64)
-_INDEX = np.arange(VARLONG_MAX, dtype=np.int64)
 
 
 def read_one(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
@@ -34,19 +30,24 @@ def read_one(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[i
 
 
 def read_many(buf: U8, pos: I64, width: int) -> tuple[I64, I64, int]:
-    """The zigzag varints at every ``pos`` of ``buf`` (which carries :data:`PAD` zero bytes
-    after any position asked for): values, byte lengths, and the index of the first varint
-    longer than ``width`` bytes (``len(pos)`` when there is none)."""
+    """The zigzag varints at every ``pos`` of ``buf``: values, byte lengths, and the index of
+    the first malformed one (longer than ``width`` bytes, or running past ``buf``;
+    ``len(pos)`` when there is none). One numpy pass per byte of the longest varint, over the
+    varints still going (most Kafka varints are 1 or 2 bytes)."""
     n = len(pos)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    window = buf[pos[:, None] + _INDEX[:width]]
-    stop = window < 0x80
-    ok = stop.any(axis=1)
-    bad = n if ok.all() else int(np.argmin(ok))
-    lengths = stop.argmax(axis=1).astype(np.int64) + 1
-    keep = _INDEX[:width] < lengths[:, None]
-    groups = (window & 0x7F).astype(np.uint64) << _SHIFTS[:width]
-    raw = np.bitwise_or.reduce(np.where(keep, groups, np.uint64(0)), axis=1)
+    first = buf[pos]
+    raw = (first & 0x7F).astype(np.uint64)
+    lengths = np.ones(n, dtype=np.int64)
+    going = np.flatnonzero(first >= 0x80)
+    k = 1
+    while going.size:
+        at = pos[going] + k
+        if k >= width or (at >= len(buf)).any():
+            return np.zeros(0, np.int64), lengths, int(going[0])
+        byte = buf[at]
+        raw[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        lengths[going] += 1
+        going = going[byte >= 0x80]
+        k += 1
     values = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
-    return values, lengths, bad
+    return values, lengths, n

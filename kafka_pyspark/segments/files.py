@@ -9,10 +9,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow.fs as pafs
 
-from kafka_pyspark.errors import OptionError, SegmentFileError
+from kafka_pyspark.errors import MessageError, OptionError, SegmentFileError
 from kafka_pyspark.formats.layout import ENTRY_HEADER, MAX_ENTRY_SIZE, MIN_MESSAGE_SIZE
+from kafka_pyspark.messages import scan_boundaries
 from kafka_pyspark.messages.layout import LENGTH, MAX_MESSAGE_LENGTH, MIN_LENGTH
 from kafka_pyspark.segments.names import (
     SegmentKind,
@@ -20,8 +22,10 @@ from kafka_pyspark.segments.names import (
     parse_partition_dir_name,
 )
 
-#: bytes read per window by the header-only walk that finds cut points
+#: bytes read per window by the header-only walk that finds cut points (.log: one jump per
+#: entry; .kafka: all message starts of a chunk at once)
 SCAN_WINDOW = 64 << 10
+SCAN_CHUNK = 8 << 20
 _MIN_LOG_ENTRY = min(MIN_MESSAGE_SIZE.values())
 
 
@@ -130,7 +134,34 @@ def _entry_size(kind: SegmentKind, window: bytes, i: int) -> int | None:
     return ENTRY_HEADER.size + size if _MIN_LOG_ENTRY <= size <= MAX_ENTRY_SIZE else None
 
 
-def cut_points(fs: pafs.FileSystem, f: SegmentFile, max_bytes: int) -> list[int]:
+def _cuts_07(src: pafs.NativeFile, size: int, max_bytes: int, chunk: int) -> list[int]:
+    """0.7 files hold many small messages: their starts come from the vectorised
+    ``messages.scan_boundaries``, ``chunk`` bytes at a time."""
+    cuts: list[int] = []
+    pos, target = 0, max_bytes
+    while target < size:
+        window = src.read_at(chunk, pos)
+        try:
+            starts, end = scan_boundaries(window, pos)
+        except MessageError:
+            break
+        if end == pos:  # one message larger than the window: step over it by its length
+            step = _entry_size("kafka07", window, 0) if len(window) >= LENGTH.size else None
+            if step is None or pos + step >= size:
+                break
+            starts, end = np.asarray([pos], dtype=np.int64), pos + step
+        i = int(np.searchsorted(starts, target))
+        while i < len(starts):
+            cuts.append(int(starts[i]))
+            target = cuts[-1] + max_bytes
+            i = int(np.searchsorted(starts, target))
+        pos = end
+    return cuts
+
+
+def cut_points(
+    fs: pafs.FileSystem, f: SegmentFile, max_bytes: int, *, chunk: int = SCAN_CHUNK
+) -> list[int]:
     """Positions inside ``f`` where an entry starts, about ``max_bytes`` apart: reads only the
     length fields, one window at a time. An impossible length (corruption) ends the walk:
     the rest of the file stays in the last piece, where reading reports it."""
@@ -142,6 +173,8 @@ def cut_points(fs: pafs.FileSystem, f: SegmentFile, max_bytes: int) -> list[int]
     start, window = 0, b""
     try:
         with fs.open_input_file(f.path) as src:
+            if f.kind == "kafka07":
+                return [c for c in _cuts_07(src, f.size, max_bytes, chunk) if 0 < c < f.size]
             while target < f.size:
                 if pos >= target:
                     cuts.append(pos)

@@ -197,9 +197,30 @@ def _partition_key(option: str, topic: str, key: Any) -> tuple[int, int]:
     return broker, partition
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json ``object_pairs_hook``: a key given twice is an error (json.loads keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _json(option: str, raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise OptionError(
+            option,
+            f"key {e.key!r} appears twice in one JSON object (which one is meant?): {raw!r}",
+        ) from None
     except ValueError as e:  # json.JSONDecodeError is a ValueError
         raise OptionError(option, f"is not valid JSON ({e}): {raw!r}") from e
 
@@ -264,7 +285,7 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         parse_broker_list(bl)  # raises OptionError('broker.list', ...)
     auth = opts.get("zk.auth")
     if auth is not None:
-        from kafka_pyspark.registry import parse_zk_auth
+        from kafka_pyspark.zk_auth import parse_zk_auth
 
         if zk is None:
             raise OptionError("zk.auth", "needs zk.connect (credentials for ZooKeeper)")
@@ -397,6 +418,12 @@ def parse_offsets_json(option: str, raw: str) -> dict[tuple[str, int, int], int]
                     option,
                     f"topic {topic!r} {key}: offset {value} is negative (only -2 earliest and "
                     "-1 latest are allowed)",
+                )
+            if out.get((topic, broker, partition), value) != value:
+                raise OptionError(
+                    option,
+                    f"topic {topic!r}: broker-partition {broker}-{partition} is given twice "
+                    f"(as {key!r}, with offsets {out[(topic, broker, partition)]} and {value})",
                 )
             out[(topic, broker, partition)] = value
     return out

@@ -44,15 +44,13 @@ from kafka_pyspark.errors import (
 from kafka_pyspark.spark.offsets import (
     LogBounds,
     OffsetLookup,
+    current_partitions,
     describe_tp,
     group_offsets,
     resolve_starts,
 )
 from kafka_pyspark.spark.options import (
-    Assign,
     ReadOptions,
-    Subscribe,
-    Subscription,
     parse_read_options,
 )
 from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
@@ -80,53 +78,6 @@ if TYPE_CHECKING:
 __all__ = ["Kafka07StreamReader", "current_partitions"]
 
 log = logging.getLogger(__name__)
-
-
-def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
-    """The broker-partitions the subscription covers right now, leniently (sorted).
-
-    Unlike the batch reader's :func:`~kafka_pyspark.spark.offsets.discover`, nothing missing
-    is an error between micro-batches: a subscribed topic that does not exist yet has no
-    partitions (0.7 creates topics on their first message; they are picked up then), an
-    assigned broker-partition whose broker is not registered (or, with ``broker.list``, not
-    answering) is simply not current; its offset stays in the stream offset until it returns.
-    """
-    out: set[TopicPartition] = set()
-    if cluster.registry() is not None:
-        if isinstance(subscription, Assign):
-            topics: Sequence[str] = subscription.topics
-        elif isinstance(subscription, Subscribe):
-            topics = subscription.topics
-        else:
-            topics = [t for t in cluster.topics() if subscription.allows(t)]
-        for topic in topics:
-            out.update((topic, b, p) for b, p in cluster.partitions(topic))
-        if isinstance(subscription, Assign):
-            out &= set(subscription.partitions)
-        return sorted(out)
-    # broker.list (subscribePattern needs zk.connect): probe each broker; one that does not
-    # answer has no current partitions
-    if not isinstance(subscription, (Subscribe, Assign)):
-        raise KafkaError("subscribePattern needs zk.connect")
-    assigned = set(subscription.partitions) if isinstance(subscription, Assign) else None
-    for topic in subscription.topics:
-        for broker in sorted(cluster.brokers()):
-            if assigned is not None and not any(
-                t == topic and b == broker for t, b, _ in assigned
-            ):
-                continue
-            try:
-                n = cluster.partition_count(topic, broker)
-            except BrokerConnectionError as e:
-                log.warning(
-                    "kafka07 stream: broker %d is not answering (%s); its partitions of "
-                    "topic %r keep their offsets", broker, e, topic,
-                )
-                continue
-            out.update((topic, broker, p) for p in range(n))
-    if assigned is not None:
-        out &= assigned
-    return sorted(out)
 
 
 class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]

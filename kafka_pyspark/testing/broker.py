@@ -96,35 +96,63 @@ class _CloseConnection(Exception):
 
 
 class _RequestReader:
-    """Reads whole request frames from a socket, buffering pipelined requests."""
+    """Reads whole request frames from a socket, buffering pipelined requests.
 
-    __slots__ = ("_buf", "_max", "_sock", "_stopping")
+    A connection may idle between requests indefinitely (as in 0.7.2), but a request that has
+    started must arrive whole within ``deadline`` seconds of its first byte (of the moment the
+    previous one was taken, for a pipelined request), however its bytes trickle; otherwise
+    the connection is closed, so a stuck or hostile peer cannot hold a thread.
+    """
 
-    def __init__(self, sock: socket.socket, max_size: int, stopping: threading.Event) -> None:
+    __slots__ = ("_buf", "_deadline", "_max", "_sock", "_started", "_stopping")
+
+    def __init__(self, sock: socket.socket, max_size: int, stopping: threading.Event,
+                 deadline: float) -> None:
         self._sock = sock
         self._max = max_size
         self._buf = bytearray()
         self._stopping = stopping
+        self._deadline = deadline
+        self._started = 0.0  # monotonic time the current request began (buffer non-empty)
 
     def _fill(self, need: int) -> bool:
         """Buffer at least ``need`` bytes; False at a clean end of stream between requests."""
         while len(self._buf) < need:
             between_requests = not self._buf
+            left = self._deadline
+            if not between_requests:
+                left = self._started + self._deadline - time.monotonic()
+                if left <= 0:
+                    raise _CloseConnection(
+                        f"request not received whole within {self._deadline:g} s "
+                        f"({len(self._buf)} of {need} bytes)"
+                    )
+                if left < self._deadline:
+                    self._sock.settimeout(left)
             try:
                 chunk = self._sock.recv(min(_RECV_CHUNK, max(65536, need - len(self._buf))))
             except TimeoutError:
-                if between_requests and not self._stopping.is_set():
-                    continue  # an idle connection may stay open indefinitely, as in 0.7.2
-                raise
+                if self._stopping.is_set():
+                    raise
+                # idle: may stay open indefinitely, as in 0.7.2; in a request: the deadline
+                # check above closes the connection
+                continue
+            finally:
+                if left < self._deadline:
+                    self._sock.settimeout(self._deadline)
             if not chunk:
                 if between_requests:
                     return False
                 raise _CloseConnection("peer closed the connection in the middle of a request")
+            if between_requests:
+                self._started = time.monotonic()
             self._buf += chunk
         return True
 
     def read(self) -> bytes | None:
         """The next request body, or None at a clean end of stream."""
+        if self._buf:
+            self._started = time.monotonic()  # a pipelined request: its clock starts now
         if not self._fill(4):
             return None
         (size,) = _REQUEST_LENGTH.unpack_from(self._buf, 0)
@@ -804,7 +832,9 @@ class EmbeddedBroker(Service):
                     log.exception("broker %d: scheduled flush failed", self._broker_id)
 
     def _serve(self, sock: socket.socket, addr: Any) -> None:
-        reader = _RequestReader(sock, self._max_request_size, self._stopping)
+        reader = _RequestReader(
+            sock, self._max_request_size, self._stopping, self._socket_timeout
+        )
         try:
             while not self._stopping.is_set():
                 body = reader.read()

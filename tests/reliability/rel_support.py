@@ -66,3 +66,88 @@ def stream_query(
         .trigger(processingTime=trigger)
         .start()
     )
+
+
+class BrokerProcess:
+    """The embedded broker as a subprocess (its CLI), so a test can SIGKILL it.
+
+    Same port and log directory across :meth:`start` calls; no ZooKeeper (``broker.list``
+    mode: ``entry``). ``stop`` (also on ``with`` exit) kills it for good, bounded.
+    """
+
+    def __init__(self, log_dir: Path, *, broker_id: int = 0, partitions: int = 2,
+                 extra: tuple[str, ...] = ()) -> None:
+        from kafka_pyspark.testing.zookeeper import free_port
+
+        self.log_dir = log_dir
+        self.broker_id = broker_id
+        self.partitions = partitions
+        self.extra = extra
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.proc: Any = None
+        self.output = log_dir.parent / f"broker-{broker_id}.out"
+
+    @property
+    def entry(self) -> str:
+        return f"{self.broker_id}:{self.host}:{self.port}"
+
+    @property
+    def num_partitions(self) -> int:
+        return self.partitions
+
+    def start(self) -> BrokerProcess:
+        import socket
+        import subprocess
+        import sys
+        import time
+
+        cmd = [sys.executable, "-m", "kafka_pyspark.testing.broker", "--port", str(self.port),
+               "--host", self.host, "--log-dir", str(self.log_dir), "--broker-id",
+               str(self.broker_id), "--partitions", str(self.partitions),
+               "--log-level", "WARNING", *self.extra]
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited: {self.output.read_text()[-2000:]}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1.0):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("broker did not listen within 30 s")
+
+    def kill(self) -> None:
+        """SIGKILL, and wait for it to be gone."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        self.kill()
+        self.proc = None
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_first_task_done(spark: Any, timeout: float = 60.0) -> int:
+    """Block until the running job has completed one task; the tasks still to run then."""
+    import time
+
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None and info.numCompletedTasks >= 1:
+                return int(info.numTasks - info.numCompletedTasks)
+        time.sleep(0.01)
+    return -1

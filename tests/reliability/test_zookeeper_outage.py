@@ -27,7 +27,7 @@ from kafka_pyspark.testing.broker import EmbeddedBroker
 pytestmark = [pytest.mark.zk]
 
 SHORT_ZK = {"zk.sessiontimeout.ms": "2000", "zk.connectiontimeout.ms": "2000"}
-OUTAGE_S = 4.5  # longer than the 2 s session timeout
+OUTAGE_S = 3.0  # longer than the 2 s session timeout
 
 
 @pytest.fixture
