@@ -247,7 +247,7 @@ def test_v1_relative_inner_offsets_timestamps_and_lz4_checksums(kafka_3160: bool
     data = (
         message(40, b"plain", magic=1, timestamp=T0 - 1)
         + wrapper(43, inner, LZ4, magic=1, timestamp=T0 + 5, kafka_3160=kafka_3160)
-        + wrapper(46, inner, ZSTD - 2, magic=1, timestamp=T0 + 7, log_append=True)  # snappy
+        + wrapper(46, inner, SNAPPY, magic=1, timestamp=T0 + 7, log_append=True)
     )
     assert rows(data) == [
         row(40, b"plain", t=T0 - 1, tt=0),
@@ -367,3 +367,20 @@ def test_runs_of_equal_records_and_long_varints() -> None:
     bad[i] = varint(len(record(0, b"x" * 5)))[0]  # claims one byte more than its body
     with pytest.raises(InvalidMessageSizeError, match="record 8 of 12: length 0 does not fit"):
         decode_log(bytes(bad), verify_crc=False)
+
+
+@pytest.mark.parametrize(("codec", "name"), [(GZIP, "gzip"), (SNAPPY, "snappy"), (LZ4, "lz4")])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_every_legacy_codec_and_magic(codec: int, name: str, magic: int) -> None:
+    ts = {"timestamp": T0} if magic else {}
+    inner = [message(i if magic else 10 + i, v, key=k, magic=magic, **ts)
+             for i, (v, k) in enumerate([(b"x", None), (None, b"k"), (b"", b"")])]
+    data = wrapper(12, inner, codec, magic=magic, **ts) + message(13, b"after", magic=magic)
+    tt = 0 if magic else -1  # magic 1: create time; magic 0: no timestamp
+    assert [(r["offset"], r["inner_index"], r["compression"], r["value"], r["key"],
+             r["timestamp_type"]) for r in rows(data)] == [
+        (10, 0, name, b"x", None, tt),
+        (11, 1, name, None, b"k", tt),
+        (12, 2, name, b"", b"", tt),
+        (13, 0, "none", b"after", None, tt),
+    ]

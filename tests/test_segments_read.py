@@ -165,6 +165,9 @@ def test_tiny_read_buffer_gives_the_same_rows(tmp_path: Path, suffix: str) -> No
     d.mkdir()
     big = b"B" * 5000
     data = (v2_file(0, 12) + batch(12, [record(0, big)]) + v2_file(13, 4, GZIP)
+            + message(17, b"legacy", key=b"k") + wrapper(19, [message(0, b"a", magic=1),
+                                                              message(1, big, magic=1)],
+                                                         SNAPPY, magic=1)
             if suffix == ".log" else k07([b"x" * i for i in range(30)] + [big]))
     (d / name(0, suffix)).write_bytes(data)
     whole, stop = items(split_of(d / name(0, suffix)))
@@ -331,3 +334,10 @@ def test_cli_dump_reads_log_files(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr()
     assert out.out.startswith("offset=0 next=1 inner=0 codec=none size=3 key='k0'")
     assert f"corrupt at offset {at}: byte {at}: record batch CRC-32C mismatch" in out.err
+
+
+def test_a_file_gone_after_planning_is_a_clear_error(logdir: Path) -> None:
+    parts = plan_segments(parse_segment_options({"path": str(logdir / "events-1")}))
+    (logdir / "events-1" / name(0)).unlink()
+    with pytest.raises(SegmentFileError, match=r"events-1/0+\.log: cannot read"):
+        list(read_segment_partition(parts[0]))

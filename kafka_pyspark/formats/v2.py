@@ -50,6 +50,7 @@ _RUN_MIN = 8  # records of one size from which the walk confirms them in bulk
 Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp
+_INT32_LIMIT = (1 << 31) - 1  # buffers below this are tiled with int32 offsets
 
 
 @dataclass(frozen=True)
@@ -272,14 +273,23 @@ class _Fields:
 
 
 def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array:
+    """The slices ``[start, start + size)`` of ``buffer`` (in order, not overlapping) as one
+    binary column, null where not ``present``: a zero-copy array tiling the buffer (gap, slice,
+    gap, slice, ...), then one ``take`` of the slices."""
     n = len(start)
-    bounds = np.empty(2 * n + 1, dtype=np.int64)
+    if not present.any():
+        return pa.nulls(n, pa.binary())
+    small = buffer.size < _INT32_LIMIT
+    bounds = np.empty(2 * n + 1, dtype=np.int32 if small else np.int64)
     bounds[0] = 0
     bounds[1::2] = start
     bounds[2::2] = start + size
-    tiles = pa.Array.from_buffers(pa.large_binary(), 2 * n, [None, pa.py_buffer(bounds), buffer])
-    index = pa.array(np.arange(1, 2 * n, 2, dtype=np.int64), mask=~present)
-    return tiles.take(index).cast(pa.binary())
+    kind = pa.binary() if small else pa.large_binary()
+    tiles = pa.Array.from_buffers(kind, 2 * n, [None, pa.py_buffer(bounds), buffer])
+    index = pa.array(np.arange(1, 2 * n, 2, dtype=np.int64), mask=None if present.all()
+                     else ~present)
+    out = tiles.take(index)
+    return out if small else out.cast(pa.binary())
 
 
 def _headers(buf: Buffer, f: _Fields, p: I64, count: I64) -> tuple[pa.Array, I64]:

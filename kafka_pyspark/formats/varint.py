@@ -36,9 +36,19 @@ def read_many(buf: U8, pos: I64, width: int) -> tuple[I64, I64, int]:
     varints still going (most Kafka varints are 1 or 2 bytes)."""
     n = len(pos)
     first = buf[pos]
+    long = first >= 0x80
+    if not long.any():
+        values = (first >> 1).astype(np.int64) ^ -(first & 1).astype(np.int64)
+        return values, np.ones(n, dtype=np.int64), n
+    if width >= 2 and pos.max() + 1 < len(buf):  # all of 1 or 2 bytes: two gathers, no scatter
+        second = buf[pos + 1]
+        if not (long & (second >= 0x80)).any():
+            raw2 = np.where(long, (first & 0x7F).astype(np.int64) | (second.astype(np.int64) << 7),
+                            first.astype(np.int64))
+            return (raw2 >> 1) ^ -(raw2 & 1), 1 + long.astype(np.int64), n
     raw = (first & 0x7F).astype(np.uint64)
     lengths = np.ones(n, dtype=np.int64)
-    going = np.flatnonzero(first >= 0x80)
+    going = np.flatnonzero(long)
     k = 1
     while going.size:
         at = pos[going] + k

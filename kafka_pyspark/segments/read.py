@@ -104,7 +104,9 @@ class _Piece:
         self.resolver: TxnResolver | None = None
         self.warned: set[int] = set()
 
-    def decode(self, buf: bytes, pos: int, stop: int) -> tuple[pa.RecordBatch, int, int | None]:
+    def decode(
+        self, buf: memoryview, pos: int, stop: int
+    ) -> tuple[pa.RecordBatch, int, int | None]:
         """Rows, bytes consumed and the partial entry's size, for ``buf`` at ``pos``."""
         s = self.settings
         if self.file.kind == "kafka07":
@@ -147,32 +149,44 @@ class _Piece:
 def iter_split(
     fs: pafs.FileSystem, split: SegmentSplit, settings: ReadSettings
 ) -> Iterator[pa.RecordBatch | ReadStop]:
-    """The rows of ``split`` (entries starting in ``[start, end)``), then one stop."""
+    """The rows of ``split`` (entries starting in ``[start, end)``), then one stop.
+
+    One reusable read buffer (the decoders copy what they keep): the bytes of an entry cut off
+    at its end move to its front and the next read fills the rest, so no chunk is copied; it
+    grows only for an entry larger than it.
+    """
     piece = _Piece(fs, split, settings)
-    pos, carry, need = split.start, b"", settings.buffer_size
+    pos, filled, need = split.start, 0, settings.buffer_size
+    buf = bytearray(need)
     with fs.open_input_file(split.file.path) as src:
         src.seek(pos)
         while pos < split.end:
-            data = src.read(need - len(carry))
-            buf = carry + data if carry else data
+            if need > len(buf):
+                grown = bytearray(need)
+                grown[:filled] = buf[:filled]
+                buf = grown
+            got = src.readinto(memoryview(buf)[filled:need])
+            filled += got
+            view = memoryview(buf)[:filled]
             try:
-                batch, used, partial = piece.decode(buf, pos, split.end)
+                batch, used, partial = piece.decode(view, pos, split.end)
             except MessageError as e:
                 at = piece.position_of(e, pos)
                 if at > pos:
-                    yield piece.decode(buf, pos, at)[0]
+                    yield piece.decode(view, pos, at)[0]
                 yield ReadStop("corrupt", at, _reason(e), e)
                 return
             if batch.num_rows:
                 yield batch
             pos += used
-            carry = buf[used:]
+            filled -= used
+            buf[:filled] = buf[used : used + filled]
             # the total buffer wanted next: the whole cut-off entry when its size is known
-            need = max(partial or 0, len(carry) + settings.buffer_size)
-            if not data and pos < split.end:
-                if carry:
-                    yield ReadStop("torn-tail", pos, f"{len(carry)} bytes at the end of the "
-                                   "file are not a whole entry (a torn tail)")
+            need = max(partial or 0, filled + settings.buffer_size)
+            if not got and pos < split.end:
+                if filled:
+                    yield ReadStop("torn-tail", pos, f"{filled} bytes at the end of the file "
+                                   "are not a whole entry (a torn tail)")
                     return
                 break
     yield ReadStop("end", pos)

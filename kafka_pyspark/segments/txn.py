@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import pyarrow.fs as pafs
 
+from kafka_pyspark.errors import MessageError, SegmentFileError
 from kafka_pyspark.formats import decode_log
 from kafka_pyspark.formats.layout import (
     BATCH_CONTROL,
@@ -73,7 +74,11 @@ class TxnResolver:
                     break  # a torn tail or corruption: the reading task reports it
                 if (head[MAGIC_POSITION] == MAGIC_V2 and len(head) == _HEAD
                         and int.from_bytes(head[BATCH_CRC_START:_HEAD], "big") & BATCH_CONTROL):
-                    for m in decode_log(src.read_at(total, pos)).markers:
+                    try:
+                        found = decode_log(src.read_at(total, pos), pos).markers
+                    except MessageError as e:
+                        raise SegmentFileError(f.path, pos, f"control batch: {e}") from e
+                    for m in found:
                         self._offsets.setdefault(m.producer_id, []).append(m.offset)
                         self._commits.setdefault(m.producer_id, []).append(m.commit)
                 pos += total

@@ -106,6 +106,15 @@ def read_segment_partition(partition: InputPartition) -> Iterator[pa.RecordBatch
         return
     split = partition.split
     f = split.file
+    try:
+        yield from _read(partition)
+    except OSError as e:  # pyarrow's I/O errors are OSErrors
+        raise SegmentFileError(f.path, None, f"cannot read: {e}") from e
+
+
+def _read(partition: SegmentInputPartition) -> Iterator[pa.RecordBatch]:
+    split = partition.split
+    f = split.file
     for item in iter_split(partition.fs, split, partition.settings):
         if not isinstance(item, ReadStop):
             yield with_segment_columns(item, f.topic, partition.broker, f.partition)
