@@ -263,3 +263,15 @@ def test_consume_follow_waits_for_new_messages(
     assert codes == [0]
     assert sorted(capsys.readouterr().out.splitlines()) == ["aaaaaaa", "bbbbbbb", "ccccccc",
                                                             "later"]
+
+
+def test_consume_reports_a_hung_broker_and_reads_the_rest(
+    broker: Any, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _produce(broker, "t", 1, THREE[:1], "none")
+    broker.wait_for_topic("t")
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\n"
+    (line,) = out.err.splitlines()
+    assert line.startswith("kafka07: t 1-0: ") and f"127.0.0.1:{hung_broker}" in line

@@ -163,6 +163,16 @@ def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:
 # --- per-broker work with a deadline ---------------------------------------------------------
 
 
+def broker_connection(broker_id: int, address: BrokerAddress, timeout_ms: int) -> BrokerConnection:
+    """A connection for a command: ``timeout_ms`` per request and no retries, so a hung or
+    unreachable broker costs one timeout, not four."""
+    from kafka_pyspark.client import BrokerConnection
+
+    return BrokerConnection(
+        address.host, address.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
+    )
+
+
 @dataclass(frozen=True)
 class BrokerFailure:
     """Why a broker's part of a table could not be filled."""
@@ -183,8 +193,6 @@ def per_broker(
     connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
     finished after twice ``timeout_ms``, gets a :class:`BrokerFailure`; the others are
     unaffected."""
-    from kafka_pyspark.client import BrokerConnection
-
     out: dict[int, T | BrokerFailure] = {}
     conns: dict[int, BrokerConnection] = {}
     threads: dict[int, threading.Thread] = {}
@@ -198,9 +206,7 @@ def per_broker(
             out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
 
     for broker_id, a in brokers.items():
-        conns[broker_id] = BrokerConnection(
-            a.host, a.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
-        )
+        conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
         threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
         threads[broker_id].start()
     # each request has ``timeout_ms`` (the socket timeout); a broker's whole part gets twice that

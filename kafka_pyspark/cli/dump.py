@@ -22,6 +22,7 @@ from kafka_pyspark.cli.common import (
     EXIT_OK,
     CliError,
     add_cluster_args,
+    broker_connection,
     json_line,
     live_brokers,
     open_cluster,
@@ -256,7 +257,6 @@ def cmd_dump(args: argparse.Namespace) -> int:
 
 def _dump_live(args: argparse.Namespace) -> int:
     from kafka_pyspark.client import earliest, latest
-    from kafka_pyspark.cluster import connect
 
     if not (args.zk or args.broker_list) or args.partition is None:
         raise CliError("a live dump needs --zk or --broker-list, --topic and --partition B-P")
@@ -267,7 +267,7 @@ def _dump_live(args: argparse.Namespace) -> int:
             raise CliError(f"broker {key[0]} is not live (live: {sorted(brokers)})")
         if cluster.registry() is not None and key not in topic_partitions(cluster, args.topic):
             raise CliError(f"topic {args.topic!r} has no partition {key[0]}-{key[1]}", EXIT_DATA)
-        with connect(key[0], brokers[key[0]], args.timeout_ms, 65536) as conn:
+        with broker_connection(key[0], brokers[key[0]], args.timeout_ms) as conn:
             start = earliest(conn, args.topic, key[1]) if args.start is None else args.start
             end = latest(conn, args.topic, key[1]) if args.end is None else args.end
             where = f"{args.topic} {key[0]}-{key[1]}"

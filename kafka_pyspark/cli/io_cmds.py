@@ -22,6 +22,7 @@ from kafka_pyspark.cli.common import (
     CliError,
     add_cluster_args,
     bp,
+    broker_connection,
     error,
     json_document,
     json_line,
@@ -194,19 +195,17 @@ class _Consumer:
 
     def bounds(self, key: tuple[int, int]) -> tuple[int, int]:
         from kafka_pyspark.client import earliest, latest
-        from kafka_pyspark.cluster import connect
 
-        with connect(key[0], self.brokers[key[0]], self.args.timeout_ms, 65536) as conn:
+        with broker_connection(key[0], self.brokers[key[0]], self.args.timeout_ms) as conn:
             return earliest(conn, self.args.topic, key[1]), latest(conn, self.args.topic, key[1])
 
     def read(self, key: tuple[int, int], start: int, end: int) -> int:
         """Print ``[start, end)`` of one broker-partition; returns where it got to."""
         from kafka_pyspark.client import iter_range
-        from kafka_pyspark.cluster import connect
 
         pos = start
         try:
-            with connect(key[0], self.brokers[key[0]], self.args.timeout_ms, 65536) as conn:
+            with broker_connection(key[0], self.brokers[key[0]], self.args.timeout_ms) as conn:
                 for res in iter_range(conn, self.args.topic, key[1], start, end):
                     budget = self.budget()
                     self.shown += _emit(res.batch, self.args.topic, key, self.args, budget)
