@@ -10,7 +10,7 @@ DESIGN.md targets, measured here as ratios in one run:
   Arrow IPC file, so it costs nothing but Spark's own path. The two runs are interleaved
   round by round (best of ``REPEAT``).
 * ``read.inprocess.realistic.<codec>``: the executor path alone (:func:`read_partition` of
-  every partition in this one process, one core, no Spark), against Kafka 0.7.2's own Java
+  every partition in one process of its own, one core, no Spark), against Kafka 0.7.2's own Java
   ``SimpleConsumer`` measured once on this machine (:data:`JAVA_SIMPLE_CONSUMER`, same kind of
   data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks).
 * ``read.stream.realistic.none``: ``readStream`` with ``maxBytesPerTrigger``
@@ -67,43 +67,41 @@ def produce(broker: Any, codec: str, values: list[bytes]) -> None:
             producer.flush()
 
 
-def _plan(broker: Any, topic: str) -> list[Any]:
-    from kafka_pyspark.spark.options import parse_read_options
-    from kafka_pyspark.spark.reader import plan_batch
-
-    options = parse_read_options(
-        {"broker.list": f"0:{broker.host}:{broker.port}", "subscribe": topic}
-    )
-    return plan_batch(options)
+_EXECUTOR_SCRIPT = """
+import sys, time
+import pyarrow as pa
+from kafka_pyspark.spark.options import parse_read_options
+from kafka_pyspark.spark.reader import plan_batch, read_partition
+brokers, topic, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+parts = plan_batch(parse_read_options({"broker.list": brokers, "subscribe": topic}))
+best = float("inf")
+for _ in range(3):
+    rows = 0
+    start = time.perf_counter()
+    for p in parts:
+        for b in read_partition(p):
+            rows += b.num_rows
+    best = min(best, time.perf_counter() - start)
+for i, p in enumerate(parts):
+    table = pa.Table.from_batches(list(read_partition(p)))
+    with pa.OSFile(f"{out}/{i}.arrow", "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        for batch in table.to_batches(max_chunksize=chunk):
+            w.write_batch(batch)
+print(rows / best)
+"""
 
 
 def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, Path]:
-    """Rows/s of :func:`read_partition` alone (best of two), and the rows it read, written as
+    """Rows/s of :func:`read_partition` alone (best of three) in a process of its own (an
+    executor's Python worker; the broker stays in this one), and the rows it read, written as
     one Arrow IPC file per partition in batches of ``chunk`` rows (the null source's input)."""
-    import pyarrow as pa
-
-    from kafka_pyspark.spark.reader import read_partition
-
-    parts = _plan(broker, _topic(codec))
-    best = float("inf")
-    rows = 0
-    for _ in range(2):
-        rows = 0
-        start = time.perf_counter()
-        for p in parts:
-            for b in read_partition(p):
-                rows += b.num_rows
-        best = min(best, time.perf_counter() - start)
     out = tmp / f"null-{codec}"
     out.mkdir()
-    for i, p in enumerate(parts):
-        table = pa.Table.from_batches(list(read_partition(p)))
-        with pa.OSFile(str(out / f"{i}.arrow"), "wb") as sink, pa.ipc.new_file(
-            sink, table.schema
-        ) as writer:
-            for batch in table.to_batches(max_chunksize=chunk):
-                writer.write_batch(batch)
-    return rows / best, out
+    done = subprocess.run(
+        [sys.executable, "-c", _EXECUTOR_SCRIPT, f"0:{broker.host}:{broker.port}",
+         _topic(codec), str(out), str(chunk)], check=True, capture_output=True, text=True,
+    )
+    return float(done.stdout.split()[-1]), out
 
 
 def _null_source() -> Any:

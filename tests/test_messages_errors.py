@@ -302,3 +302,13 @@ def test_encoder_errors() -> None:
         encode_message_set(pa.array([1, 2, 3]))
     with pytest.raises(SchemaError):
         encode_message_set([b"ok", 12])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy"])
+def test_wrapper_larger_than_one_inflate_step(codec: str) -> None:
+    values = [bytes([i]) * 100_000 for i in range(30)]  # 3 MB inside one wrapper
+    data = encode_message_set(values, compression=codec)
+    inner_size = len(encode_message_set(values))
+    result = decode_message_set(data, max_decompressed_size=inner_size)
+    assert result.batch.column("value").to_pylist() == values
+    raises(DecompressedSizeError, GOOD + data, BASE + 36, max_decompressed_size=inner_size - 1)

@@ -586,11 +586,16 @@ def test_fetch_answers_combined_into_bounded_batches(cluster: Cluster) -> None:
 
     small = batches(batch_rows=300)
     sizes = [b.num_rows for b in small]
-    assert len(small) > 2 and all(n >= 300 for n in sizes[:-1])
+    # combined up to 300 rows; an answer of 75 rows or more goes alone
+    assert len(small) > 2 and all(n >= 75 for n in sizes[:-1])
     assert all(n < 300 + 4096 for n in sizes)  # at most one fetch answer past the bound
     assert keyed(batches_rows(small)) == keyed(lg.rows)
-    assert len(batches()) == 1  # the whole partition is below the default bounds
+    assert len(batches(batch_rows=1 << 20)) == 1  # the whole partition is below these bounds
     answers = batches(batch_bytes=1)  # one batch per fetch answer
+    # answers of at least batch_rows // 4 rows are not combined (no copy of their values)
+    smallest = min(a.num_rows for a in answers[:-1])
+    alone = batches(batch_rows=4 * smallest)
+    assert [b.num_rows for b in alone][:-1] == [a.num_rows for a in answers][:-1]
     by_bytes = batches(batch_bytes=64 << 10)
     assert len(answers) > len(by_bytes) > 2
     assert all(b.nbytes < (64 << 10) + max(a.nbytes for a in answers) for b in by_bytes)

@@ -59,6 +59,16 @@ typedef struct {
     uint8_t pad[6];
 } rec_t;
 
+/* The walk is a chain of dependent loads (each LENGTH gives the next position), so a buffer
+ * that is not in cache costs a full memory latency per message. Messages are back to back, so
+ * the lines ahead of the walk are prefetched as it goes: it then runs at memory bandwidth. */
+#define PREFETCH_AHEAD 8192
+#if defined(__GNUC__)
+#define PREFETCH(addr) __builtin_prefetch(addr)
+#else
+#define PREFETCH(addr) ((void)0)
+#endif
+
 static inline uint32_t be32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
@@ -148,7 +158,11 @@ static PyObject *scan(PyObject *self, PyObject *args)
     Py_ssize_t n = 0, leaves = 0;
     long long leaf_bytes = 0, value = 0;
     int status = ST_END;
+    Py_ssize_t fetched = pos; /* lines before this one are prefetched */
     while (pos < limit) {
+        Py_ssize_t ahead = pos + PREFETCH_AHEAD < end ? pos + PREFETCH_AHEAD : end;
+        for (; fetched < ahead; fetched += 64)
+            PREFETCH(p + fetched);
         if (end - pos < LENGTH_SIZE) {
             status = ST_SHORT;
             break;

@@ -126,9 +126,28 @@ def gzip_decompress(payload: bytes | memoryview, limit: int, *, offset: int | No
     data: bytes | memoryview = payload
     while True:
         inflater = _gzip_decompressobj(16 + zlib.MAX_WBITS)  # gzip header required
+        total = _inflate_member(inflater, data, limit, total, parts, offset)
+        rest = inflater.unused_data
+        if rest[:2] != _GZIP_MAGIC:
+            break  # GZIPInputStream ignores trailing bytes that do not start a member
+        data = rest
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# Output is asked for in steps of at most this: an engine may size its output buffer by the
+# bound it is given, and a step bound keeps that small while the total stays checked.
+_INFLATE_STEP = 1 << 20
+
+
+def _inflate_member(
+    inflater: Any, data: bytes | memoryview, limit: int, total: int, parts: list[bytes],
+    offset: int | None,
+) -> int:
+    """Inflate one gzip member into ``parts``; returns the new total (at most ``limit``)."""
+    while True:
+        want = min(limit - total + 1, _INFLATE_STEP)  # one byte past the limit at most
         try:
-            # at most one byte past the limit is produced: a bomb is never inflated in full
-            out = inflater.decompress(data, limit - total + 1)
+            out = inflater.decompress(data, want)
         except GZIP_ERRORS as e:
             raise DecompressionError(f"undecodable gzip payload: {e}", offset=offset) from e
         total += len(out)
@@ -138,14 +157,12 @@ def gzip_decompress(payload: bytes | memoryview, limit: int, *, offset: int | No
                 "(max.decompressed.size)",
                 offset=offset,
             )
-        if not inflater.eof:
-            raise DecompressionError("gzip payload is truncated (no end of stream)", offset=offset)
         parts.append(out)
-        rest = inflater.unused_data
-        if rest[:2] != _GZIP_MAGIC:
-            break  # GZIPInputStream ignores trailing bytes that do not start a member
-        data = rest
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+        if inflater.eof:
+            return total
+        if len(out) < want and not inflater.unconsumed_tail:
+            raise DecompressionError("gzip payload is truncated (no end of stream)", offset=offset)
+        data = inflater.unconsumed_tail
 
 
 # --- snappy --------------------------------------------------------------------------------

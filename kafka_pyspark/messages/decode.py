@@ -162,15 +162,20 @@ class _Decoder:
         self.pieces: list[Piece] = []
         self.piece_root: list[int] = []  # outer message of an inner piece; -1: outer piece
         self.piece_depth: list[int] = []
+        self.piece_rows: list[int] = []  # rows of an inner piece
         self.used: dict[int, int] = {}  # decompressed bytes per outer wrapper
+        self._starts: list[int] | None = None
 
     def offset_of(self, root: int) -> int:
-        return self.base + int(self.outer.recs["start"][root])
+        if self._starts is None:
+            self._starts = self.outer.recs["start"].tolist()
+        return self.base + self._starts[root]
 
     def add(self, scan: Scan, lo: int, hi: int, root: int, depth: int) -> None:
         self.pieces.append(Piece(scan, lo, hi))
         self.piece_root.append(root)
         self.piece_depth.append(depth)
+        self.piece_rows.append(walk.leaf_count(scan, lo, hi) if root >= 0 else 0)
 
     def take(self, scan: Scan, root: int, depth: int) -> None:
         """Take the messages of ``scan`` in order (``root`` -1: the outer set)."""
@@ -273,12 +278,21 @@ class _Decoder:
         ):
             return None
         parts: list[I64] = []
-        for piece, root in zip(self.pieces, self.piece_root, strict=True):
-            recs = piece.scan.recs[piece.lo : piece.hi]
-            if root < 0:
-                parts.append(piece.lo + np.flatnonzero(recs["codec"] == 0))
-            else:
-                parts.append(np.full(int((recs["codec"] == 0).sum()), root, dtype=np.int64))
+        roots: list[int] = []  # a run of inner pieces: their outer messages and rows
+        rows: list[int] = []
+        for piece, root, count in zip(self.pieces, self.piece_root, self.piece_rows,
+                                      strict=True):
+            if root >= 0:
+                roots.append(root)
+                rows.append(count)
+                continue
+            if roots:
+                parts.append(np.repeat(np.array(roots, dtype=np.int64), rows))
+                roots, rows = [], []
+            codec = piece.scan.recs["codec"][piece.lo : piece.hi]
+            parts.append(np.flatnonzero(codec == 0) + piece.lo)
+        if roots:
+            parts.append(np.repeat(np.array(roots, dtype=np.int64), rows))
         if not parts:
             return np.zeros(0, dtype=np.int64)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -321,19 +335,23 @@ def _rank_in_group(keys: I64) -> npt.NDArray[np.int32]:
 
 def _assemble(outer: Scan, row_root: I64 | None, values: pa.Array, base: int) -> pa.RecordBatch:
     """The batch; ``row_root`` is the outer message of every row (None: row i is outer i)."""
-    recs = outer.recs if row_root is None else outer.recs[row_root]
+    recs = outer.recs
     offset = recs["start"] + base
     next_offset = offset + LENGTH_SIZE + recs["length"]
-    codes = recs["codec"]
-    n = len(recs)
+    n = len(recs) if row_root is None else len(row_root)
     if row_root is None:
-        codec_column = _codec_column(0, n)
-    elif n and int(codes.min()) == int(codes.max()):
+        return pa.RecordBatch.from_arrays(
+            [pa.array(offset), pa.array(next_offset), _zeros_column(n), _codec_column(0, n),
+             values],
+            schema=MESSAGE_SCHEMA,
+        )
+    codes = recs["codec"][row_root]
+    if n and int(codes.min()) == int(codes.max()):
         codec_column = _codec_column(int(codes[0]), n)
     else:
         codec_column = _CODEC_STRINGS.take(pa.array(codes.astype(np.int32)))
-    inner_index = _zeros_column(n) if row_root is None else pa.array(_rank_in_group(row_root))
-    arrays = [pa.array(offset), pa.array(next_offset), inner_index, codec_column, values]
+    arrays = [pa.array(offset[row_root]), pa.array(next_offset[row_root]),
+              pa.array(_rank_in_group(row_root)), codec_column, values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
 
 

@@ -17,6 +17,7 @@ a problem in the input is a ``status`` of the scan, turned into a typed error by
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -106,7 +107,9 @@ def payload_size(recs: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
 def scan(buf: memoryview, pos: int, end: int, stop: int) -> Scan:
     """The complete messages of ``buf[pos:end]`` that start before ``stop``, up to the first
     incomplete or malformed one."""
-    recs = np.empty(max(0, min(end, stop) - pos) // _MIN_SIZE + 1, dtype=RECORD)
+    cap = max(0, min(end, stop) - pos) // _MIN_SIZE + 1
+    # from Arrow's pool (it keeps freed memory): an mmap per call costs more than the scan
+    recs = np.frombuffer(pa.allocate_buffer(cap * RECORD.itemsize), dtype=RECORD)
     if kernel is not None:
         n, at, status, value, leaves, leaf_bytes = kernel.scan(buf, pos, end, stop, recs)
     else:
@@ -117,50 +120,52 @@ def scan(buf: memoryview, pos: int, end: int, stop: int) -> Scan:
 def _scan_python(
     buf: memoryview, pos: int, end: int, stop: int, recs: npt.NDArray[Any]
 ) -> tuple[int, int, int, int, int, int]:
-    """:func:`scan` in Python: a loop over LENGTH fields, then the headers in bulk."""
+    """:func:`scan` in Python: a plain loop over the LENGTH fields, then every check in bulk.
+
+    The loop does not check LENGTH (that would cost as much as the loop): a negative one is
+    masked to a huge one, so the walk always moves forward and ends. The first start where
+    anything is wrong (too few bytes, a LENGTH out of range, an incomplete message, a bad
+    header) ends the scan there; what the loop found after it is dropped.
+    """
+    view = buf[:end]
     starts: list[int] = []
-    status, value = END, 0
+    append = starts.append
     unpack = LENGTH.unpack_from
     limit = min(end, stop)
-    while pos < limit:
-        if end - pos < LENGTH_SIZE:
-            status = SHORT
-            break
-        (length,) = unpack(buf, pos)
-        if not MIN_LENGTH <= length <= MAX_MESSAGE_LENGTH:
-            status, value = BAD_LENGTH, length
-            break
-        if length > end - pos - LENGTH_SIZE:
-            status, value = PARTIAL, length
-            break
-        starts.append(pos)
-        pos += LENGTH_SIZE + length
-    n = len(starts)
-    if n == 0:
-        return 0, pos, status, value, 0, 0
+    try:
+        while pos < limit:
+            append(pos)
+            pos += (unpack(view, pos)[0] & 0x7FFFFFFF) + LENGTH_SIZE
+    except struct.error:  # fewer than 4 bytes at the last start
+        pass
+    if not starts:
+        return 0, pos, END, 0, 0, 0
     first = np.array(starts, dtype=np.int64)
-    arr = np.frombuffer(buf, dtype=np.uint8)
-    head = np.take(arr, first[:, None] + np.arange(10), mode="clip")  # LENGTH..CRC32 (magic 1)
+    head = np.take(np.frombuffer(view, dtype=np.uint8), first[:, None] + np.arange(10),
+                   mode="clip")  # LENGTH, MAGIC, ATTRIBUTES, CRC32 (magic 1)
     length = head[:, :4].copy().view(">i4")[:, 0]
     magic, attributes = head[:, 4], head[:, 5]
     v1 = magic == 1
     codec = np.where(v1, attributes & CODEC_MASK, 0)
-    crc_v1 = head[:, 6:10].copy().view(">u4")[:, 0]
-    crc = np.where(v1, crc_v1, head[:, 5:9].copy().view(">u4")[:, 0])
-    bad_magic = magic > 1
-    short_v1 = v1 & (length < MIN_LENGTH_V1)
-    bad_codec = v1 & ~short_v1 & (codec == 3)
-    bad = bad_magic | short_v1 | bad_codec
-    if bool(bad.any()):
-        i = int(np.argmax(bad))
-        pos = starts[i]
-        if bad_magic[i]:
-            status, value = BAD_MAGIC, int(magic[i])
-        elif short_v1[i]:
-            status, value = SHORT_V1, int(length[i])
-        else:
-            status, value = BAD_CODEC, int(attributes[i])
-        n = i
+    crc = np.where(v1, head[:, 6:10].copy().view(">u4")[:, 0],
+                   head[:, 5:9].copy().view(">u4")[:, 0])
+    problems = [  # in the order the kernel checks them, with the value it reports
+        (SHORT, end - first < LENGTH_SIZE, None),
+        (BAD_LENGTH, (length < MIN_LENGTH) | (length > MAX_MESSAGE_LENGTH), length),
+        (PARTIAL, first + LENGTH_SIZE + length > end, length),
+        (BAD_MAGIC, magic > 1, magic),
+        (SHORT_V1, v1 & (length < MIN_LENGTH_V1), length),
+        (BAD_CODEC, v1 & (codec == 3), attributes),
+    ]
+    n = len(first)
+    status, value = END, 0
+    if bool(np.logical_or.reduce([mask for _, mask, _ in problems]).any()):
+        for kind, mask, values in problems:
+            hit = np.flatnonzero(mask[:n])
+            if len(hit):
+                n = int(hit[0])
+                status, value = kind, 0 if values is None else int(values[n])
+        pos = starts[n]
     out = recs[:n]
     out["start"] = first[:n]
     out["length"] = length[:n]
@@ -196,9 +201,12 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
             "the decoded values of one call exceed 2 GiB (one Arrow binary column); "
             "use a smaller fetch size or max.decompressed.size"
         )
-    data = np.empty(total + 4, dtype=np.uint8)  # 4 bytes for the last CRC word
+    # Arrow's allocator keeps freed memory: no page faults on every call's fresh buffers
+    data_buffer = pa.allocate_buffer(total + 4)  # 4 bytes for the last CRC word
+    offsets_buffer = pa.allocate_buffer(4 * (count + 1))
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
     data[total:] = 0
-    offsets = np.empty(count + 1, dtype=np.int32)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)
     offsets[0] = 0
     bad: Bad | None = None
     if kernel is not None:
@@ -215,16 +223,19 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
                 bad = _first_bad(pieces)
     else:
         bad = _gather_python(pieces, data, offsets, count, verify_crc)
-    values = pa.Array.from_buffers(
-        _BINARY, count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
+    values = pa.Array.from_buffers(_BINARY, count, [None, offsets_buffer, data_buffer])
     return values, bad
 
 
+def leaf_count(scan: Scan, lo: int, hi: int) -> int:
+    """Uncompressed messages among ``scan.recs[lo:hi]``."""
+    if lo == 0 and hi == len(scan.recs):
+        return scan.leaves
+    return int((scan.recs["codec"][lo:hi] == 0).sum())
+
+
 def _leaves(p: Piece) -> int:
-    if p.lo == 0 and p.hi == len(p.scan.recs):
-        return p.scan.leaves
-    return int((p.scan.recs["codec"][p.lo : p.hi] == 0).sum())
+    return leaf_count(p.scan, p.lo, p.hi)
 
 
 def _leaf_bytes(p: Piece) -> int:
@@ -234,36 +245,47 @@ def _leaf_bytes(p: Piece) -> int:
     return int(payload_size(recs)[recs["codec"] == 0].sum())
 
 
-def _leaf_fields(p: Piece) -> tuple[list[int], list[int], list[int]]:
-    recs = p.scan.recs[p.lo : p.hi]
-    recs = recs[recs["codec"] == 0]
-    return payload_start(recs).tolist(), payload_size(recs).tolist(), recs["crc"].tolist()
-
 
 def _gather_python(
     pieces: Sequence[Piece], data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32],
     count: int, verify_crc: bool,
 ) -> Bad | None:
-    """:func:`gather`'s copy and check in Python: one slice per payload, one join."""
-    views: list[memoryview] = []
-    sizes: list[int] = []
-    crcs: list[int] = []
+    """:func:`gather`'s copy and check with Arrow and numpy: per piece, one ``take`` of the
+    payloads from a zero-copy binary array tiling its buffer (header, payload, header, ...)."""
+    dpos, k = 0, 0
+    crcs: list[npt.NDArray[np.uint32]] = []
     for p in pieces:
-        starts, lens, stored = _leaf_fields(p)
-        buf = p.scan.buf
-        views += [buf[s : s + n] for s, n in zip(starts, lens, strict=True)]
-        sizes += lens
-        crcs += stored
-    total = len(data) - 4
-    data[:total] = np.frombuffer(bytearray().join(views), dtype=np.uint8)
-    np.cumsum(sizes, out=offsets[1:])
+        recs = p.scan.recs[p.lo : p.hi]
+        leaves = np.flatnonzero(recs["codec"] == 0)
+        if not len(leaves):
+            continue
+        payloads = _tiles(p.scan.buf, recs).take(pa.array(2 * leaves + 1))
+        ends = np.frombuffer(payloads.buffers()[1], dtype=np.int64)[1 : len(leaves) + 1]
+        size = int(ends[-1])
+        data[dpos : dpos + size] = np.frombuffer(payloads.buffers()[2], dtype=np.uint8)[:size]
+        offsets[k + 1 : k + 1 + len(leaves)] = ends + dpos
+        dpos += size
+        k += len(leaves)
+        crcs.append(recs["crc"][leaves])
     if not verify_crc or not count:
         return None
-    lengths = np.array(sizes, dtype=np.int64)
-    if verify_concatenated(data[:total], lengths, np.array(crcs, dtype=np.uint32),
-                           ends=offsets[1:]):
+    lengths = np.diff(offsets).astype(np.int64)
+    if verify_concatenated(data[:dpos], lengths, np.concatenate(crcs), ends=offsets[1:]):
         return None
     return _first_bad(pieces)
+
+
+def _tiles(buf: memoryview, recs: npt.NDArray[Any]) -> pa.Array:
+    """A large-binary array over ``buf`` whose items are, in turn, each message's header and
+    its payload (the messages of ``recs`` are back to back), without copying."""
+    n = len(recs)
+    tiles = np.empty(2 * n + 1, dtype=np.int64)
+    tiles[0 : 2 * n : 2] = recs["start"]
+    tiles[1 : 2 * n : 2] = payload_start(recs)
+    tiles[2 * n] = int(recs["start"][-1]) + LENGTH_SIZE + int(recs["length"][-1])
+    return pa.Array.from_buffers(
+        pa.large_binary(), 2 * n, [None, pa.py_buffer(tiles), pa.py_buffer(buf)]
+    )
 
 
 def _first_bad(pieces: Sequence[Piece]) -> Bad | None:

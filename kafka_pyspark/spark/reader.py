@@ -10,9 +10,10 @@ broker-partitions, asks OFFSETS for their bounds (:mod:`.offsets`), fixes every 
 Executors: :func:`read_partition` (shared with the streaming reader; it knows nothing of the
 mode) opens one connection to the partition's broker, fetches its ranges (FETCH, or MULTIFETCH
 for packed ranges), decodes and yields ``pyarrow.RecordBatch`` es of exactly
-:data:`~kafka_pyspark.spark.schema.ARROW_READ_SCHEMA`: consecutive fetch answers of one range
-combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes (Spark pays per
-batch), so memory is bounded by those and the fetch size, never by the topic.
+:data:`~kafka_pyspark.spark.schema.ARROW_READ_SCHEMA`: one per fetch answer (its values copied
+once, from the socket buffer into the Arrow column), small consecutive answers of one range
+combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes, so memory is bounded
+by those and the fetch size, never by the topic.
 """
 
 from __future__ import annotations
@@ -96,8 +97,14 @@ def with_source_columns(
 
 
 class _Coalescer:
-    """Combines consecutive decoded batches of one range into batches of up to ``rows`` rows /
-    ``nbytes`` bytes, then adds the source columns once per combined batch."""
+    """Combines small consecutive decoded batches of one range into batches of up to ``rows``
+    rows / ``nbytes`` bytes, then adds the source columns once per batch.
+
+    A decoded batch of ``rows // 4`` rows or more (a full fetch answer, normally) goes to Spark
+    as it is: combining costs a copy of every value, and Spark's cost per batch is already
+    small at that size (``bench/realistic.py``). Small answers (a range's tail, big messages)
+    are combined so that Spark does not pay per batch for a handful of rows.
+    """
 
     __slots__ = ("broker", "held", "held_bytes", "held_rows", "key", "nbytes", "rows")
 
@@ -115,6 +122,10 @@ class _Coalescer:
         if self.key != (topic, partition):
             out.extend(self.flush())
             self.key = (topic, partition)
+        if batch.num_rows >= self.rows // 4:
+            out.extend(self.flush())
+            out.append(with_source_columns(batch, topic, self.broker, partition))
+            return out
         self.held.append(batch)
         self.held_rows += batch.num_rows
         self.held_bytes += batch.nbytes
