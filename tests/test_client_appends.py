@@ -54,3 +54,23 @@ def test_a_lazily_flushing_broker_is_waited_for(tmp_path: Path) -> None:
         p2.send(0, "lazy", 0, data)
         with pytest.raises(AppendShortfallError, match="waiting 0 s"):
             p2.flush()
+
+
+def test_a_shortfall_across_a_reconnect_says_the_broker_may_have_restarted(
+    tmp_path: Path,
+) -> None:
+    ok = encode_message_set([b"a" * 100])
+    big = encode_message_set([b"c" * 2000])
+    with EmbeddedBroker(log_dir=tmp_path, num_partitions=1, max_message_size=1000) as b:
+        with Producer({0: (b.host, b.port)}, timeout=5.0, retries=5, check_appends=0.2) as p:
+            p.send(0, "t", 0, ok)
+            assert p.flush() == {("t", 0, 0): DeliveryCount(1, len(ok))}
+            b.restart()  # the producer's next request reconnects: a new broker session
+            p.send(0, "t", 0, big)  # dropped by the broker
+            with pytest.raises(AppendShortfallError) as e:
+                p.flush()
+        text = str(e.value)
+        assert f"sent {len(big)} bytes but the log grew by 0 bytes" in text
+        assert "the connection was re-established in between" in text
+        assert "max.message.size is smaller" not in text
+        assert b.log_end("t", 0) == len(ok)

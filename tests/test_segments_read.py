@@ -341,3 +341,17 @@ def test_a_file_gone_after_planning_is_a_clear_error(logdir: Path) -> None:
     (logdir / "events-1" / name(0)).unlink()
     with pytest.raises(SegmentFileError, match=r"events-1/0+\.log: cannot read"):
         list(read_segment_partition(parts[0]))
+
+
+@pytest.mark.parametrize("suffix", [".log", ".kafka"])
+def test_zero_bytes_at_the_end_are_a_torn_tail(tmp_path: Path, suffix: str) -> None:
+    d = tmp_path / "z-0"
+    d.mkdir()
+    whole = v2_file(0, 10) if suffix == ".log" else k07([b"a", b"b", b"c"])
+    (d / name(0, suffix)).write_bytes(whole + b"\0" * 5000)
+    rows, stop = items(split_of(d / name(0, suffix)), buffer_size=1000)
+    assert stop.kind == "torn-tail" and stop.position == len(whole) and "zero bytes" in (
+        stop.error or "")
+    assert len(rows) == (10 if suffix == ".log" else 3)
+    (d / name(0, suffix)).write_bytes(whole + b"\0" * 5000 + b"\1")  # not only zeros: corrupt
+    assert items(split_of(d / name(0, suffix)))[1].kind == "corrupt"

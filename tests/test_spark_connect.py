@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.zk]
 def test_read_write_and_stream_through_spark_connect(broker: Any, zk_connect: str) -> None:
     pytest.importorskip("grpc", reason="pip install 'pyspark[connect]' (the test extra has it)")
     script = Path(__file__).with_name("connect_smoke.py")
+    # SPARK_TESTING: the local Connect server binds an ephemeral port and the client asks it
+    # which (PySpark's own tests do this, SPARK-42272); the default 15002 may be taken by
+    # another Spark Connect server on the machine.
     done = subprocess.run(
         [sys.executable, str(script), zk_connect],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_TESTING": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])

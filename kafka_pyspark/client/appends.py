@@ -12,8 +12,10 @@ What this detects and what it cannot:
 * detected: fewer bytes appended than sent, when no other producer appended to that
   partition in between (the usual case of a set dropped for its size);
 * not detected: a drop covered by other producers' data appended to the same partition at the
-  same time (the growth is shared), or by a log that shrank and grew again (a broker restarted
-  and lost unflushed data: the connection is lost then anyway, which fails the delivery);
+  same time (the growth is shared);
+* a broker restarted between the two answers may have cut a torn tail from its log (another
+  producer's half-written set), understating the growth: the connection was re-established in
+  between (``reconnected``), and the report says the shortfall may be that instead;
 * a 0.7 broker reports only *flushed* bytes (``log.flush.interval`` > 1 on real brokers), so a
   short growth is re-checked until it covers what was sent or ``wait`` seconds passed; only
   then is it reported. A broker that flushes more lazily than ``wait`` is reported as short
@@ -42,6 +44,8 @@ class Shortfall:
     before: int
     after: int
     sent: int
+    #: the connection was re-established since ``before`` was read (a broker restart?)
+    reconnected: bool = False
 
     @property
     def grown(self) -> int:
@@ -55,13 +59,15 @@ class AppendLedger:
     def __init__(self) -> None:
         self._base: dict[Part, int] = {}
         self._sent: dict[Part, int] = {}
+        self._session: dict[Part, int] = {}  # the connection's socket count at the base
 
     def needs_base(self, topic: str, partition: int) -> bool:
         """True when the log end must be asked before producing to this partition."""
         return partition >= 0 and (topic, partition) not in self._base
 
-    def set_base(self, topic: str, partition: int, end: int) -> None:
+    def set_base(self, topic: str, partition: int, end: int, session: int = 0) -> None:
         self._base[(topic, partition)] = end
+        self._session[(topic, partition)] = session
         self._sent.setdefault((topic, partition), 0)
 
     def add_sent(self, topic: str, partition: int, nbytes: int) -> None:
@@ -77,11 +83,13 @@ class AppendLedger:
         *,
         known: dict[Part, int] | None = None,
         wait: float = 0.0,
+        session: int = 0,
     ) -> list[Shortfall]:
         """Compare each partition's growth with what was sent to it; ``latest(topic,
         partition)`` asks the log end (after the barrier); ``known`` holds ends already
         answered (the barrier's own). Short partitions are asked again until ``wait`` seconds
-        passed. Checked partitions start afresh from their new end."""
+        passed. ``session`` is the connection's socket count now (see ``set_base``).
+        Checked partitions start afresh from their new end."""
         ends = dict(known or {})
         for part in self.parts():
             if part not in ends:
@@ -98,11 +106,13 @@ class AppendLedger:
             for part in short:
                 ends[part] = latest(*part)
         out = [
-            Shortfall(t, p, self._base[(t, p)], ends[(t, p)], self._sent[(t, p)])
+            Shortfall(t, p, self._base[(t, p)], ends[(t, p)], self._sent[(t, p)],
+                      reconnected=self._session.get((t, p), 0) != session)
             for t, p in short
         ]
         for part in self.parts():
             self._base[part] = ends[part]
+            self._session[part] = session
             self._sent[part] = 0
         return out
 

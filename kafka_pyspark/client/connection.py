@@ -124,6 +124,7 @@ class BrokerConnection(Closing):
         # (bytes, requests, reason) of produced data whose connection was lost unconfirmed;
         # raised by the next produce()/barrier(), then forgotten.
         self._lost: tuple[int, int, str] | None = None
+        self._connects = 0  # sockets opened so far (a change means a new broker session)
 
     # --- introspection ---------------------------------------------------------------------
 
@@ -136,6 +137,11 @@ class BrokerConnection(Closing):
     @property
     def connected(self) -> bool:
         return self._sock is not None
+
+    @property
+    def connects(self) -> int:
+        """How many sockets this connection has opened (it reconnects after errors)."""
+        return self._connects
 
     @property
     def unconfirmed_bytes(self) -> int:
@@ -215,6 +221,7 @@ class BrokerConnection(Closing):
             sock = None
         if sock is None:
             sock = self._sock = self._connect()
+            self._connects += 1
         return sock
 
     @staticmethod

@@ -172,7 +172,7 @@ class Producer(Closing):
                             f"{item.partition} before producing {len(items)} message "
                             "sets: nothing was sent)"
                         ) from e
-                    ledger.set_base(item.topic, item.partition, end)
+                    ledger.set_base(item.topic, item.partition, end, conn.connects)
         chunks: list[list[wire.ProduceRequest]] = [[]]
         total = _MULTI_HEADER
         for item in items:
@@ -277,7 +277,8 @@ class Producer(Closing):
         conn = self.connection(broker_id)
         known = {barrier: end} if end is not None else {}
         return ledger.check(
-            lambda t, p: latest(conn, t, p), known=known, wait=self._check_appends
+            lambda t, p: latest(conn, t, p), known=known, wait=self._check_appends,
+            session=conn.connects,
         )
 
     def close(self) -> None:
@@ -302,14 +303,23 @@ def _barrier_target(sent: Mapping[Key, DeliveryCount]) -> tuple[str, int]:
 
 
 def _shortfall_text(broker_id: int, s: Shortfall, wait: float) -> str:
-    return (
+    head = (
         f"topic {s.topic!r} broker {broker_id} partition {s.partition}: sent {s.sent} bytes "
         f"but the log grew by {s.grown} bytes (log end {s.before} -> {s.after}, still short "
-        f"after waiting {wait:g} s for the broker to flush): the broker dropped data without "
-        "an answer. Likely cause: the broker's max.message.size is smaller than the writer's "
-        "(a 0.7 broker silently drops a message set holding a larger message); lower the "
-        "writer's max.message.size to the broker's. (A broker that flushes less often than "
-        "that wait would look the same)"
+        f"after waiting {wait:g} s for the broker to flush)"
+    )
+    if s.reconnected:
+        return (
+            f"{head}, and the connection was re-established in between: the broker may have "
+            "restarted and cut a torn tail from its log, or dropped data without an answer; "
+            "what it holds cannot be told from the log end (check the topic, or rerun: "
+            "at-least-once)"
+        )
+    return (
+        f"{head}: the broker dropped data without an answer. Likely cause: the broker's "
+        "max.message.size is smaller than the writer's (a 0.7 broker silently drops a message "
+        "set holding a larger message); lower the writer's max.message.size to the broker's. "
+        "(A broker that flushes less often than that wait would look the same)"
     )
 
 

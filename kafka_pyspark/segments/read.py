@@ -7,8 +7,9 @@ columns: no key, no timestamp, ``timestamp_type`` -1, no headers), then exactly 
 :class:`ReadStop` saying where and why it stopped:
 
 - ``end``: the piece was read to its end;
-- ``torn-tail``: the file ends inside an entry (a crash while appending; Kafka's recovery
-  truncates it): the rows before it are all there, nothing is lost that was ever complete;
+- ``torn-tail``: the file ends inside an entry, or in zero bytes from there on (a crash while
+  appending; Kafka's recovery truncates it): the rows before it are all there, nothing is lost
+  that was ever complete;
 - ``corrupt``: an entry in the middle is corrupt (CRC, impossible length, magic, codec,
   undecodable payload); every valid row before it has been yielded.
 
@@ -37,6 +38,7 @@ from kafka_pyspark.segments.txn import TxnResolver
 log = logging.getLogger(__name__)
 
 DEFAULT_BUFFER_SIZE = 8 << 20
+ZERO_TAIL_MAX = 16 << 20  # a file ending in at most this many zero bytes has a torn tail
 
 StopKind = Literal["end", "torn-tail", "corrupt"]
 
@@ -146,6 +148,16 @@ class _Piece:
         return chunk.batch if keep.all() else chunk.batch.filter(pa.array(keep))
 
 
+def _zeros_to_end(src: pafs.NativeFile, at: int) -> bool:
+    """Whether every byte of the file from ``at`` on is zero (up to :data:`ZERO_TAIL_MAX`
+    bytes: a longer zero run is not taken for a crash artifact)."""
+    size = src.size()
+    if size - at > ZERO_TAIL_MAX:
+        return False
+    data = src.read_at(size - at, at)
+    return len(data) == size - at and not data.strip(b"\0")
+
+
 def iter_split(
     fs: pafs.FileSystem, split: SegmentSplit, settings: ReadSettings
 ) -> Iterator[pa.RecordBatch | ReadStop]:
@@ -174,7 +186,11 @@ def iter_split(
                 at = piece.position_of(e, pos)
                 if at > pos:
                     yield piece.decode(view, pos, at)[0]
-                yield ReadStop("corrupt", at, _reason(e), e)
+                if _zeros_to_end(src, at):
+                    yield ReadStop("torn-tail", at, "the file ends in zero bytes (space the "
+                                   "filesystem allocated but a crash left unwritten)")
+                else:
+                    yield ReadStop("corrupt", at, _reason(e), e)
                 return
             if batch.num_rows:
                 yield batch
