@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from kafka_pyspark.errors import InvalidPartitionError, SchemaError, TopicNameError
 from kafka_pyspark.partitioner import hash_partitions, java_hashcodes, random_partitions
+from kafka_pyspark.spark.options import MAX_INT32
 from kafka_pyspark.spark.writer.rows import RowError, Targets, row_label
 from kafka_pyspark.wire import validate_topic_name
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
     from kafka_pyspark.spark.writer.plan import WritePlan
 
-_MAX_INT32 = 2**31 - 1
 
 Ids = npt.NDArray[np.int64]
 
@@ -268,7 +268,7 @@ class Router:
         registered = self._counts[topic]
         if broker not in self.plan.brokers:
             return f"broker {broker} is not a live broker (live: {sorted(self.plan.brokers)})"
-        if not 0 <= partition <= _MAX_INT32:
+        if not 0 <= partition <= MAX_INT32:
             return f"partition {partition} is not a partition number"
         if broker in registered and partition >= registered[broker]:
             return (
