@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
@@ -30,6 +31,7 @@ from kafka_pyspark.spark.writer import (
     build_plan,
     commit_job,
 )
+from kafka_pyspark.spark.writer.route import RandomRuns
 
 pytestmark = pytest.mark.zk
 
@@ -141,6 +143,34 @@ def test_keyless_rows_go_in_runs_of_batch_size(broker: Any, zk_connect: str) -> 
         assert len(rest) % 100 == 0
         for j in range(0, len(rest), 100):  # each set is 100 consecutive input rows
             assert rest[j : j + 100] == list(range(rest[j], rest[j] + 100))
+
+
+def test_null_keys_go_in_runs_of_batch_size_across_batches(broker: Any, zk_connect: str) -> None:
+    # the same random routing as keyless rows: a run of batch.size null-key rows continues
+    # across Arrow batches (it used to restart per batch, so sets mixed rows of distant batches)
+    create_topic(zk_connect, [broker], "nullruns")
+    values = [str(i).encode() for i in range(1000)]
+    result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="nullruns", batch_size="100")).write(
+        batches(values, keys=[None] * 1000, size=64)  # type: ignore[list-item]
+    )
+    assert result.error is None
+    assert sum(s for _, _, s in result.written.values()) == 10
+    found = read_topic([broker], "nullruns")
+    assert Counter(v for vals in found.values() for v in vals if v != b"seed") == Counter(values)
+    for vals in found.values():
+        rest = [int(v) for v in vals if v != b"seed"]
+        assert len(rest) % 100 == 0
+        for j in range(0, len(rest), 100):  # each set is 100 consecutive input rows
+            assert rest[j : j + 100] == list(range(rest[j], rest[j] + 100))
+
+
+def test_random_runs_continue_across_calls() -> None:
+    ids = np.array([10, 11, 12], dtype=np.int64)
+    runs = RandomRuns(ids, 4, np.random.default_rng(3))
+    got = np.concatenate([runs.take(n) for n in (3, 0, 6, 1, 2)])
+    assert len(got) == 12 and set(got.tolist()) <= {10, 11, 12}
+    for j in range(0, 12, 4):  # runs of 4 whatever the call sizes
+        assert len(set(got[j : j + 4].tolist())) == 1
 
 
 def test_compressed_set_split_to_fit_max_message_size(broker: Any, zk_connect: str) -> None:
