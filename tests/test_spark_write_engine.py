@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from kafka_pyspark.errors import (
+    AppendShortfallError,
     BrokerConnectionError,
     DeliveryError,
     InvalidPartitionError,
@@ -291,3 +292,12 @@ def test_commit_and_abort_logging(caplog: pytest.LogCaptureFixture) -> None:
     assert "topic 'x': 5 messages, 150 bytes [0-0: 5" in text
     assert "micro-batch 7 aborted: 1 of 2 tasks finished; what they wrote stays" in text
     assert "1 tasks failed: what they sent before failing may be partly in Kafka" in text
+
+
+def test_commit_raises_the_tasks_error_whole() -> None:
+    # the task's error crosses to the driver as itself: class and attributes kept
+    short = AppendShortfallError("task 1: 1 partition short", unconfirmed={("x", 0, 0): (1, 90)})
+    done = Kafka07CommitMessage(task="t1", rows=1, failure=short)
+    with pytest.raises(AppendShortfallError, match=r"^task 1: 1 partition short\. Written") as e:
+        commit_job([done], "write")
+    assert e.value.unconfirmed == {("x", 0, 0): (1, 90)}

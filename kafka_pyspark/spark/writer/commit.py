@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from kafka_pyspark import errors
-from kafka_pyspark.errors import KafkaError
+from kafka_pyspark.errors import KafkaError, with_context
 from kafka_pyspark.spark.writer.rows import Target
 
 log = logging.getLogger(__name__)
@@ -20,15 +19,23 @@ log = logging.getLogger(__name__)
 @dataclass
 class Kafka07CommitMessage(WriterCommitMessage):
     """What one write task did. ``written`` maps (topic, broker, partition) to (messages,
-    message-set bytes, message sets), all confirmed by the delivery barrier. ``error`` is set
-    when the task stopped at a bad row (see the module docstring); ``error_type`` is the name
-    of the :mod:`kafka_pyspark.errors` class to raise on the driver."""
+    message-set bytes, message sets), all confirmed by the delivery barrier. ``failure`` is set
+    when the task stopped at a bad row (see :mod:`kafka_pyspark.spark.writer`): the error the
+    driver raises, with context (it pickles whole, :class:`~kafka_pyspark.errors.KafkaError`);
+    ``error``/``error_type`` are its text and class name."""
 
     task: str
     rows: int
     written: dict[Target, tuple[int, int, int]] = field(default_factory=dict)
-    error: str | None = None
-    error_type: str | None = None
+    failure: KafkaError | None = None
+
+    @property
+    def error(self) -> str | None:
+        return None if self.failure is None else str(self.failure)
+
+    @property
+    def error_type(self) -> str | None:
+        return None if self.failure is None else type(self.failure).__name__
 
     @property
     def messages(self) -> int:
@@ -65,21 +72,6 @@ def merge(messages: Iterable[Kafka07CommitMessage]) -> dict[Target, tuple[int, i
     return total
 
 
-def _error_class(name: str | None) -> type[KafkaError]:
-    cls = getattr(errors, name or "", None)
-    if isinstance(cls, type) and issubclass(cls, KafkaError):
-        return cls
-    return KafkaError
-
-
-def _raise_class(cls: type[KafkaError], message: str) -> KafkaError:
-    """An instance of ``cls`` with ``message`` (some classes take extra constructor args)."""
-    try:
-        return cls(message)
-    except TypeError:
-        return KafkaError(message)
-
-
 def commit_job(messages: Sequence[WriterCommitMessage | None], what: str) -> None:
     """Driver: log the summary; raise the first task's data error, if any (with the summary)."""
     done = [m for m in messages if isinstance(m, Kafka07CommitMessage)]
@@ -95,10 +87,11 @@ def commit_job(messages: Sequence[WriterCommitMessage | None], what: str) -> Non
             what, len(failed), len(done), summary,
         )
         others = "" if len(failed) == 1 else f" ({len(failed) - 1} more tasks failed alike)"
-        raise _raise_class(
-            _error_class(first.error_type),
-            f"{first.error}{others}. Written and confirmed by all tasks before "
-            f"the job stopped (0.7 cannot take it back): {summary}",
+        assert first.failure is not None
+        raise with_context(
+            first.failure,
+            then=f"{others}. Written and confirmed by all tasks before the job stopped (0.7 "
+            f"cannot take it back): {summary}",
         )
     log.info("kafka07 %s committed: %d rows from %d tasks; %s", what, rows, len(done), summary)
 

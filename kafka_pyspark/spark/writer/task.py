@@ -24,6 +24,7 @@ from kafka_pyspark.errors import (
     MessageTooLargeError,
     RequestTooLargeError,
     SchemaError,
+    with_context,
 )
 from kafka_pyspark.spark.write_sizes import message_limit, request_limit
 from kafka_pyspark.spark.writer.commit import Kafka07CommitMessage, fmt_sets, fmt_written
@@ -79,8 +80,10 @@ class TaskWriter:
                 short = self._confirm(after=str(e))
                 log.error("%s stopped at a bad row: %s", self.task, e)
                 if short is not None:
-                    return self._result(error=type(short)(f"{short}. The task had also "
-                                                          f"stopped at a bad row: {e}"))
+                    return self._result(
+                        error=with_context(short, then=f". The task had also stopped at a bad "
+                                           f"row: {e}")
+                    )
                 return self._result(error=e.error)
             short = self._confirm()
             return self._result(error=short)
@@ -103,8 +106,7 @@ class TaskWriter:
             task=self.task,
             rows=self._rows_seen,
             written=self._written(),
-            error=None if error is None else str(error),
-            error_type=None if error is None else type(error).__name__,
+            failure=error,
         )
 
     # --- one batch -----------------------------------------------------------------------
@@ -189,7 +191,7 @@ class TaskWriter:
             confirmed = self._prod.flush()
         except AppendShortfallError as e:
             self._record_confirmed(e.confirmed)
-            short = AppendShortfallError(f"{self.task}: {e}")
+            short = with_context(e, self.task)
             log.error("%s", short)
             return short
         except BrokerConnectionError as e:

@@ -44,6 +44,45 @@ log = logging.getLogger(__name__)
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerError"]
 
 
+def _checked_settings(
+    *,
+    broker_id: int,
+    port: int,
+    num_partitions: int,
+    topic_partitions: Mapping[str, int] | None,
+    log_file_size: int,
+    flush_interval: int,
+    max_request_size: int,
+    max_message_size: int,
+    flush_interval_ms: int,
+) -> dict[str, int]:
+    """The broker's settings checked (:class:`OptionError` naming the first bad one); returns
+    the per-topic partition counts."""
+    if broker_id < 0:
+        raise OptionError("broker_id", f"must be >= 0, got {broker_id}")
+    if not 0 <= port <= 65535:
+        raise OptionError("port", f"must be 0..65535, got {port}")
+    if num_partitions < 1:
+        raise OptionError("num_partitions", f"must be >= 1, got {num_partitions}")
+    overrides = dict(topic_partitions or {})
+    for topic, count in overrides.items():
+        wire.validate_topic_name(topic)
+        if count < 1:
+            raise OptionError("topic_partitions", f"{topic!r}: must be >= 1, got {count}")
+    for name, value in (
+        ("log_file_size", log_file_size),
+        ("flush_interval", flush_interval),
+        ("max_request_size", max_request_size),
+    ):
+        if value < 1:
+            raise OptionError(name, f"must be >= 1, got {value}")
+    if max_message_size < 0:
+        raise OptionError("max_message_size", f"must be >= 0, got {max_message_size}")
+    if flush_interval_ms < 1:
+        raise OptionError("flush_interval_ms", f"must be >= 1, got {flush_interval_ms}")
+    return overrides
+
+
 class EmbeddedBroker(RequestHandlers, Service):
     """A real single-node Kafka 0.7.2 broker for tests, demos and users' own tests.
 
@@ -80,29 +119,12 @@ class EmbeddedBroker(RequestHandlers, Service):
         zk_connection_timeout: float = 6.0,
         fsync: bool = False,
     ) -> None:
-        if broker_id < 0:
-            raise OptionError("broker_id", f"must be >= 0, got {broker_id}")
-        if not 0 <= port <= 65535:
-            raise OptionError("port", f"must be 0..65535, got {port}")
-        if num_partitions < 1:
-            raise OptionError("num_partitions", f"must be >= 1, got {num_partitions}")
-        overrides = dict(topic_partitions or {})
-        for topic, count in overrides.items():
-            wire.validate_topic_name(topic)
-            if count < 1:
-                raise OptionError("topic_partitions", f"{topic!r}: must be >= 1, got {count}")
-        for name, value in (
-            ("log_file_size", log_file_size),
-            ("flush_interval", flush_interval),
-            ("max_request_size", max_request_size),
-        ):
-            if value < 1:
-                raise OptionError(name, f"must be >= 1, got {value}")
-        if max_message_size < 0:
-            raise OptionError("max_message_size", f"must be >= 0, got {max_message_size}")
-        if flush_interval_ms < 1:
-            raise OptionError("flush_interval_ms", f"must be >= 1, got {flush_interval_ms}")
-
+        overrides = _checked_settings(
+            broker_id=broker_id, port=port, num_partitions=num_partitions,
+            topic_partitions=topic_partitions, log_file_size=log_file_size,
+            flush_interval=flush_interval, max_request_size=max_request_size,
+            max_message_size=max_message_size, flush_interval_ms=flush_interval_ms,
+        )
         self._broker_id = broker_id
         self._host = host
         self._port = port
