@@ -209,9 +209,9 @@ class Cluster(Closing):
         if self._registry is not None:
             live = self._registry.brokers()
             counts = self._registry.topic_partitions(topic)
-            return [
-                (b, p) for b, n in sorted(counts.items()) if b in live for p in range(n)
-            ]
+            from kafka_pyspark.partitioner import sorted_partitions  # numpy: only when needed
+
+            return sorted_partitions(counts, live)
         assert self._static is not None
         out: list[tuple[int, int]] = []
         for broker_id in self._static:

@@ -10,9 +10,38 @@ Translation point: code that parses untrusted bytes catches ``struct.error``/``V
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 
 class KafkaError(Exception):
-    """Base class of every error raised by kafka_pyspark."""
+    """Base class of every error raised by kafka_pyspark.
+
+    Pickles whole (class, message and attributes such as ``offset`` or ``unconfirmed``),
+    whatever a subclass's constructor takes: a write task's error reaches the driver intact.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_remade, (type(self), self.args, dict(self.__dict__)))
+
+
+E = TypeVar("E", bound=KafkaError)
+
+
+def _remade(cls: type[E], args: tuple[Any, ...], state: dict[str, Any]) -> E:
+    new = cls.__new__(cls)
+    new.args = args
+    new.__dict__.update(state)
+    return new
+
+
+def with_context(error: E, context: str = "", *, then: str = "") -> E:
+    """``error`` again with context added to its message, ``"<context>: <message><then>"``.
+
+    The one way to add context to an error: same class and attributes (``offset``, ``code``,
+    ``option``, ...) whatever the class's constructor takes. Raise it ``from`` the original.
+    """
+    text = f"{context}: {error}" if context else str(error)
+    return _remade(type(error), (text + then,), dict(error.__dict__))
 
 
 # --- configuration / user input -------------------------------------------------------------

@@ -35,6 +35,8 @@ Binary keys
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -215,6 +217,14 @@ def hash_partitions(keys: pa.Array | pa.ChunkedArray, num_partitions: int) -> np
     return java_partitions(java_hashcodes(keys), num_partitions)
 
 
+def sorted_partitions(
+    counts: Mapping[int, int], live: Container[int]
+) -> list[tuple[int, int]]:
+    """0.7's producer's list for a topic: every (broker id, partition) of a live broker, sorted
+    by broker id then partition, from each broker's partition count (the one place it is built)."""
+    return [(b, p) for b, n in sorted(counts.items()) if b in live for p in range(n)]
+
+
 def random_partitions(
     num_rows: int, num_partitions: int, rng: np.random.Generator, block: int = 1
 ) -> npt.NDArray[np.int64]:
@@ -239,4 +249,5 @@ __all__ = [
     "java_partitions",
     "java_string_hashcode",
     "random_partitions",
+    "sorted_partitions",
 ]

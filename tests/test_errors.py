@@ -97,3 +97,31 @@ def test_connection_errors_are_builtin_compatible() -> None:
     assert issubclass(errors.BrokerConnectionError, ConnectionError)
     assert issubclass(errors.BrokerTimeoutError, TimeoutError)
     assert issubclass(errors.BrokerTimeoutError, errors.BrokerConnectionError)
+
+
+def test_with_context_keeps_class_and_attributes() -> None:
+    # OptionError's constructor takes (option, message): the old reflection fell back to
+    # another class for it; with_context never changes the class
+    e = errors.OptionError("batch.size", "must be >= 1, got 0")
+    got = errors.with_context(e, "write job", then=" (from the DataFrame writer)")
+    assert type(got) is errors.OptionError and got.option == "batch.size"
+    assert str(got) == (
+        "write job: option 'batch.size': must be >= 1, got 0 (from the DataFrame writer)"
+    )
+    m = errors.CorruptMessageError("CRC mismatch", offset=42)
+    got_m = errors.with_context(m, "topic 't' broker 0 partition 1")
+    assert type(got_m) is errors.CorruptMessageError and got_m.offset == 42
+    assert str(got_m) == "topic 't' broker 0 partition 1: CRC mismatch (at offset 42)"
+    assert str(errors.with_context(m)) == str(m)
+
+
+def test_kafka_errors_pickle_whole() -> None:
+    import pickle
+
+    d = errors.AppendShortfallError("short", unconfirmed={("t", 0, 1): (2, 300)})
+    back = pickle.loads(pickle.dumps(errors.with_context(d, "task 3")))
+    assert type(back) is errors.AppendShortfallError
+    assert str(back) == "task 3: short" and back.unconfirmed == {("t", 0, 1): (2, 300)}
+    o = pickle.loads(pickle.dumps(errors.OptionError("port", "bad")))  # (option, message)
+    assert type(o) is errors.OptionError and o.option == "port"
+    assert str(o) == "option 'port': bad"

@@ -19,6 +19,7 @@ from kafka_pyspark.partitioner import (
     java_partitions,
     java_string_hashcode,
     random_partitions,
+    sorted_partitions,
 )
 
 
@@ -171,3 +172,11 @@ def test_random_partitions_blocks() -> None:
     assert len(random_partitions(0, 5, rng)) == 0
     with pytest.raises(ValueError):
         random_partitions(3, 0, rng)
+
+
+def test_sorted_partitions_is_the_producers_list() -> None:
+    # by broker id, then partition; brokers not live are left out
+    counts = {5: 3, 0: 1, 2: 2}
+    assert sorted_partitions(counts, {0, 2}) == [(0, 0), (2, 0), (2, 1)]
+    assert sorted_partitions(counts, {0, 2, 5}) == [(0, 0), (2, 0), (2, 1), (5, 0), (5, 1), (5, 2)]
+    assert sorted_partitions({}, {1}) == []

@@ -11,11 +11,13 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from kafka_pyspark.errors import (
+    AppendShortfallError,
     BrokerConnectionError,
     DeliveryError,
     InvalidPartitionError,
@@ -30,6 +32,7 @@ from kafka_pyspark.spark.writer import (
     build_plan,
     commit_job,
 )
+from kafka_pyspark.spark.writer.route import RandomRuns
 
 pytestmark = pytest.mark.zk
 
@@ -141,6 +144,34 @@ def test_keyless_rows_go_in_runs_of_batch_size(broker: Any, zk_connect: str) -> 
         assert len(rest) % 100 == 0
         for j in range(0, len(rest), 100):  # each set is 100 consecutive input rows
             assert rest[j : j + 100] == list(range(rest[j], rest[j] + 100))
+
+
+def test_null_keys_go_in_runs_of_batch_size_across_batches(broker: Any, zk_connect: str) -> None:
+    # the same random routing as keyless rows: a run of batch.size null-key rows continues
+    # across Arrow batches (it used to restart per batch, so sets mixed rows of distant batches)
+    create_topic(zk_connect, [broker], "nullruns")
+    values = [str(i).encode() for i in range(1000)]
+    result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="nullruns", batch_size="100")).write(
+        batches(values, keys=[None] * 1000, size=64)  # type: ignore[list-item]
+    )
+    assert result.error is None
+    assert sum(s for _, _, s in result.written.values()) == 10
+    found = read_topic([broker], "nullruns")
+    assert Counter(v for vals in found.values() for v in vals if v != b"seed") == Counter(values)
+    for vals in found.values():
+        rest = [int(v) for v in vals if v != b"seed"]
+        assert len(rest) % 100 == 0
+        for j in range(0, len(rest), 100):  # each set is 100 consecutive input rows
+            assert rest[j : j + 100] == list(range(rest[j], rest[j] + 100))
+
+
+def test_random_runs_continue_across_calls() -> None:
+    ids = np.array([10, 11, 12], dtype=np.int64)
+    runs = RandomRuns(ids, 4, np.random.default_rng(3))
+    got = np.concatenate([runs.take(n) for n in (3, 0, 6, 1, 2)])
+    assert len(got) == 12 and set(got.tolist()) <= {10, 11, 12}
+    for j in range(0, 12, 4):  # runs of 4 whatever the call sizes
+        assert len(set(got[j : j + 4].tolist())) == 1
 
 
 def test_compressed_set_split_to_fit_max_message_size(broker: Any, zk_connect: str) -> None:
@@ -261,3 +292,12 @@ def test_commit_and_abort_logging(caplog: pytest.LogCaptureFixture) -> None:
     assert "topic 'x': 5 messages, 150 bytes [0-0: 5" in text
     assert "micro-batch 7 aborted: 1 of 2 tasks finished; what they wrote stays" in text
     assert "1 tasks failed: what they sent before failing may be partly in Kafka" in text
+
+
+def test_commit_raises_the_tasks_error_whole() -> None:
+    # the task's error crosses to the driver as itself: class and attributes kept
+    short = AppendShortfallError("task 1: 1 partition short", unconfirmed={("x", 0, 0): (1, 90)})
+    done = Kafka07CommitMessage(task="t1", rows=1, failure=short)
+    with pytest.raises(AppendShortfallError, match=r"^task 1: 1 partition short\. Written") as e:
+        commit_job([done], "write")
+    assert e.value.unconfirmed == {("x", 0, 0): (1, 90)}

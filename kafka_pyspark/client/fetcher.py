@@ -52,6 +52,7 @@ from kafka_pyspark.errors import (
     ProtocolError,
     WrongPartitionError,
     for_code,
+    with_context,
 )
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ class _RangeReader:
                 stop_at=self.end,
             )
         except MessageError as e:
-            raise _with_context(e, f"{self.where()} on {self.conn.address}") from e
+            raise with_context(e, f"{self.where()} on {self.conn.address}") from e
         if result.bytes_consumed > 0:
             if result.next_offset <= self.offset:  # pragma: no cover - decoder invariant
                 raise ProtocolError(f"{self.where()}: decoder made no progress")
@@ -245,16 +246,6 @@ class _RangeReader:
         if not latest:
             return "the broker reports no latest offset"
         return f"the broker's latest (flushed) offset is {latest[0]}"
-
-
-def _with_context(e: MessageError, context: str) -> MessageError:
-    """The same error class with topic/broker/partition prepended (``offset`` kept)."""
-    try:
-        new = type(e)(f"{context}: {e}")
-    except TypeError:  # a subclass with another constructor
-        new = MessageError(f"{context}: {e}")
-    new.offset = e.offset
-    return new
 
 
 def _wait_until(deadline: float) -> None:

@@ -29,6 +29,7 @@ from kafka_pyspark.errors import (
     DeliveryError,
     KafkaError,
     RequestTooLargeError,
+    with_context,
 )
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
@@ -167,10 +168,11 @@ class Producer(Closing):
                         end = latest(conn, item.topic, item.partition)
                     except KafkaError as e:
                         self._buffers[broker_id] = items  # not written: _forget reports them
-                        raise type(e)(
-                            f"{e} (asking the log end of topic {item.topic!r} partition "
+                        raise with_context(
+                            e,
+                            then=f" (asking the log end of topic {item.topic!r} partition "
                             f"{item.partition} before producing {len(items)} message "
-                            "sets: nothing was sent)"
+                            "sets: nothing was sent)",
                         ) from e
                     ledger.set_base(item.topic, item.partition, end, conn.connects)
         chunks: list[list[wire.ProduceRequest]] = [[]]

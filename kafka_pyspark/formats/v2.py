@@ -103,11 +103,15 @@ def _control_markers(data: bytes | memoryview, h: tuple[int, ...], pos: int) -> 
     out: list[Marker] = []
     p, end = 0, len(data)
     for _ in range(count):
-        length, p = read_one(data, p, end)
-        rec_end = p + length
-        _, q = read_one(data, p + 1, rec_end)  # timestampDelta
-        delta, q = read_one(data, q, rec_end)
-        klen, q = read_one(data, q, rec_end)
+        try:
+            length, p = read_one(data, p, end)
+            rec_end = p + length
+            _, q = read_one(data, p + 1, rec_end)  # timestampDelta
+            delta, q = read_one(data, q, rec_end)
+            klen, q = read_one(data, q, rec_end)
+        except CorruptMessageError:
+            raise CorruptMessageError("control batch holds a malformed control record",
+                                      offset=pos) from None
         if length < _MIN_RECORD or rec_end > end or klen < CONTROL_KEY.size or q + klen > rec_end:
             raise CorruptMessageError("control batch holds a malformed control record",
                                       offset=pos)

@@ -40,6 +40,7 @@ from kafka_pyspark.errors import (
     MessageError,
     RegistryUnavailableError,
     SchemaError,
+    with_context,
 )
 from kafka_pyspark.spark.offsets import (
     LogBounds,
@@ -354,17 +355,12 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
                 try:
                     out[tp] = scan_window(answer.messages, lo)
                 except MessageError as e:
-                    text = (
+                    raise with_context(
+                        e,
                         f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
-                        f"the micro-batch at a message boundary (maxBytesPerTrigger): {e}. "
-                        "Is the stream offset a message boundary?"
-                    )
-                    try:
-                        error = type(e)(text)
-                    except TypeError:  # a subclass with another constructor
-                        error = MessageError(text)
-                    error.offset = e.offset
-                    raise error from e
+                        "the micro-batch at a message boundary (maxBytesPerTrigger)",
+                        then=". Is the stream offset a message boundary?",
+                    ) from e
         return out
 
     def reportLatestOffset(self) -> dict[str, Any] | None:

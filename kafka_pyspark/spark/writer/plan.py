@@ -1,0 +1,90 @@
+"""The driver's side of a write: options and columns checked, the cluster resolved into a
+picklable :class:`WritePlan` that Spark ships to every write task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
+from kafka_pyspark.partitioner import sorted_partitions
+from kafka_pyspark.spark.write_options import (
+    ColumnLayout,
+    WriteOptions,
+    parse_write_options,
+    resolve_columns,
+)
+from kafka_pyspark.wire import validate_topic_name
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.spark.options import ClusterOptions
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a write task needs, resolved on the driver (picklable primitives)."""
+
+    options: WriteOptions
+    layout: ColumnLayout
+    brokers: dict[int, tuple[str, int]]
+    #: topic -> sorted (broker, partition) list; empty tuple: known not to be registered
+    topics: dict[str, tuple[tuple[int, int], ...]]
+    #: broker.list mode: executors probe topics the driver did not resolve (``topic`` column)
+    broker_list: str | None = None
+    socket_timeout_ms: int = 30000
+    socket_buffer_size: int = 65536
+    connect_retries: int = 3
+    connect_backoff: float = 0.2
+
+    def new_topic_partitions(self) -> tuple[tuple[int, int], ...]:
+        """Seed 003 "Creating New Topics": partition 0 of every live broker."""
+        return tuple(sorted_partitions(dict.fromkeys(self.brokers, 1), self.brokers))
+
+
+def build_plan(options: Mapping[str, str], schema: StructType) -> WritePlan:
+    """Driver side: check options and columns, then resolve the cluster (bounded I/O)."""
+    from kafka_pyspark.cluster import Cluster
+
+    wopts, copts = parse_write_options(options)
+    layout = resolve_columns(schema, wopts)
+    with Cluster(**copts.cluster_kwargs()) as cluster:
+        return resolve_plan(cluster, wopts, layout, copts)
+
+
+def resolve_plan(
+    cluster: Cluster, wopts: WriteOptions, layout: ColumnLayout, copts: ClusterOptions
+) -> WritePlan:
+    """The plan for one write job (or one micro-batch) from a cluster view."""
+    brokers = {b: (a.host, a.port) for b, a in cluster.brokers().items()}
+    if not brokers:
+        raise BrokerConnectionError(
+            f"no live brokers registered in {cluster!r}: nothing to write to"
+        )
+    topics: dict[str, tuple[tuple[int, int], ...]] = {}
+    registry = cluster.registry()
+    if layout.topic is not None and registry is not None:
+        # Rows name their topics: resolve every registered topic now, so that all tasks route
+        # a topic's keys over the same list, and any other topic is known to be new.
+        for topic in cluster.topics():
+            try:
+                validate_topic_name(topic)
+            except TopicNameError:
+                continue  # not writable by name anyway
+            topics[topic] = tuple(sorted_partitions(registry.topic_partitions(topic), brokers))
+    if wopts.topic is not None and wopts.topic not in topics:
+        topics[wopts.topic] = tuple(
+            (b, p) for b, p in cluster.partitions(wopts.topic) if b in brokers
+        )
+    return WritePlan(
+        options=wopts,
+        layout=layout,
+        brokers=brokers,
+        topics=topics,
+        broker_list=copts.broker_list if registry is None else None,
+        socket_timeout_ms=copts.socket_timeout_ms,
+        socket_buffer_size=copts.socket_buffer_size,
+    )
