@@ -10,10 +10,10 @@ broker-partitions, asks OFFSETS for their bounds (:mod:`.offsets`), fixes every 
 Executors: :func:`read_partition` (shared with the streaming reader; it knows nothing of the
 mode) opens one connection to the partition's broker, fetches its ranges (FETCH, or MULTIFETCH
 for packed ranges), decodes and yields ``pyarrow.RecordBatch`` es of exactly
-:data:`~kafka_pyspark.spark.schema.ARROW_READ_SCHEMA`: one per fetch answer (its values copied
-once, from the socket buffer into the Arrow column), small consecutive answers of one range
-combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes, so memory is bounded
-by those and the fetch size, never by the topic.
+:data:`~kafka_pyspark.spark.schema.ARROW_READ_SCHEMA`: consecutive fetch answers of one range
+combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes (Spark pays per
+batch), an answer of a quarter of that or more passed as it is, so memory is bounded by those
+and the fetch size, never by the topic.
 """
 
 from __future__ import annotations
@@ -100,10 +100,9 @@ class _Coalescer:
     """Combines small consecutive decoded batches of one range into batches of up to ``rows``
     rows / ``nbytes`` bytes, then adds the source columns once per batch.
 
-    A decoded batch of ``rows // 4`` rows or more (a full fetch answer, normally) goes to Spark
-    as it is: combining costs a copy of every value, and Spark's cost per batch is already
-    small at that size (``bench/realistic.py``). Small answers (a range's tail, big messages)
-    are combined so that Spark does not pay per batch for a handful of rows.
+    Spark pays per batch (a 4k-row batch costs far more per row than a 64k-row one), so small
+    answers are combined; a decoded batch of ``rows // 4`` rows or more (a large compressed
+    fetch answer) goes to Spark as it is, without the copy of every value that combining costs.
     """
 
     __slots__ = ("broker", "held", "held_bytes", "held_rows", "key", "nbytes", "rows")

@@ -36,8 +36,10 @@ def broker_proc(tmp_path: Path) -> Iterator[BrokerProcess]:
         yield b
 
 
-def _kill_and_restart(spark: Any, broker: BrokerProcess) -> int:
-    remaining = wait_first_task_done(spark)
+def _kill_and_restart(spark: Any, broker: BrokerProcess, wait: float = 60.0) -> int:
+    """Kill once the running job completed a task (or after ``wait`` s: a micro-batch can be
+    over before a poll sees it), restart; the tasks left at the kill (-1: none seen)."""
+    remaining = wait_first_task_done(spark, wait)
     broker.kill()
     time.sleep(BACK_AFTER_S)
     broker.start()
@@ -109,7 +111,7 @@ def test_sigkill_during_stream(
          .option("path", str(tmp_path / "sink"))
          .trigger(processingTime="200 milliseconds").start())
     try:
-        remaining = _kill_and_restart(spark, broker_proc)
+        remaining = _kill_and_restart(spark, broker_proc, wait=10.0)
         sent += produce(broker_proc, topic, {0: values("b0", 200, 100),
                                              1: values("b1", 200, 100)}, "gzip")
         q.processAllAvailable()
