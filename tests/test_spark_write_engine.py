@@ -301,3 +301,24 @@ def test_commit_raises_the_tasks_error_whole() -> None:
     with pytest.raises(AppendShortfallError, match=r"^task 1: 1 partition short\. Written") as e:
         commit_job([done], "write")
     assert e.value.unconfirmed == {("x", 0, 0): (1, 90)}
+
+
+def test_explicit_target_that_cannot_exist_names_the_row(broker: Any, zk_connect: str) -> None:
+    create_topic(zk_connect, [broker], "explicit")  # registered: the broker's 2 partitions
+
+    def rows(partition: int) -> pa.RecordBatch:
+        return pa.record_batch(
+            [pa.array([0, 0], pa.int32()), pa.array([0, partition], pa.int32()),
+             pa.array([b"a", b"b"], pa.binary())],
+            names=["broker", "partition", "value"],
+        )
+
+    neg = TaskWriter(plan(zk_connect, EXPLICIT, topic="explicit"), task="t").write([rows(-1)])
+    assert neg.error_type == "InvalidPartitionError"
+    assert neg.error == ("row 1 of t: explicit target 0--1 of topic 'explicit': partition -1 "
+                         "is not a partition number")
+    far = TaskWriter(plan(zk_connect, EXPLICIT, topic="explicit"), task="t").write([rows(2)])
+    assert far.error == (
+        "row 1 of t: explicit target 0-2 of topic 'explicit': topic 'explicit' has 2 "
+        "partitions on broker 0; a 0.7 broker closes the connection on a PRODUCE to partition 2"
+    )
