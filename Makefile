@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
 	$(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat
+	# atheris (coverage-guided fuzzing) only where a binary wheel exists: the fuzz test skips otherwise
+	$(PY) -m pip install -q --only-binary=:all: "atheris>=2.3" || echo "atheris: no wheel here; the coverage-guided fuzz test will skip"
 	touch $(STAMP)
 
 java-check:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.results import Recorder
+from bench.spark_sources import noop_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 1_500_000
@@ -154,26 +155,17 @@ def _null_source() -> Any:
     return NullSource
 
 
-def _noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
-    reader = spark.read.format(fmt)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    start = time.perf_counter()
-    reader.load().write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - start
-
-
 def best_interleaved(
     spark: Any, runs: dict[str, tuple[str, dict[str, str]]], rounds: int = REPEAT
 ) -> dict[str, float]:
     """Best wall time per run, the runs interleaved round by round after one warm-up each, so
     that JVM warm-up and other load on the machine reach every run alike."""
     for fmt, options in runs.values():
-        _noop_seconds(spark, fmt, options)
+        noop_seconds(spark, fmt, options)
     best = {name: float("inf") for name in runs}
     for _ in range(rounds):
         for name, (fmt, options) in runs.items():
-            best[name] = min(best[name], _noop_seconds(spark, fmt, options))
+            best[name] = min(best[name], noop_seconds(spark, fmt, options))
     return best
 
 

@@ -25,18 +25,17 @@ DESIGN.md targets, measured here as ratios in one run:
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from bench.data import realistic_values
 from bench.read import _spark
 from bench.results import Recorder
+from bench.spark_sources import file_null_source, noop_seconds
 
 ROWS = 1_000_000
 PARTITIONS = 2
@@ -105,58 +104,6 @@ def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, Pa
     return float(done.stdout.split()[-1]), out
 
 
-def _null_source() -> Any:
-    """The ceiling: yields the batches of the IPC files in ``options["dir"]``, one partition
-    per file. A local class: cloudpickle ships it by value."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    from kafka_pyspark.spark.schema import READ_SCHEMA
-
-    class FilePartition(InputPartition):
-        def __init__(self, index: int, path: str) -> None:
-            super().__init__(index)
-            self.path = path
-
-    class FileReader(DataSourceReader):
-        def __init__(self, options: dict[str, str]) -> None:
-            self.dir = options["dir"]
-
-        def partitions(self) -> list[InputPartition]:
-            names = sorted(os.listdir(self.dir))
-            return [FilePartition(i, os.path.join(self.dir, n)) for i, n in enumerate(names)]
-
-        def read(self, partition: InputPartition) -> Iterator[Any]:
-            import pyarrow as pa
-
-            assert isinstance(partition, FilePartition)
-            with pa.memory_map(partition.path) as source:
-                reader = pa.ipc.open_file(source)
-                for i in range(reader.num_record_batches):
-                    yield reader.get_batch(i)
-
-    class FileSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench_null_file"
-
-        def schema(self) -> Any:
-            return READ_SCHEMA
-
-        def reader(self, schema: Any) -> FileReader:
-            return FileReader(dict(self.options))
-
-    return FileSource
-
-
-def _noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
-    reader = spark.read.format(fmt)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    start = time.perf_counter()
-    reader.load().write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - start
-
-
 def _stream_seconds(spark: Any, base: dict[str, str], topic: str, checkpoint: Path) -> float:
     reader = spark.readStream.format("kafka07").option("subscribe", topic)
     for k, v in {**base, "maxBytesPerTrigger": str(STREAM_TRIGGER_BYTES)}.items():
@@ -177,11 +124,11 @@ def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str,
         runs[f"null.{codec}"] = ("bench_null_file", {"dir": str(nulls[codec])})
         runs[codec] = ("kafka07", {**base, "subscribe": _topic(codec)})
     for fmt, options in runs.values():  # warm-up
-        _noop_seconds(spark, fmt, options)
+        noop_seconds(spark, fmt, options)
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(REPEAT):
         for name, (fmt, options) in runs.items():
-            best[name] = min(best[name], _noop_seconds(spark, fmt, options))
+            best[name] = min(best[name], noop_seconds(spark, fmt, options))
     for codec in CODECS:
         ceiling = ROWS / best[f"null.{codec}"]
         rec.record(f"read.spark.realistic.{codec}.null", ceiling, "rows/s",
@@ -276,9 +223,11 @@ def run(rec: Recorder) -> None:
                 produce(broker, codec, values)
             print(f"   produced in {time.perf_counter() - start:.1f} s", flush=True)
             del values
+            from kafka_pyspark.spark.schema import READ_SCHEMA
+
             spark = _spark()
             try:
-                spark.dataSource.register(_null_source())
+                spark.dataSource.register(file_null_source("bench_null_file", READ_SCHEMA))
                 chunk = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
                 nulls = {}
                 for codec in CODECS:

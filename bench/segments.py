@@ -25,11 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from bench.results import Recorder, best_times
+from bench.spark_sources import file_null_source, noop_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 1_000_000
@@ -162,58 +161,6 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
     return rows / best, rows
 
 
-def _null_source() -> Any:
-    """The ceiling: the IPC files of ``options["dir"]``, one partition each. A local class:
-    cloudpickle ships it by value."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    from kafka_pyspark.spark.schema import SEGMENT_READ_SCHEMA
-
-    class FilePartition(InputPartition):
-        def __init__(self, index: int, path: str) -> None:
-            super().__init__(index)
-            self.path = path
-
-    class FileReader(DataSourceReader):
-        def __init__(self, options: dict[str, str]) -> None:
-            self.dir = options["dir"]
-
-        def partitions(self) -> list[InputPartition]:
-            names = sorted(os.listdir(self.dir))
-            return [FilePartition(i, os.path.join(self.dir, n)) for i, n in enumerate(names)]
-
-        def read(self, partition: InputPartition) -> Iterator[Any]:
-            import pyarrow as pa
-
-            assert isinstance(partition, FilePartition)
-            with pa.memory_map(partition.path) as source:
-                reader = pa.ipc.open_file(source)
-                for i in range(reader.num_record_batches):
-                    yield reader.get_batch(i)
-
-    class FileSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench_null_segments"
-
-        def schema(self) -> Any:
-            return SEGMENT_READ_SCHEMA
-
-        def reader(self, schema: Any) -> FileReader:
-            return FileReader(dict(self.options))
-
-    return FileSource
-
-
-def _noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
-    reader = spark.read.format(fmt)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    start = time.perf_counter()
-    reader.load().write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - start
-
-
 def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[str, int]) -> None:
     os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -221,22 +168,23 @@ def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[st
     from pyspark.sql import SparkSession
 
     from kafka_pyspark import register
+    from kafka_pyspark.spark.schema import SEGMENT_READ_SCHEMA
 
     spark = SparkSession.builder.master("local[2]").appName("bench-segments").getOrCreate()
     try:
         register(spark)
-        spark.dataSource.register(_null_source())
+        spark.dataSource.register(file_null_source("bench_null_segments", SEGMENT_READ_SCHEMA))
         runs = {}
         for fmt in nulls:
             runs[f"null.{fmt}"] = ("bench_null_segments", {"dir": str(nulls[fmt])})
             runs[fmt] = ("kafka07", {"path": str(root / fmt)})
         for fmt, options in runs.values():  # warm-up
-            _noop_seconds(spark, fmt, options)
+            noop_seconds(spark, fmt, options)
         best = dict.fromkeys(runs, float("inf"))
         spread: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(REPEAT):
             for name, (fmt, options) in runs.items():
-                took = _noop_seconds(spark, fmt, options)
+                took = noop_seconds(spark, fmt, options)
                 spread[name].append(took)
                 best[name] = min(best[name], took)
         for fmt in nulls:

@@ -1,0 +1,60 @@
+"""Spark helpers shared by the read benches: a null source over Arrow IPC files, and one timed
+``load().write.format("noop")`` query."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+
+def file_null_source(name: str, schema: Any) -> Any:
+    """The ceiling: a data source ``name`` of ``schema`` yielding the batches of the IPC files in
+    ``options["dir"]``, one partition per file. Local classes: cloudpickle ships them by value."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FilePartition(InputPartition):
+        def __init__(self, index: int, path: str) -> None:
+            super().__init__(index)
+            self.path = path
+
+    class FileReader(DataSourceReader):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.dir = options["dir"]
+
+        def partitions(self) -> list[InputPartition]:
+            names = sorted(os.listdir(self.dir))
+            return [FilePartition(i, os.path.join(self.dir, n)) for i, n in enumerate(names)]
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            import pyarrow as pa
+
+            assert isinstance(partition, FilePartition)
+            with pa.memory_map(partition.path) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i)
+
+    class FileSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def schema(self) -> Any:
+            return schema
+
+        def reader(self, schema: Any) -> FileReader:
+            return FileReader(dict(self.options))
+
+    return FileSource
+
+
+def noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
+    """Seconds for one ``spark.read.format(fmt)...load().write.format("noop")`` query."""
+    reader = spark.read.format(fmt)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    start = time.perf_counter()
+    reader.load().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
