@@ -77,9 +77,11 @@ def test_sigkill_during_batch_read(
 ) -> None:
     topic = f"k{uuid.uuid4().hex[:8]}"
     sent: list[bytes] = []
-    for r in range(2):
-        sent += produce(broker_proc, topic, {0: values(f"r{r}p0", 600, 100),
-                                             1: values(f"r{r}p1", 600, 100)})
+    # one segment per set (64 KiB segments): 12 segments, so 8+ tasks of ~75 fetches each and
+    # the kill lands while most of them are still to run
+    for r in range(6):
+        sent += produce(broker_proc, topic, {0: values(f"r{r}p0", 300, 1000),
+                                             1: values(f"r{r}p1", 300, 1000)})
     df = (spark.read.format("kafka07").option("broker.list", broker_proc.entry)
           .option("subscribe", topic).option("minPartitions", "8")
           .option("fetch.size", "4096").load())
