@@ -222,14 +222,9 @@ class _Consumer:
 def cmd_consume(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         c = _Consumer(args, cluster)
-        bounds = {}
+        bounds: dict[tuple[int, int], tuple[int, int]] = {}
         for k in c.keys:
-            try:
-                bounds[k] = c.bounds(k)
-            except KafkaError as e:
-                c.failed.add(k)
-                c.code = EXIT_USAGE
-                error(f"{args.topic} {bp(k)}: {e}")
+            _refresh_bounds(c, k, bounds, args.topic)
         pos = _starts(args, cluster, [k for k in c.keys if k in bounds], bounds)
     while True:
         for k, start in pos.items():
@@ -243,12 +238,19 @@ def cmd_consume(args: argparse.Namespace) -> int:
         time.sleep(args.poll_ms / 1000.0)
         for k in pos:
             if k not in c.failed:
-                try:
-                    bounds[k] = c.bounds(k)
-                except KafkaError as e:
-                    c.failed.add(k)
-                    c.code = EXIT_USAGE
-                    error(f"{args.topic} {bp(k)}: {e}")
+                _refresh_bounds(c, k, bounds, args.topic)
+
+
+def _refresh_bounds(
+    c: _Consumer, k: tuple[int, int], bounds: dict[tuple[int, int], tuple[int, int]], topic: str
+) -> None:
+    """Ask ``k``'s log bounds into ``bounds``; a broker that fails is marked and reported once."""
+    try:
+        bounds[k] = c.bounds(k)
+    except KafkaError as e:
+        c.failed.add(k)
+        c.code = EXIT_USAGE
+        error(f"{topic} {bp(k)}: {e}")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
