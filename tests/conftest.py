@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,17 +38,7 @@ def zookeeper() -> Iterator[Any]:
 
 @pytest.fixture
 def zk_connect(zookeeper: Any) -> Iterator[str]:
-    from kazoo.client import KazooClient
-
-    chroot = f"/t-{uuid.uuid4().hex[:12]}"
-    client = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        client.ensure_path(chroot)
-    finally:
-        client.stop()
-        client.close()
-    yield zookeeper.connect_string + chroot
+    yield zookeeper.new_chroot("t")
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import itertools
 import os
 import random
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -120,17 +119,7 @@ class Cluster:
 
 
 def _chroot(zookeeper: Any) -> str:
-    from kazoo.client import KazooClient
-
-    chroot = f"/read-{uuid.uuid4().hex[:10]}"
-    client = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        client.ensure_path(chroot)
-    finally:
-        client.stop()
-        client.close()
-    return str(zookeeper.connect_string) + chroot
+    return str(zookeeper.new_chroot("read"))
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 import weakref
 from pathlib import Path
 
@@ -151,6 +152,21 @@ class ZooKeeperServer(Service):
         if self.port == 0:
             raise ZooKeeperServerError("ZooKeeperServer is not started")
         return f"{self.host}:{self.port}"
+
+    def new_chroot(self, prefix: str = "t") -> str:
+        """Create a fresh, empty chroot ``/<prefix>-<hex>`` on this server; the connect string
+        with it (``"127.0.0.1:<port>/<prefix>-<hex>"``), so tests never see each other's nodes."""
+        from kazoo.client import KazooClient
+
+        chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
+        client = KazooClient(hosts=self.connect_string, timeout=10.0, logger=_PROBE_LOGGER)
+        client.start(timeout=10.0)
+        try:
+            client.ensure_path(chroot)
+        finally:
+            client.stop()
+            client.close()
+        return self.connect_string + chroot
 
     @property
     def data_dir(self) -> Path | None:

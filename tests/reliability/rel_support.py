@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 
 def new_chroot(zk: Any) -> str:
     """A fresh chroot on ``zk``; the connect string with it."""
-    from kazoo.client import KazooClient
-
-    chroot = f"/r-{uuid.uuid4().hex[:12]}"
-    client = KazooClient(hosts=zk.connect_string, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        client.ensure_path(chroot)
-    finally:
-        client.stop()
-        client.close()
-    return str(zk.connect_string + chroot)
+    return str(zk.new_chroot("r"))
 
 
 def read_sink(spark: Any, sink: Path) -> list[bytes]:
