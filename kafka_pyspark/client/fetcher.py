@@ -40,7 +40,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafka_pyspark import wire
-from kafka_pyspark.client.connection import MAX_INT32, BrokerConnection
+from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.client.framing import MAX_INT32
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerError,
