@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kafka_pyspark import wire
+from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import (
     BrokerConnectionError,
@@ -52,8 +52,6 @@ T = TypeVar("T")
 #: 0.7.2's ``max.socket.request.bytes`` default: a larger request body makes the broker close
 #: the connection without appending anything.
 BROKER_MAX_REQUEST_BYTES = 100 * 1024 * 1024
-
-MAX_INT32 = 2**31 - 1
 
 # Responses: FETCH = int16 error + messages; OFFSETS = int16 error + int32 n + n * int64;
 # MULTIFETCH = int16 error + per part (int32 length + int16 error + messages).
@@ -96,8 +94,8 @@ class BrokerConnection(Closing):
         host: str,
         port: int,
         *,
-        timeout: float = 30.0,
-        buffer_size: int = 65536,
+        timeout: float = defaults.SOCKET_TIMEOUT_MS / 1000,
+        buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
         retries: int = 3,
         backoff: float = 0.2,
         broker_id: int | None = None,
@@ -565,5 +563,5 @@ class _SendFailed(Exception):
 
 
 def _check_int32(name: str, value: int) -> None:
-    if not 0 <= value <= MAX_INT32:
-        raise ValueError(f"{name} must be between 0 and {MAX_INT32}, got {value}")
+    if not 0 <= value <= wire.INT32_MAX:
+        raise ValueError(f"{name} must be between 0 and {wire.INT32_MAX}, got {value}")
