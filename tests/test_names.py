@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kafka_pyspark.errors import OffsetFormatError, OptionError
@@ -37,8 +39,7 @@ def test_key_parser_takes_ascii_digits_only(key: str) -> None:
 @pytest.mark.parametrize("key", _ODD_KEYS)
 def test_checkpoint_and_options_refuse_the_same_keys(key: str) -> None:
     with pytest.raises(OptionError, match="is not 'brokerId-partition'"):
-        parse_offsets_json("startingOffsets", '{"t": {"%s": 5}}' % key.encode(
-            "unicode_escape").decode("ascii"))
+        parse_offsets_json("startingOffsets", json.dumps({"t": {key: 5}}))
     with pytest.raises(OffsetFormatError, match="is not 'brokerId-partition'"):
         from_offset_dict({"t": {key: 5}})
     assert from_offset_dict({"t": {"0-1": 5}}) == {("t", 0, 1): 5}

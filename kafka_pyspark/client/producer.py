@@ -22,7 +22,8 @@ from typing import NamedTuple
 from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.appends import AppendLedger, Shortfall
-from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
+from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.client.offsets import latest
 from kafka_pyspark.errors import (
     AppendShortfallError,

@@ -359,36 +359,48 @@ def resolve_starts(
         elif kind == "timestamp":
             if before_time is None or spec.timestamp is None:
                 raise ValueError("startingTimestamp needs before_time")
-            found = before_time(tp, spec.timestamp)
-            out[tp] = b.earliest if found is None else min(max(found, b.earliest), b.latest)
+            out[tp] = _timestamp_start(before_time(tp, spec.timestamp), b)
         elif kind == "group":
-            offset = (committed or {}).get(tp)
-            if offset is None:
-                out[tp] = b.earliest
-            elif b.earliest <= offset <= b.latest:
-                out[tp] = offset
-            else:
-                _data_loss(option, tp, offset, b, fail_on_data_loss, "the group's committed")
-                out[tp] = b.earliest
+            out[tp] = _group_start(option, tp, (committed or {}).get(tp), b, fail_on_data_loss)
         else:
-            value = spec.offsets.get(tp)
-            if value is None:
-                out[tp] = b.earliest if spec.default == "earliest" else b.latest
-            elif value == OFFSETS_EARLIEST:
-                out[tp] = b.earliest
-            elif value == OFFSETS_LATEST:
-                out[tp] = b.latest
-            elif value > b.latest:
-                raise OptionError(
-                    option,
-                    f"{describe_tp(tp)}: offset {value} is past the log end {b.latest}",
-                )
-            elif value < b.earliest:
-                _data_loss(option, tp, value, b, fail_on_data_loss, "the requested")
-                out[tp] = b.earliest
-            else:
-                out[tp] = value
+            out[tp] = _given_start(option, tp, spec, b, fail_on_data_loss)
     return out
+
+
+def _timestamp_start(found: int | None, b: LogBounds) -> int:
+    """OFFSETS' answer for a time, clamped into the log (no answer: the earliest offset)."""
+    return b.earliest if found is None else min(max(found, b.earliest), b.latest)
+
+
+def _group_start(option: str, tp: TopicPartition, offset: int | None, b: LogBounds,
+                 fail_on_data_loss: bool) -> int:
+    """The group's committed offset; never committed: earliest; outside the log: data loss."""
+    if offset is None:
+        return b.earliest
+    if b.earliest <= offset <= b.latest:
+        return offset
+    _data_loss(option, tp, offset, b, fail_on_data_loss, "the group's committed")
+    return b.earliest
+
+
+def _given_start(option: str, tp: TopicPartition, spec: OffsetSpec, b: LogBounds,
+                 fail_on_data_loss: bool) -> int:
+    """A JSON start: the named offset (or -2/-1), else the spec's default for the rest."""
+    value = spec.offsets.get(tp)
+    if value is None:
+        return b.earliest if spec.default == "earliest" else b.latest
+    if value == OFFSETS_EARLIEST:
+        return b.earliest
+    if value == OFFSETS_LATEST:
+        return b.latest
+    if value > b.latest:
+        raise OptionError(
+            option, f"{describe_tp(tp)}: offset {value} is past the log end {b.latest}"
+        )
+    if value < b.earliest:
+        _data_loss(option, tp, value, b, fail_on_data_loss, "the requested")
+        return b.earliest
+    return value
 
 
 def resolve_ends(

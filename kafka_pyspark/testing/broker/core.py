@@ -20,7 +20,7 @@ from typing import Any
 
 from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Service
-from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.errors import (
     OptionError,
     ProtocolError,
