@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kafka_pyspark import wire
+from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.framing import (
     BROKER_MAX_REQUEST_BYTES,
@@ -66,8 +66,8 @@ class BrokerConnection(Closing):
         host: str,
         port: int,
         *,
-        timeout: float = 30.0,
-        buffer_size: int = 65536,
+        timeout: float = defaults.SOCKET_TIMEOUT_MS / 1000,
+        buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
         retries: int = 3,
         backoff: float = 0.2,
         broker_id: int | None = None,

@@ -9,8 +9,6 @@ from kafka_pyspark import wire
 #: the connection without appending anything.
 BROKER_MAX_REQUEST_BYTES = 100 * 1024 * 1024
 
-MAX_INT32 = 2**31 - 1
-
 # Responses: FETCH = int16 error + messages; OFFSETS = int16 error + int32 n + n * int64;
 # MULTIFETCH = int16 error + per part (int32 length + int16 error + messages).
 _FETCH_OVERHEAD = 2
@@ -65,5 +63,5 @@ def offsets_answer_bound(max_number: int) -> int:
 
 def check_int32(name: str, value: int) -> None:
     """``value`` must fit a non-negative int32 field."""
-    if not 0 <= value <= MAX_INT32:
-        raise ValueError(f"{name} must be between 0 and {MAX_INT32}, got {value}")
+    if not 0 <= value <= wire.INT32_MAX:
+        raise ValueError(f"{name} must be between 0 and {wire.INT32_MAX}, got {value}")

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import (
     BrokerConnectionError,
-    DataLossError,
     KafkaError,
     OptionError,
     TopicNotFoundError,
+    data_loss_error,
+    data_loss_skipped,
 )
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.options import (
-    EARLIEST,
-    LATEST,
     Assign,
     ClusterOptions,
     OffsetSpec,
@@ -44,6 +44,7 @@ from kafka_pyspark.spark.options import (
     Subscription,
     canonical_name,
 )
+from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "LogBounds",
     "OffsetLookup",
-    "TopicPartition",
     "current_partitions",
     "describe_tp",
     "discover",
@@ -62,10 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int, int]
-"""``(topic, broker id, partition)``: one broker-partition log."""
-
 
 def describe_tp(tp: TopicPartition) -> str:
     topic, broker, partition = tp
@@ -321,12 +317,12 @@ def _data_loss(
             "(the log was truncated or recreated)"
         )
     if fail:
-        raise DataLossError(
-            f"{canonical_name(option)}: {what}. Set failOnDataLoss=false to read from the "
-            "earliest available offset instead."
+        raise data_loss_error(
+            f"{canonical_name(option)}: {what}",
+            "read from the earliest available offset instead",
         )
-    log.warning("%s; failOnDataLoss=false: reading from the earliest offset %d instead",
-                what, bounds.earliest)
+    log.warning("%s", data_loss_skipped(
+        what, f"reading from the earliest offset {bounds.earliest} instead"))
 
 
 def resolve_starts(
@@ -393,9 +389,9 @@ def _given_start(option: str, tp: TopicPartition, spec: OffsetSpec, b: LogBounds
     value = spec.offsets.get(tp)
     if value is None:
         return b.earliest if spec.default == "earliest" else b.latest
-    if value == EARLIEST:
+    if value == OFFSETS_EARLIEST:
         return b.earliest
-    if value == LATEST:
+    if value == OFFSETS_LATEST:
         return b.latest
     if value > b.latest:
         raise OptionError(
@@ -431,9 +427,9 @@ def resolve_ends(
         b = bounds[tp]
         start = starts[tp]
         value = spec.offsets.get(tp) if spec.kind == "specific" else None
-        if spec.kind == "latest" or value is None or value == LATEST:
+        if spec.kind == "latest" or value is None or value == OFFSETS_LATEST:
             end = b.latest
-        elif value == EARLIEST:
+        elif value == OFFSETS_EARLIEST:
             end = b.earliest
         elif value > b.latest:
             raise OptionError(
@@ -441,10 +437,10 @@ def resolve_ends(
             )
         elif value < b.earliest:
             if fail_on_data_loss:
-                raise DataLossError(
+                raise data_loss_error(
                     f"endingOffsets: {describe_tp(tp)}: offset {value} is before the earliest "
-                    f"offset {b.earliest}: the whole range was deleted by retention. Set "
-                    "failOnDataLoss=false to skip it."
+                    f"offset {b.earliest}: the whole range was deleted by retention",
+                    "skip it",
                 )
             log.warning("%s: endingOffsets %d is before the earliest offset %d; nothing to read",
                         describe_tp(tp), value, b.earliest)
@@ -455,7 +451,7 @@ def resolve_ends(
             raise OptionError(
                 option,
                 f"{describe_tp(tp)}: end {end} is before the start {start} "
-                f"({'latest' if value is None or value == LATEST else 'as given'})",
+                f"({'latest' if value is None or value == OFFSETS_LATEST else 'as given'})",
             )
         out[tp] = end
     return out

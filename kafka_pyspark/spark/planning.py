@@ -41,6 +41,8 @@ from pyspark.sql.datasource import (
     Not,
 )
 
+from kafka_pyspark import defaults
+
 if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ReadOptions
 
@@ -85,13 +87,13 @@ class OffsetRange:
 class FetchSettings:
     """How executors fetch and decode; primitives only (travels inside every partition)."""
 
-    fetch_size: int = 1 << 20
-    max_fetch_size: int = 100 << 20
+    fetch_size: int = defaults.FETCH_SIZE
+    max_fetch_size: int = defaults.MAX_FETCH_SIZE
     verify_crc: bool = True
-    max_decompressed_size: int = 64 << 20
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     fail_on_data_loss: bool = True
-    socket_timeout_ms: int = 30000
-    socket_buffer_size: int = 65536
+    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
+    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     # Arrow batches handed to Spark: fetch answers of one range are combined up to these
     # bounds (Spark pays per batch: realistic rows read in 4k-row batches, one 1 MiB fetch,
     # ran at 0.4-0.7 M rows/s where 64k-row batches ran at 1.1 M, same run); an answer of

@@ -18,37 +18,34 @@ See ``docs/streaming.md`` for the algorithm and its cost.
 
 from __future__ import annotations
 
-import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_pyspark.errors import InvalidMessageSizeError, OffsetFormatError
-
-TopicPartition = tuple[str, int, int]
-"""``(topic, broker id, partition)``: one broker-partition log."""
+from kafka_pyspark.names import TopicPartition, partition_key
+from kafka_pyspark.names import parse_partition_key as _parse_key
 
 Offsets = dict[TopicPartition, int]
-
-_KEY = re.compile(r"^(\d+)-(\d+)$")
 
 
 # --- the offset dict ---------------------------------------------------------------------------
 
 
-def partition_key(broker: int, partition: int) -> str:
-    """``"brokerId-partition"``, as 0.7 names a broker-partition (and its ZooKeeper node)."""
-    return f"{broker}-{partition}"
-
-
 def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
-    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`."""
-    m = _KEY.match(key) if isinstance(key, str) else None
-    if m is None:
+    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`.
+
+    The key format is :mod:`kafka_pyspark.names` (ASCII digits only, as the options accept).
+    Checkpoints written by earlier versions parse the same: they were written with
+    ``partition_key`` (ASCII digits from ``int``), never with a newline or other digits.
+    """
+    parsed = _parse_key(key)
+    if parsed is None:
         raise OffsetFormatError(
             f"topic {topic!r}: key {key!r} is not 'brokerId-partition' (e.g. '0-1')"
         )
-    return int(m.group(1)), int(m.group(2))
+    return parsed
 
 
 def to_offset_dict(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -174,21 +171,10 @@ class Scan:
             return None
         if offset == b[-1]:
             return self.next_size
-        i = _bisect(b, offset)
+        i = bisect_left(b, offset)
         if b[i] != offset:
             return None
         return b[i + 1] - offset
-
-
-def _bisect(seq: Sequence[int], x: int) -> int:
-    lo, hi = 0, len(seq)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if seq[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 Windows = Mapping[TopicPartition, tuple[int, int]]
