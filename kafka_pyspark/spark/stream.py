@@ -35,13 +35,15 @@ from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import (
     BrokerConnectionError,
-    DataLossError,
     KafkaError,
     MessageError,
     RegistryUnavailableError,
     SchemaError,
+    data_loss_error,
+    data_loss_skipped,
     with_context,
 )
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.offsets import (
     LogBounds,
     OffsetLookup,
@@ -60,7 +62,6 @@ from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.stream_offsets import (
     Offsets,
     Scan,
-    TopicPartition,
     Windows,
     admit,
     cap_to_target,
@@ -323,11 +324,9 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
                     "(the log was truncated or recreated): whatever the old log held after "
                     f"{offset} is lost")
         if self.options.fail_on_data_loss:
-            raise DataLossError(
-                f"{what}. Set failOnDataLoss=false to skip to the earliest available offset."
-            )
-        log.warning("kafka07 stream: %s; failOnDataLoss=false: continuing from the earliest "
-                    "offset %d", what, b.earliest)
+            raise data_loss_error(what, "skip to the earliest available offset")
+        log.warning("kafka07 stream: %s", data_loss_skipped(
+            what, f"continuing from the earliest offset {b.earliest}"))
         return b.earliest
 
     def _scan(self, lookup: OffsetLookup, windows: Windows) -> dict[TopicPartition, Scan]:
