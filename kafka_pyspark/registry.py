@@ -53,6 +53,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import (
     OptionError,
@@ -60,17 +61,17 @@ from kafka_pyspark.errors import (
     RegistryPermissionError,
     RegistryUnavailableError,
 )
+from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.wire.topics import validate_topic_name
 from kafka_pyspark.zk_auth import KAZOO_LOG, parse_zk_auth
 
-__all__ = ["BrokerInfo", "Registry", "parse_partition_name"]
+__all__ = ["BrokerInfo", "Registry"]
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
 _DECIMAL = re.compile(r"[0-9]+\Z")
-_PARTITION_NAME = re.compile(r"([0-9]+)-([0-9]+)\Z")
 # characters ZooKeeper refuses in a node name (PathUtils.validatePath)
 _ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
@@ -83,12 +84,6 @@ class BrokerInfo:
     host: str
     port: int
     creator: str
-
-
-def parse_partition_name(name: str) -> tuple[int, int] | None:
-    """``"0-1"`` -> ``(0, 1)`` (``[brokerId]-[partition]``, as 0.7 names them); else None."""
-    m = _PARTITION_NAME.match(name)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _path_component(value: str, option: str) -> str:
@@ -114,8 +109,8 @@ class Registry(Closing):
         self,
         zk_connect: str,
         *,
-        session_timeout_ms: int = 6000,
-        connection_timeout_ms: int = 6000,
+        session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
+        connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
         auth: str | None = None,
     ) -> None:
         from kazoo.hosts import collect_hosts
@@ -436,7 +431,7 @@ class Registry(Closing):
         paths = [f"{base}/{n}" for n in names]
         keys: list[tuple[int, int]] = []
         for name, path in zip(names, paths, strict=True):
-            key = parse_partition_name(name)
+            key = parse_partition_key(name)
             if key is None:
                 self._raise(path, f"name {name!r} is not '[brokerId]-[partition]'")
             else:
@@ -474,7 +469,8 @@ class Registry(Closing):
                     raise OptionError(
                         "offsets", f"{what} must be a non-negative integer, got {v!r} for {key}"
                     )
-            items.append((f"{base}/{broker}-{partition}", str(offset).encode("ascii")))
+            node = f"{base}/{partition_key(broker, partition)}"
+            items.append((node, str(offset).encode("ascii")))
         if not items:
             return
         # 1. set() every node; 2. create the missing ones (after their parents).

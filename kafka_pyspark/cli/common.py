@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
+from kafka_pyspark.names import parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -109,16 +110,14 @@ def positive_int(text: str) -> int:
 
 def parse_broker_partition(text: str) -> tuple[int, int]:
     """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
-    from kafka_pyspark.registry import parse_partition_name
-
-    key = parse_partition_name(text.strip())
+    key = parse_partition_key(text.strip())
     if key is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not brokerId-partition, e.g. 0-1")
     return key
 
 
 def bp(key: tuple[int, int]) -> str:
-    return f"{key[0]}-{key[1]}"
+    return partition_key(*key)
 
 
 # --- the cluster ---------------------------------------------------------------------------

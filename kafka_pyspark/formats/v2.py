@@ -47,6 +47,7 @@ from kafka_pyspark.formats.layout import (
     TIMESTAMP_TYPE,
 )
 from kafka_pyspark.formats.varint import read_one
+from kafka_pyspark.wire.protocol import INT32_MAX
 
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
@@ -54,7 +55,6 @@ Bool = npt.NDArray[np.bool_]
 Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp
-_INT32_LIMIT = (1 << 31) - 1  # buffers below this are tiled with int32 offsets
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array
     n = len(start)
     if not present.any():
         return pa.nulls(n, pa.binary())
-    small = buffer.size < _INT32_LIMIT
+    small = buffer.size < INT32_MAX  # tiled with int32 offsets
     bounds = np.empty(2 * n + 1, dtype=np.int32 if small else np.int64)
     bounds[0] = 0
     bounds[1::2] = start

@@ -36,6 +36,7 @@ from kafka_pyspark.messages.layout import (
     MIN_LENGTH,
     MIN_LENGTH_V1,
 )
+from kafka_pyspark.wire.protocol import INT32_MAX
 
 # scan status (the kernel's ``ST_*``)
 END = 0  # reached min(end, stop)
@@ -58,7 +59,6 @@ RECORD = np.dtype(
     ]
 )
 _MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
-_INT32_MAX = (1 << 31) - 1
 _CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC is right
 _BINARY = pa.binary()
 
@@ -183,7 +183,7 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
     when all are right)."""
     count = sum(_leaves(p) for p in pieces)
     total = sum(_leaf_bytes(p) for p in pieces)
-    if total > _INT32_MAX:
+    if total > INT32_MAX:
         from kafka_pyspark.errors import DecompressedSizeError
 
         raise DecompressedSizeError(

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_pyspark import wire
+from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Service
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.errors import (
     OptionError,
     ProtocolError,
@@ -111,9 +112,9 @@ class EmbeddedBroker(RequestHandlers, Service):
         topic_partitions: Mapping[str, int] | None = None,
         log_file_size: int = 1 << 30,
         flush_interval: int = 1,
-        max_message_size: int = 1_000_000,
+        max_message_size: int = defaults.MAX_MESSAGE_SIZE,
         flush_interval_ms: int = 3000,
-        max_request_size: int = 100 << 20,
+        max_request_size: int = BROKER_MAX_REQUEST_BYTES,
         socket_timeout: float = 30.0,
         zk_session_timeout: float = 6.0,
         zk_connection_timeout: float = 6.0,
