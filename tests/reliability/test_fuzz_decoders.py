@@ -18,12 +18,12 @@ import struct
 import subprocess
 import sys
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _bytes import message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -143,7 +143,7 @@ def rewrap(rnd: random.Random, inner: bytes) -> bytes:
     """``inner`` (garbage or not) in a wrapper with a valid CRC: the inner decoder faces it."""
     codec = rnd.choice([1, 2])
     payload = comp.gzip_compress(inner) if codec == 1 else comp.snappy_compress(inner)
-    return struct.pack(">iBBI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload
+    return message(payload, codec=codec)
 
 
 # --- the message-set codec -----------------------------------------------------------------
