@@ -10,22 +10,22 @@ their CRC-32s at once (one CRC call over the column's data, see :mod:`.crc`).
 Which engine runs: the compiled kernel when it imports (``make setup`` builds it; a wheel
 without it, or one built where no compiler was found, runs the pure path), unless the
 environment variable ``KAFKA_PYSPARK_PURE`` is set to a non-empty value other than ``0``
-(read once, at import). :data:`ENGINE` names the one in use. Both raise nothing on bad data:
+(read once, at import; :mod:`kafka_pyspark._native` loads both kernels). :data:`ENGINE`
+names the one in use. Both raise nothing on bad data:
 a problem in the input is a ``status`` of the scan, turned into a typed error by the caller.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
@@ -63,19 +63,8 @@ _CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC 
 _BINARY = pa.binary()
 
 
-def _load_kernel() -> ModuleType | None:
-    if os.environ.get("KAFKA_PYSPARK_PURE", "") not in ("", "0"):
-        return None
-    try:
-        from kafka_pyspark.messages import _kernel  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    if RECORD.itemsize != _kernel.RECORD_SIZE:  # pragma: no cover - a stale build
-        return None
-    return _kernel  # type: ignore[no-any-return]
-
-
-kernel = _load_kernel()
+# a stale build (another record size) is not used
+kernel = load_kernel("kafka_pyspark.messages._kernel", lambda m: RECORD.itemsize == m.RECORD_SIZE)
 ENGINE = "kernel" if kernel is not None else "python"
 
 
