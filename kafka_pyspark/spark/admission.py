@@ -193,7 +193,7 @@ class _Admitter:
         self.order = sorted(active, key=lambda tp: (-age.get(tp, 0), tp))
         self.starved = [tp for tp in self.order if age.get(tp, 0) > 0]
         self.ends: Offsets = dict(starts)
-        self.cur: Offsets = {}
+        self.cur: Offsets = {tp: starts[tp] for tp in active}
         self.head: dict[TopicPartition, int] = {}
         self.last_scan: dict[TopicPartition, Scan] = {}
         self._scan_fn = scan
@@ -205,8 +205,7 @@ class _Admitter:
         if top is not None:  # the top starved head alone is larger than the budget
             self.ends[top] = self.starts[top] + self.head[top]
             return self._result(top)
-        reserved = self._reserve_starved()
-        self.cur = {tp: self.starts[tp] + reserved.get(tp, 0) for tp in self.active}
+        self._reserve_starved()
         self._fill()
         used = self._take_whole_messages()
         return self._result(self._progress() if used == 0 else None)
@@ -240,15 +239,13 @@ class _Admitter:
         top = self.order[0]
         return top if top in self.head and self.head[top] > self.budget else None
 
-    def _reserve_starved(self) -> dict[TopicPartition, int]:
-        """2. Starved heads reserved in priority order while they fit."""
-        reserved: dict[TopicPartition, int] = {}
+    def _reserve_starved(self) -> None:
+        """2. Starved heads reserved (their cut moves past them) in priority order while they
+        fit."""
         for tp in self.starved:
             h = self.head.get(tp)
             if h is not None and h <= self.remaining and h <= self.pending[tp]:
-                reserved[tp] = h
-                self.remaining -= h
-        return reserved
+                self._advance(tp, self.starts[tp] + h)
 
     def _fill(self) -> None:
         """3-4. Water-fill what is left, cut at the last boundary, repeat with what the cuts
