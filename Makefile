@@ -11,7 +11,7 @@ export SPARK_CONF_DIR := $(abspath spark-conf)
 
 setup: $(STAMP) java-check zookeeper-check
 
-$(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
+$(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch])
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules

@@ -216,9 +216,9 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
             dpos, k = kernel.gather(p.scan.buf, p.scan.recs, p.lo, p.hi, data, dpos, offsets,
                                     words, k)
         if verify_crc and count:
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             ok = crc32(data, _CHECK_OK) == _CHECK_OK
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             if not ok:
                 bad = _first_bad(pieces)
     else:
