@@ -14,8 +14,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _bytes import message
 from kazoo.client import KazooClient
-from test_broker_helpers import THREE, TIMEOUT, Conn, fetch_frame, message, wait_until
+from test_broker_helpers import THREE, TIMEOUT, Conn, fetch_frame, wait_until
 
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError

@@ -16,7 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_pyspark.errors import OptionError, RegistryError, TopicNameError
-from kafka_pyspark.registry import BrokerInfo, Registry, parse_partition_name
+from kafka_pyspark.registry import BrokerInfo, Registry
 from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zk
@@ -425,10 +425,3 @@ def test_survives_a_zookeeper_restart_and_is_bounded_while_it_hangs(tmp_path: Pa
             assert registry.group_offsets("g", "t") == {(0, 0): 5}
         finally:
             registry.close()
-
-
-def test_parse_partition_name() -> None:
-    assert parse_partition_name("0-1") == (0, 1)
-    assert parse_partition_name("12-345") == (12, 345)
-    for bad in ("0_1", "0-", "-1", "a-1", "0-1-2", "0-1 ", "-1-0"):
-        assert parse_partition_name(bad) is None

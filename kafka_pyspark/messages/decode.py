@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import (
     CorruptMessageError,
     DecompressedSizeError,
@@ -309,7 +310,7 @@ def decode_message_set(
     base_offset: int = 0,
     *,
     verify_crc: bool = True,
-    max_decompressed_size: int = 64 << 20,
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
     stop_at: int | None = None,
 ) -> DecodeResult:
     """Decode the complete messages of a message set (e.g. a FETCH answer) into Arrow.

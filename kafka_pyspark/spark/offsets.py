@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import (
     BrokerConnectionError,
-    DataLossError,
     KafkaError,
     OptionError,
     TopicNotFoundError,
+    data_loss_error,
+    data_loss_skipped,
 )
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.options import (
-    EARLIEST,
-    LATEST,
     Assign,
     ClusterOptions,
     OffsetSpec,
@@ -44,6 +44,7 @@ from kafka_pyspark.spark.options import (
     Subscription,
     canonical_name,
 )
+from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "LogBounds",
     "OffsetLookup",
-    "TopicPartition",
     "current_partitions",
     "describe_tp",
     "discover",
@@ -62,10 +62,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int, int]
-"""``(topic, broker id, partition)``: one broker-partition log."""
-
 
 def describe_tp(tp: TopicPartition) -> str:
     topic, broker, partition = tp
@@ -321,12 +317,12 @@ def _data_loss(
             "(the log was truncated or recreated)"
         )
     if fail:
-        raise DataLossError(
-            f"{canonical_name(option)}: {what}. Set failOnDataLoss=false to read from the "
-            "earliest available offset instead."
+        raise data_loss_error(
+            f"{canonical_name(option)}: {what}",
+            "read from the earliest available offset instead",
         )
-    log.warning("%s; failOnDataLoss=false: reading from the earliest offset %d instead",
-                what, bounds.earliest)
+    log.warning("%s", data_loss_skipped(
+        what, f"reading from the earliest offset {bounds.earliest} instead"))
 
 
 def resolve_starts(
@@ -363,36 +359,48 @@ def resolve_starts(
         elif kind == "timestamp":
             if before_time is None or spec.timestamp is None:
                 raise ValueError("startingTimestamp needs before_time")
-            found = before_time(tp, spec.timestamp)
-            out[tp] = b.earliest if found is None else min(max(found, b.earliest), b.latest)
+            out[tp] = _timestamp_start(before_time(tp, spec.timestamp), b)
         elif kind == "group":
-            offset = (committed or {}).get(tp)
-            if offset is None:
-                out[tp] = b.earliest
-            elif b.earliest <= offset <= b.latest:
-                out[tp] = offset
-            else:
-                _data_loss(option, tp, offset, b, fail_on_data_loss, "the group's committed")
-                out[tp] = b.earliest
+            out[tp] = _group_start(option, tp, (committed or {}).get(tp), b, fail_on_data_loss)
         else:
-            value = spec.offsets.get(tp)
-            if value is None:
-                out[tp] = b.earliest if spec.default == "earliest" else b.latest
-            elif value == EARLIEST:
-                out[tp] = b.earliest
-            elif value == LATEST:
-                out[tp] = b.latest
-            elif value > b.latest:
-                raise OptionError(
-                    option,
-                    f"{describe_tp(tp)}: offset {value} is past the log end {b.latest}",
-                )
-            elif value < b.earliest:
-                _data_loss(option, tp, value, b, fail_on_data_loss, "the requested")
-                out[tp] = b.earliest
-            else:
-                out[tp] = value
+            out[tp] = _given_start(option, tp, spec, b, fail_on_data_loss)
     return out
+
+
+def _timestamp_start(found: int | None, b: LogBounds) -> int:
+    """OFFSETS' answer for a time, clamped into the log (no answer: the earliest offset)."""
+    return b.earliest if found is None else min(max(found, b.earliest), b.latest)
+
+
+def _group_start(option: str, tp: TopicPartition, offset: int | None, b: LogBounds,
+                 fail_on_data_loss: bool) -> int:
+    """The group's committed offset; never committed: earliest; outside the log: data loss."""
+    if offset is None:
+        return b.earliest
+    if b.earliest <= offset <= b.latest:
+        return offset
+    _data_loss(option, tp, offset, b, fail_on_data_loss, "the group's committed")
+    return b.earliest
+
+
+def _given_start(option: str, tp: TopicPartition, spec: OffsetSpec, b: LogBounds,
+                 fail_on_data_loss: bool) -> int:
+    """A JSON start: the named offset (or -2/-1), else the spec's default for the rest."""
+    value = spec.offsets.get(tp)
+    if value is None:
+        return b.earliest if spec.default == "earliest" else b.latest
+    if value == OFFSETS_EARLIEST:
+        return b.earliest
+    if value == OFFSETS_LATEST:
+        return b.latest
+    if value > b.latest:
+        raise OptionError(
+            option, f"{describe_tp(tp)}: offset {value} is past the log end {b.latest}"
+        )
+    if value < b.earliest:
+        _data_loss(option, tp, value, b, fail_on_data_loss, "the requested")
+        return b.earliest
+    return value
 
 
 def resolve_ends(
@@ -419,9 +427,9 @@ def resolve_ends(
         b = bounds[tp]
         start = starts[tp]
         value = spec.offsets.get(tp) if spec.kind == "specific" else None
-        if spec.kind == "latest" or value is None or value == LATEST:
+        if spec.kind == "latest" or value is None or value == OFFSETS_LATEST:
             end = b.latest
-        elif value == EARLIEST:
+        elif value == OFFSETS_EARLIEST:
             end = b.earliest
         elif value > b.latest:
             raise OptionError(
@@ -429,10 +437,10 @@ def resolve_ends(
             )
         elif value < b.earliest:
             if fail_on_data_loss:
-                raise DataLossError(
+                raise data_loss_error(
                     f"endingOffsets: {describe_tp(tp)}: offset {value} is before the earliest "
-                    f"offset {b.earliest}: the whole range was deleted by retention. Set "
-                    "failOnDataLoss=false to skip it."
+                    f"offset {b.earliest}: the whole range was deleted by retention",
+                    "skip it",
                 )
             log.warning("%s: endingOffsets %d is before the earliest offset %d; nothing to read",
                         describe_tp(tp), value, b.earliest)
@@ -443,7 +451,7 @@ def resolve_ends(
             raise OptionError(
                 option,
                 f"{describe_tp(tp)}: end {end} is before the start {start} "
-                f"({'latest' if value is None or value == LATEST else 'as given'})",
+                f"({'latest' if value is None or value == OFFSETS_LATEST else 'as given'})",
             )
         out[tp] = end
     return out

@@ -27,11 +27,17 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark.errors import DataLossError, OffsetOutOfRangeError, OptionError, SchemaError
+from kafka_pyspark.errors import (
+    OffsetOutOfRangeError,
+    OptionError,
+    SchemaError,
+    data_loss_error,
+    data_loss_skipped,
+)
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.offsets import (
     LogBounds,
     OffsetLookup,
-    TopicPartition,
     discover,
     group_offsets,
     resolve_ends,
@@ -261,10 +267,8 @@ def _recover(
                 "(the log was truncated or recreated)"
             )
         if partition.settings.fail_on_data_loss:
-            raise DataLossError(
-                f"{what}. Set failOnDataLoss=false to skip lost data instead."
-            ) from error
-        log.warning("kafka07: %s; failOnDataLoss=false: skipping them", what)
+            raise data_loss_error(what, "skip lost data instead") from error
+        log.warning("kafka07: %s", data_loss_skipped(what, "skipping them"))
         if lost_to < c.end:
             c.offset = lost_to
             out.append(c)

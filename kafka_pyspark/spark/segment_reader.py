@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark.errors import SchemaError, SegmentFileError
+from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
 from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark.planning import PlanFilter
@@ -122,12 +122,12 @@ def _read(partition: SegmentInputPartition) -> Iterator[pa.RecordBatch]:
             if partition.fail_on_data_loss:
                 raise SegmentFileError(
                     f.path, item.position,
-                    f"{item.error}. Set failOnDataLoss=false to skip the rest of this segment "
-                    "file instead",
+                    f"{item.error}. "
+                    + data_loss_hint("skip the rest of this segment file instead"),
                 ) from item.cause
-            log.warning("kafka07: segment file %s, byte %d: %s; failOnDataLoss=false: skipping "
-                        "bytes %d..%d of it", f.path, item.position, item.error,
-                        item.position, split.end)
+            log.warning("kafka07: segment file %s, byte %d: %s", f.path, item.position,
+                        data_loss_skipped(str(item.error),
+                                          f"skipping bytes {item.position}..{split.end} of it"))
         elif item.kind == "torn-tail":
             log.warning("kafka07: segment file %s, byte %d: %s; the file ends there",
                         f.path, item.position, item.error)

@@ -18,37 +18,34 @@ See ``docs/streaming.md`` for the algorithm and its cost.
 
 from __future__ import annotations
 
-import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_pyspark.errors import InvalidMessageSizeError, OffsetFormatError
-
-TopicPartition = tuple[str, int, int]
-"""``(topic, broker id, partition)``: one broker-partition log."""
+from kafka_pyspark.names import TopicPartition, partition_key
+from kafka_pyspark.names import parse_partition_key as _parse_key
 
 Offsets = dict[TopicPartition, int]
-
-_KEY = re.compile(r"^(\d+)-(\d+)$")
 
 
 # --- the offset dict ---------------------------------------------------------------------------
 
 
-def partition_key(broker: int, partition: int) -> str:
-    """``"brokerId-partition"``, as 0.7 names a broker-partition (and its ZooKeeper node)."""
-    return f"{broker}-{partition}"
-
-
 def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
-    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`."""
-    m = _KEY.match(key) if isinstance(key, str) else None
-    if m is None:
+    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`.
+
+    The key format is :mod:`kafka_pyspark.names` (ASCII digits only, as the options accept).
+    Checkpoints written by earlier versions parse the same: they were written with
+    ``partition_key`` (ASCII digits from ``int``), never with a newline or other digits.
+    """
+    parsed = _parse_key(key)
+    if parsed is None:
         raise OffsetFormatError(
             f"topic {topic!r}: key {key!r} is not 'brokerId-partition' (e.g. '0-1')"
         )
-    return int(m.group(1)), int(m.group(2))
+    return parsed
 
 
 def to_offset_dict(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -174,21 +171,10 @@ class Scan:
             return None
         if offset == b[-1]:
             return self.next_size
-        i = _bisect(b, offset)
+        i = bisect_left(b, offset)
         if b[i] != offset:
             return None
         return b[i + 1] - offset
-
-
-def _bisect(seq: Sequence[int], x: int) -> int:
-    lo, hi = 0, len(seq)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if seq[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 Windows = Mapping[TopicPartition, tuple[int, int]]
@@ -255,140 +241,213 @@ def admit(
     6. Nothing admitted: the first partition in priority order whose head size is known takes
        that one message.
     """
-    segs = segment_starts or {}
-    age = ages or {}
     starts = {tp: s for tp, (s, _) in positions.items()}
     latest = {tp: max(s, lt) for tp, (s, lt) in positions.items()}
-    ends: Offsets = dict(starts)
     active = [tp for tp in positions if latest[tp] > starts[tp]]
-    pending = {tp: latest[tp] - starts[tp] for tp in active}
     if not active:
-        return Admission(ends)
-    if sum(pending.values()) <= budget:
-        for tp in active:
-            ends[tp] = latest[tp]
-        return Admission(ends)
+        return Admission(dict(starts))
+    if sum(latest[tp] - starts[tp] for tp in active) <= budget:  # 1. everything fits
+        return Admission(dict(latest))
+    admission = _Admitter(
+        starts, latest, active, max(0, budget), scan, segment_starts or {}, ages or {}
+    )
+    return admission.run()
 
-    budget = max(0, budget)
-    order = sorted(active, key=lambda tp: (-age.get(tp, 0), tp))
-    scanned = 0
-    windows_used: list[Windows] = []
 
-    # 2. starved heads
-    starved = [tp for tp in order if age.get(tp, 0) > 0]
-    head: dict[TopicPartition, int] = {}
-    if starved:
-        w = {tp: (starts[tp], min(latest[tp], starts[tp] + HEADER)) for tp in starved}
-        windows_used.append(w)
-        scanned += sum(hi - lo for lo, hi in w.values())
-        found = scan(w)
-        for tp in starved:
+class _Admitter:
+    """One run of :func:`admit` over partitions with pending data and a budget they exceed.
+
+    Every method is one step of the algorithm; ``cur`` is each partition's cut so far (a
+    message boundary), ``remaining`` the budget not yet given out, ``head``/``last_scan``
+    what the scans learnt.
+    """
+
+    def __init__(
+        self,
+        starts: Mapping[TopicPartition, int],
+        latest: Mapping[TopicPartition, int],
+        active: Sequence[TopicPartition],
+        budget: int,
+        scan: ScanFn,
+        segs: Mapping[TopicPartition, Sequence[int]],
+        age: Mapping[TopicPartition, int],
+    ) -> None:
+        self.starts = starts
+        self.latest = latest
+        self.active = active
+        self.budget = budget
+        self.remaining = budget
+        self.segs = segs
+        self.pending = {tp: latest[tp] - starts[tp] for tp in active}
+        self.order = sorted(active, key=lambda tp: (-age.get(tp, 0), tp))
+        self.starved = [tp for tp in self.order if age.get(tp, 0) > 0]
+        self.ends: Offsets = dict(starts)
+        self.cur: Offsets = {}
+        self.head: dict[TopicPartition, int] = {}
+        self.last_scan: dict[TopicPartition, Scan] = {}
+        self._scan_fn = scan
+        self._scanned = 0
+        self._windows: list[Windows] = []
+
+    def run(self) -> Admission:
+        top = self._starved_heads()
+        if top is not None:  # the top starved head alone is larger than the budget
+            self.ends[top] = self.starts[top] + self.head[top]
+            return self._result(top)
+        reserved = self._reserve_starved()
+        self.cur = {tp: self.starts[tp] + reserved.get(tp, 0) for tp in self.active}
+        self._fill()
+        used = self._take_whole_messages()
+        return self._result(self._progress() if used == 0 else None)
+
+    def _result(self, oversize: TopicPartition | None) -> Admission:
+        return Admission(
+            self.ends, oversize=oversize, scanned_bytes=self._scanned,
+            windows=tuple(self._windows),
+        )
+
+    def _scan(self, windows: Windows) -> Mapping[TopicPartition, Scan]:
+        """One scan round trip; its windows and bytes are accounted in the result."""
+        self._windows.append(windows)
+        self._scanned += sum(hi - lo for lo, hi in windows.values())
+        return self._scan_fn(windows)
+
+    def _head_window(self, tp: TopicPartition) -> tuple[int, int]:
+        return (self.starts[tp], min(self.latest[tp], self.starts[tp] + HEADER))
+
+    def _starved_heads(self) -> TopicPartition | None:
+        """2. Look at every starved partition's head message; the top one in priority order
+        if it alone is larger than the whole budget."""
+        if not self.starved:
+            return None
+        found = self._scan({tp: self._head_window(tp) for tp in self.starved})
+        for tp in self.starved:
             sc = found.get(tp)
-            size = sc.size_at(starts[tp]) if sc is not None else None
+            size = sc.size_at(self.starts[tp]) if sc is not None else None
             if size is not None:
-                head[tp] = _check_head(tp, starts[tp], size, latest[tp])
-        top = order[0]
-        if top in head and head[top] > budget:
-            ends[top] = starts[top] + head[top]
-            return Admission(
-                ends, oversize=top, scanned_bytes=scanned, windows=tuple(windows_used)
-            )
-    reserved: dict[TopicPartition, int] = {}
-    remaining = budget
-    for tp in starved:
-        h = head.get(tp)
-        if h is not None and h <= remaining and h <= pending[tp]:
-            reserved[tp] = h
-            remaining -= h
+                self.head[tp] = _check_head(tp, self.starts[tp], size, self.latest[tp])
+        top = self.order[0]
+        return top if top in self.head and self.head[top] > self.budget else None
 
-    # 3-5. water-fill what is left, cut at the last boundary, repeat with what the cuts left
-    cur = {tp: starts[tp] + reserved.get(tp, 0) for tp in active}
-    last_scan: dict[TopicPartition, Scan] = {}
-    open_ = [tp for tp in active if cur[tp] < latest[tp]]
-    for _ in range(MAX_ROUNDS):
-        if remaining <= 0 or not open_:
-            break
-        share = water_fill({tp: latest[tp] - cur[tp] for tp in open_}, remaining)
+    def _reserve_starved(self) -> dict[TopicPartition, int]:
+        """2. Starved heads reserved in priority order while they fit."""
+        reserved: dict[TopicPartition, int] = {}
+        for tp in self.starved:
+            h = self.head.get(tp)
+            if h is not None and h <= self.remaining and h <= self.pending[tp]:
+                reserved[tp] = h
+                self.remaining -= h
+        return reserved
+
+    def _fill(self) -> None:
+        """3-4. Water-fill what is left, cut at the last boundary, repeat with what the cuts
+        left (``MAX_ROUNDS`` at most)."""
+        open_ = [tp for tp in self.active if self.cur[tp] < self.latest[tp]]
+        for _ in range(MAX_ROUNDS):
+            if self.remaining <= 0 or not open_:
+                break
+            moved = self._fill_round(open_)
+            # a partition that could not move has a next message larger than its share: the
+            # shares only shrink from here, so it is done until the one-message step below
+            open_ = [tp for tp in open_ if tp in moved and self.cur[tp] < self.latest[tp]]
+            if not moved:
+                break
+        for tp in self.active:
+            self.ends[tp] = self.cur[tp]
+
+    def _fill_round(self, open_: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """One water-filling round: the partitions whose cut moved."""
+        share = water_fill({tp: self.latest[tp] - self.cur[tp] for tp in open_}, self.remaining)
         windows: dict[TopicPartition, tuple[int, int]] = {}
         limits: dict[TopicPartition, int] = {}
         moved: set[TopicPartition] = set()
         for tp in open_:
             if share[tp] == 0:
                 continue
-            hi = cur[tp] + share[tp]
-            if hi >= latest[tp]:
-                remaining -= latest[tp] - cur[tp]
-                cur[tp] = latest[tp]
+            hi = self.cur[tp] + share[tp]
+            if hi >= self.latest[tp]:
+                self._advance(tp, self.latest[tp])
                 moved.add(tp)
                 continue
-            known = last_scan.get(tp)
-            size = known.size_at(cur[tp]) if known is not None else None
-            if size is not None and cur[tp] + size > hi:
-                continue  # the next message is already known not to fit: no scan
-            lo = cur[tp]
-            for seg in segs.get(tp, ()):
-                if lo < seg <= hi:
-                    lo = seg
-            windows[tp] = (lo, min(latest[tp], hi + HEADER))
-            limits[tp] = hi
+            window = self._window(tp, hi)
+            if window is not None:
+                windows[tp] = window
+                limits[tp] = hi
         if windows:
-            windows_used.append(windows)
-            scanned += sum(hi - lo for lo, hi in windows.values())
-            found = scan(windows)
+            found = self._scan(windows)
             for tp, (lo, _) in windows.items():
-                end = lo
-                sc = found.get(tp)
-                if sc is not None:
-                    last_scan[tp] = sc
-                    for b in sc.boundaries:
-                        if end < b <= limits[tp]:
-                            end = b
-                if end > cur[tp]:
-                    remaining -= end - cur[tp]
-                    cur[tp] = end
+                end = self._cut(tp, lo, limits[tp], found.get(tp))
+                if end > self.cur[tp]:
+                    self._advance(tp, end)
                     moved.add(tp)
-        # a partition that could not move has a next message larger than its share: the
-        # shares only shrink from here, so it is done until the one-message step below
-        open_ = [tp for tp in open_ if tp in moved and cur[tp] < latest[tp]]
-        if not moved:
-            break
-    for tp in active:
-        ends[tp] = cur[tp]
+        return moved
 
-    # 5'. whole messages whose size a scan saw, in priority order, while they fit
-    used = sum(ends[tp] - starts[tp] for tp in active)
-    for tp in order:
-        sc = last_scan.get(tp)
-        if sc is None or ends[tp] >= latest[tp]:
-            continue
-        size = sc.size_at(ends[tp])
-        if size is not None and size <= remaining and ends[tp] + size <= latest[tp]:
-            ends[tp] += size
-            remaining -= size
-            used += size
+    def _advance(self, tp: TopicPartition, end: int) -> None:
+        self.remaining -= end - self.cur[tp]
+        self.cur[tp] = end
 
-    # 6. progress rule
-    oversize = None
-    if used == 0:
+    def _window(self, tp: TopicPartition, hi: int) -> tuple[int, int] | None:
+        """4. The window to scan for a cut at or before ``hi``: from the last known boundary
+        (the current cut, or a segment start) to ``hi + 4``; None if the next message is
+        already known not to fit (no scan)."""
+        cur = self.cur[tp]
+        known = self.last_scan.get(tp)
+        size = known.size_at(cur) if known is not None else None
+        if size is not None and cur + size > hi:
+            return None
+        lo = cur
+        for seg in self.segs.get(tp, ()):
+            if lo < seg <= hi:
+                lo = seg
+        return (lo, min(self.latest[tp], hi + HEADER))
+
+    def _cut(self, tp: TopicPartition, lo: int, limit: int, sc: Scan | None) -> int:
+        """4. The last boundary the scan saw at or before ``limit`` (``lo`` if none)."""
+        end = lo
+        if sc is not None:
+            self.last_scan[tp] = sc
+            for b in sc.boundaries:
+                if end < b <= limit:
+                    end = b
+        return end
+
+    def _take_whole_messages(self) -> int:
+        """5. In priority order, a partition whose next message's size a scan saw takes that
+        message while it fits in what is left. Returns the bytes admitted in all."""
+        ends = self.ends
+        used = sum(ends[tp] - self.starts[tp] for tp in self.active)
+        for tp in self.order:
+            sc = self.last_scan.get(tp)
+            if sc is None or ends[tp] >= self.latest[tp]:
+                continue
+            size = sc.size_at(ends[tp])
+            if size is not None and size <= self.remaining and ends[tp] + size <= self.latest[tp]:
+                ends[tp] += size
+                self.remaining -= size
+                used += size
+        return used
+
+    def _progress(self) -> TopicPartition | None:
+        """6. Nothing admitted: the first partition in priority order whose head size is
+        known takes that one message (its head is scanned now if no scan saw it)."""
         unknown = {
-            tp: (starts[tp], min(latest[tp], starts[tp] + HEADER))
-            for tp in order
-            if tp not in head and tp not in last_scan
+            tp: self._head_window(tp)
+            for tp in self.order
+            if tp not in self.head and tp not in self.last_scan
         }
         if unknown:  # only with a budget too small to have scanned anything
-            windows_used.append(unknown)
-            scanned += sum(hi - lo for lo, hi in unknown.values())
-            last_scan.update(scan(unknown))
-        for tp in order:
-            size = head.get(tp)
+            self.last_scan.update(self._scan(unknown))
+        for tp in self.order:
+            size = self.head.get(tp)
             if size is None:
-                sc = last_scan.get(tp)
-                size = sc.size_at(starts[tp]) if sc is not None else None
+                sc = self.last_scan.get(tp)
+                size = sc.size_at(self.starts[tp]) if sc is not None else None
             if size is not None:
-                ends[tp] = starts[tp] + _check_head(tp, starts[tp], size, latest[tp])
-                oversize = tp
-                break
-    return Admission(ends, oversize=oversize, scanned_bytes=scanned, windows=tuple(windows_used))
+                self.ends[tp] = self.starts[tp] + _check_head(
+                    tp, self.starts[tp], size, self.latest[tp]
+                )
+                return tp
+        return None
 
 
 def _check_head(tp: TopicPartition, start: int, size: int, latest: int) -> int:
