@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -116,15 +115,6 @@ def test_broker_list_mode_without_contacting_anything() -> None:
 
 
 # --- ZooKeeper mode (nodes written as 0.7.2 does) ------------------------------------------
-
-
-@pytest.fixture
-def kz(zk_connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=10.0)
-    client.start(timeout=10.0)
-    yield client
-    client.stop()
-    client.close()
 
 
 @pytest.mark.zk

@@ -139,7 +139,7 @@ def test_kernel_rejects_bad_ranges_and_records() -> None:
         KERNEL.gather(data, recs, 0, 5, out, 0, offsets, words, 0)
     offsets[1] = 62
     with pytest.raises(ValueError):  # a CRC word past the end of the data
-        KERNEL.xor_words(out, offsets, words, 1)
+        KERNEL.xor_words(out, offsets, words, 0, 1)
 
 
 @needs_kernel

@@ -63,8 +63,11 @@ _CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC 
 _BINARY = pa.binary()
 
 
-# a stale build (another record size) is not used
-kernel = load_kernel("kafka_pyspark.messages._kernel", lambda m: RECORD.itemsize == m.RECORD_SIZE)
+# a stale build (another record size, or without the fast lane's functions) is not used
+kernel = load_kernel(
+    "kafka_pyspark.messages._kernel",
+    lambda m: RECORD.itemsize == m.RECORD_SIZE and hasattr(m, "snappy_fetch"),
+)
 ENGINE = "kernel" if kernel is not None else "python"
 
 
@@ -205,9 +208,9 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
             dpos, k = kernel.gather(p.scan.buf, p.scan.recs, p.lo, p.hi, data, dpos, offsets,
                                     words, k)
         if verify_crc and count:
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             ok = crc32(data, _CHECK_OK) == _CHECK_OK
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             if not ok:
                 bad = _first_bad(pieces)
     else:
