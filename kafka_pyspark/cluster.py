@@ -29,9 +29,11 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.registry import Registry
+from kafka_pyspark.wire.protocol import INT32_MAX
 from kafka_pyspark.wire.topics import validate_topic_name
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ def parse_broker_list(value: str) -> dict[int, BrokerAddress]:
         id_text = m.group("id").strip()
         host = (m.group("v6") if m.group("v6") is not None else m.group("host") or "").strip()
         port_text = m.group("port").strip()
-        if not _DIGITS.match(id_text) or int(id_text) > 2**31 - 1:
+        if not _DIGITS.match(id_text) or int(id_text) > INT32_MAX:
             raise OptionError(
                 "broker.list", f"entry {entry!r}: broker id {id_text!r} is not an integer >= 0"
             )
@@ -122,11 +124,11 @@ class Cluster(Closing):
         *,
         zk_connect: str | None = None,
         broker_list: str | None = None,
-        zk_session_timeout_ms: int = 6000,
-        zk_connection_timeout_ms: int = 6000,
+        zk_session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
+        zk_connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
         zk_auth: str | None = None,
-        socket_timeout_ms: int = 30000,
-        socket_buffer_size: int = 65536,
+        socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS,
+        socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
     ) -> None:
         if zk_connect is not None and broker_list is not None:
             raise OptionError(

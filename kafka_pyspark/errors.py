@@ -228,6 +228,21 @@ class DataLossError(KafkaError):
     """Requested offsets are no longer on the broker and ``failOnDataLoss`` is true."""
 
 
+def data_loss_hint(remedy: str) -> str:
+    """The one wording of the way past lost data: ``Set failOnDataLoss=false to <remedy>``."""
+    return f"Set failOnDataLoss=false to {remedy}"
+
+
+def data_loss_error(what: str, remedy: str) -> DataLossError:
+    """``failOnDataLoss=true``: ``<what>. Set failOnDataLoss=false to <remedy>.``"""
+    return DataLossError(f"{what}. {data_loss_hint(remedy)}.")
+
+
+def data_loss_skipped(what: str, action: str) -> str:
+    """``failOnDataLoss=false``: the warning text, ``<what>; failOnDataLoss=false: <action>``."""
+    return f"{what}; failOnDataLoss=false: {action}"
+
+
 class RegistryError(KafkaError):
     """ZooKeeper was unreachable, timed out, or holds data not in 0.7's registry format."""
 

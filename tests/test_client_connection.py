@@ -7,11 +7,11 @@ import struct
 import threading
 
 import pytest
+from _bytes import message
 from test_client_servers import (
     FakeBroker,
     ScriptedServer,
     close_after_request,
-    message,
     read_request,
     rst_close,
     silent,
@@ -19,7 +19,7 @@ from test_client_servers import (
 
 from kafka_pyspark import wire
 from kafka_pyspark.client import BrokerConnection
-from kafka_pyspark.client.connection import produce_request_size
+from kafka_pyspark.client.framing import produce_request_size
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerTimeoutError,
@@ -71,7 +71,7 @@ def test_fetch_round_trip_returns_a_view_and_keeps_the_code() -> None:
 def test_socket_options() -> None:
     with ScriptedServer(FakeBroker()) as srv, conn_to(srv, buffer_size=32768) as c:
         c.fetch("t", 0, 0, 0)
-        sock = c._sock
+        sock = c._transport.sock
         assert sock is not None
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 32768  # Linux doubles it
@@ -364,15 +364,15 @@ def test_an_interrupted_request_drops_the_connection(monkeypatch: pytest.MonkeyP
     broker = FakeBroker()
     with ScriptedServer(broker) as srv, conn_to(srv) as c:
         c.fetch("t", 0, 0, 10)
-        real = c._read_frame
+        real = c._transport.read_frame
 
         def interrupted(*a: object, **kw: object) -> memoryview:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(c, "_read_frame", interrupted)
+        monkeypatch.setattr(c._transport, "read_frame", interrupted)
         with pytest.raises(KeyboardInterrupt):
             c.fetch("t", 0, 0, 10)
         assert not c.connected  # its answer may still arrive: the socket is not reused
-        monkeypatch.setattr(c, "_read_frame", real)
+        monkeypatch.setattr(c._transport, "read_frame", real)
         assert c.fetch("t", 0, 0, 10).error == 0
         assert srv.accepted == 2

@@ -162,3 +162,14 @@ def test_no_topic_anywhere() -> None:
         resolve_columns(schema(value=BinaryType()), WriteOptions())
     # a topic column is enough
     assert resolve_columns(schema(value=BinaryType(), topic=StringType()), WriteOptions()).topic
+
+
+def test_codec_spellings_are_the_message_layer_table() -> None:
+    from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_NAMES, codec_id
+
+    for spelling, cid in CODEC_ALIASES.items():
+        assert parse_codec(spelling.upper()) == CODEC_NAMES[cid]
+        assert codec_id(spelling) == cid
+    assert sorted(CODEC_ALIASES) == sorted(
+        ["none", "gzip", "snappy", "0", "1", "2", "uncompressed", "nocompression"]
+    )

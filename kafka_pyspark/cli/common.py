@@ -20,11 +20,12 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
+from kafka_pyspark.names import parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -109,16 +110,14 @@ def positive_int(text: str) -> int:
 
 def parse_broker_partition(text: str) -> tuple[int, int]:
     """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
-    from kafka_pyspark.registry import parse_partition_name
-
-    key = parse_partition_name(text.strip())
+    key = parse_partition_key(text.strip())
     if key is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not brokerId-partition, e.g. 0-1")
     return key
 
 
 def bp(key: tuple[int, int]) -> str:
-    return f"{key[0]}-{key[1]}"
+    return partition_key(*key)
 
 
 # --- the cluster ---------------------------------------------------------------------------
@@ -150,6 +149,13 @@ def no_brokers_hint(cluster: Cluster) -> str:
     root = registry.chroot or "/"
     hint = "check the chroot" if registry.chroot else "is the cluster up, or does it use a chroot?"
     return f"no brokers registered under {root} in ZooKeeper {registry.zk_connect}: {hint}"
+
+
+def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int, int]]) -> None:
+    """Every broker named by a ``(broker, partition)`` key is live, else a usage error."""
+    for broker_id, _ in keys:
+        if broker_id not in brokers:
+            raise CliError(f"broker {broker_id} is not live (live: {sorted(brokers)})")
 
 
 def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:

@@ -4,13 +4,14 @@ Importing this package does not import pyarrow; the fetch loop imports the messa
 (``kafka_pyspark.messages``) when it first decodes.
 """
 
-from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
+from kafka_pyspark.client.connection import BrokerConnection
 from kafka_pyspark.client.fetcher import (
     PartitionRange,
     iter_multi_range,
     iter_range,
     probe_partition_count,
 )
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.client.offsets import (
     SegmentStarts,
     before_time,

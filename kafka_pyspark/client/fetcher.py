@@ -39,8 +39,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafka_pyspark import wire
-from kafka_pyspark.client.connection import MAX_INT32, BrokerConnection
+from kafka_pyspark import defaults, wire
+from kafka_pyspark.client.connection import BrokerConnection
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerError,
@@ -69,10 +69,10 @@ class PartitionRange(NamedTuple):
 
 
 def _check_sizes(fetch_size: int, max_fetch_size: int) -> None:
-    if not 1 <= fetch_size <= max_fetch_size <= MAX_INT32:
+    if not 1 <= fetch_size <= max_fetch_size <= wire.INT32_MAX:
         raise ValueError(
             f"need 1 <= fetch_size ({fetch_size}) <= max_fetch_size ({max_fetch_size}) "
-            f"<= {MAX_INT32}"
+            f"<= {wire.INT32_MAX}"
         )
 
 
@@ -261,10 +261,10 @@ def iter_range(
     start: int,
     end: int,
     *,
-    fetch_size: int = 1 << 20,
-    max_fetch_size: int = 100 << 20,
+    fetch_size: int = defaults.FETCH_SIZE,
+    max_fetch_size: int = defaults.MAX_FETCH_SIZE,
     verify_crc: bool = True,
-    max_decompressed_size: int = 64 << 20,
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
     broker_id: int | None = None,
     empty_retries: int | None = None,
 ) -> Iterator[DecodeResult]:
@@ -290,10 +290,10 @@ def iter_multi_range(
     conn: BrokerConnection,
     ranges: Sequence[PartitionRange | tuple[str, int, int, int]],
     *,
-    fetch_size: int = 1 << 20,
-    max_fetch_size: int = 100 << 20,
+    fetch_size: int = defaults.FETCH_SIZE,
+    max_fetch_size: int = defaults.MAX_FETCH_SIZE,
     verify_crc: bool = True,
-    max_decompressed_size: int = 64 << 20,
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
     broker_id: int | None = None,
     empty_retries: int | None = None,
     max_response_size: int | None = None,

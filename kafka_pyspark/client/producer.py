@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from kafka_pyspark import wire
+from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.appends import AppendLedger, Shortfall
-from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES, BrokerConnection
+from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.client.offsets import latest
 from kafka_pyspark.errors import (
     AppendShortfallError,
@@ -72,10 +73,10 @@ class Producer(Closing):
         self,
         brokers: Mapping[int, tuple[str, int]],
         *,
-        timeout: float = 30.0,
+        timeout: float = defaults.SOCKET_TIMEOUT_MS / 1000,
         retries: int = 3,
         backoff: float = 0.2,
-        buffer_size: int = 65536,
+        buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         check_appends: float | None = None,
     ) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import (
     CorruptMessageError,
     InvalidMessageSizeError,
@@ -104,7 +105,7 @@ def decode_log(
     base_position: int = 0,
     *,
     verify_crc: bool = True,
-    max_decompressed_size: int = 64 << 20,
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
     stop_at: int | None = None,
 ) -> LogChunk:
     """Decode the complete entries of ``data``; entries starting at or after the file

@@ -46,6 +46,7 @@ from kafka_pyspark.messages.layout import (
     MIN_LENGTH_V1,
     codec_id,
 )
+from kafka_pyspark.wire.protocol import INT32_MAX
 
 _OVERHEAD = MIN_LENGTH_BY_MAGIC  # LENGTH - payload size, per magic
 _MAX_PAYLOAD = {m: MAX_MESSAGE_LENGTH - o for m, o in _OVERHEAD.items()}
@@ -193,7 +194,6 @@ _HEADER_DTYPES = {
     1: np.dtype([("length", ">i4"), ("magic", "u1"), ("attributes", "u1"), ("crc", ">u4")]),
     0: np.dtype([("length", ">i4"), ("magic", "u1"), ("crc", ">u4")]),
 }
-_INT32_MAX = (1 << 31) - 1
 
 
 def _column(
@@ -276,7 +276,7 @@ def _frame(
             )
         return out, positions
     # header 0, payload 0, header 1, ...: take from [headers..., payloads...]
-    large = total > _INT32_MAX
+    large = total > INT32_MAX
     kind = pa.large_binary() if large else pa.binary()
     offset_type = np.int64 if large else np.int32
     tiles = np.empty(2 * n + 1, dtype=offset_type)

@@ -68,6 +68,14 @@ CODEC_GZIP = 1
 CODEC_SNAPPY = 2
 CODEC_NAMES: Mapping[int, str] = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy"}
 CODEC_IDS: Mapping[str, int] = {name: cid for cid, name in CODEC_NAMES.items()}
+#: every spelling of a codec that ``compression.codec`` and :func:`codec_id` take (lower-case):
+#: the names, 0.7's producer integers as text, and two more spellings of "none"
+CODEC_ALIASES: Mapping[str, int] = {
+    **CODEC_IDS,
+    **{str(cid): cid for cid in CODEC_NAMES},
+    "uncompressed": CODEC_NONE,
+    "nocompression": CODEC_NONE,
+}
 
 MESSAGE_SCHEMA = pa.schema(
     [
@@ -81,7 +89,7 @@ MESSAGE_SCHEMA = pa.schema(
 
 
 def codec_id(codec: str | int) -> int:
-    """The codec id for ``codec``: 0/1/2, ``"none"``/``"gzip"``/``"snappy"`` or ``"0"``..``"2"``.
+    """The codec id for ``codec``: 0/1/2 or a :data:`CODEC_ALIASES` spelling (``"gzip"``, ``"1"``).
 
     Names are case-insensitive (0.7's producer config ``compression.codec`` takes integers;
     the data source also takes names). Anything else raises :class:`UnknownCodecError`.
@@ -94,10 +102,8 @@ def codec_id(codec: str | int) -> int:
         raise UnknownCodecError(f"unknown compression codec {codec} (0 none, 1 gzip, 2 snappy)")
     if isinstance(codec, str):
         text = codec.strip().lower()
-        if text in CODEC_IDS:
-            return CODEC_IDS[text]
-        if text in ("0", "1", "2"):
-            return int(text)
+        if text in CODEC_ALIASES:
+            return CODEC_ALIASES[text]
     raise UnknownCodecError(f"unknown compression codec {codec!r} (none, gzip or snappy)")
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import MessageError
 from kafka_pyspark.formats import LOG_SCHEMA, LogChunk, decode_log
 from kafka_pyspark.formats.layout import NO_TIMESTAMP_TYPE
@@ -48,7 +49,7 @@ class ReadSettings:
     """How executors read segment files; primitives only."""
 
     verify_crc: bool = True
-    max_decompressed_size: int = 64 << 20
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     buffer_size: int = DEFAULT_BUFFER_SIZE
 
 

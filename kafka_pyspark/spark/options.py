@@ -35,14 +35,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError, TopicNameError
+from kafka_pyspark.names import parse_partition_key
+from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
 from kafka_pyspark.wire.topics import validate_topic_name
 
 __all__ = [
     "BATCH_ONLY_OPTIONS",
     "CLUSTER_OPTIONS",
-    "EARLIEST",
-    "LATEST",
     "READ_OPTIONS",
     "STREAM_ONLY_OPTIONS",
     "WRITE_OPTIONS",
@@ -62,23 +63,6 @@ __all__ = [
 ]
 
 Mode = Literal["batch", "stream"]
-
-#: JSON offsets: -2 is the earliest offset, -1 the latest (as in Kafka and Spark).
-EARLIEST = -2
-LATEST = -1
-
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
-
-DEFAULT_ZK_SESSION_TIMEOUT_MS = 6000
-DEFAULT_ZK_CONNECTION_TIMEOUT_MS = 6000
-#: how long a stream goes on without ZooKeeper (docs/streaming.md "When ZooKeeper is away")
-DEFAULT_ZK_OUTAGE_MAX_MS = 600_000
-DEFAULT_SOCKET_TIMEOUT_MS = 30000
-DEFAULT_SOCKET_BUFFER_SIZE = 65536
-DEFAULT_FETCH_SIZE = 1 << 20  # 0.7.2 consumer's fetch.size
-DEFAULT_MAX_FETCH_SIZE = 100 << 20
-DEFAULT_MAX_DECOMPRESSED_SIZE = 64 << 20
 
 # Canonical spellings (as documented); Spark passes the names lower-cased.
 _CLUSTER_NAMES = (
@@ -125,7 +109,6 @@ WRITE_OPTIONS = frozenset(
     {"topic", "compression.codec", "batch.size", "max.message.size", "partitioner"}
 )
 
-_KEY = re.compile(r"([0-9]+)-([0-9]+)\Z")
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 
 
@@ -184,15 +167,15 @@ def _topic(option: str, name: str) -> str:
 
 
 def _partition_key(option: str, topic: str, key: Any) -> tuple[int, int]:
-    m = _KEY.match(key) if isinstance(key, str) else None
-    if m is None:
+    parsed = parse_partition_key(key)
+    if parsed is None:
         raise OptionError(
             option,
             f"topic {topic!r}: {key!r} is not 'brokerId-partition' (e.g. \"0-1\", as 0.7 names "
             "broker-partitions)",
         )
-    broker, partition = int(m.group(1)), int(m.group(2))
-    if broker > MAX_INT32 or partition > MAX_INT32:
+    broker, partition = parsed
+    if broker > INT32_MAX or partition > INT32_MAX:
         raise OptionError(option, f"topic {topic!r}: {key!r} is out of the int32 range")
     return broker, partition
 
@@ -234,10 +217,10 @@ class ClusterOptions:
 
     zk_connect: str | None
     broker_list: str | None
-    zk_session_timeout_ms: int = DEFAULT_ZK_SESSION_TIMEOUT_MS
-    zk_connection_timeout_ms: int = DEFAULT_ZK_CONNECTION_TIMEOUT_MS
-    socket_timeout_ms: int = DEFAULT_SOCKET_TIMEOUT_MS
-    socket_buffer_size: int = DEFAULT_SOCKET_BUFFER_SIZE
+    zk_session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS
+    zk_connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS
+    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
+    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     zk_auth: str | None = field(default=None, repr=False)  # a secret: never in a repr
 
     def cluster_kwargs(self) -> dict[str, Any]:
@@ -294,14 +277,14 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         zk_connect=zk,
         broker_list=bl,
         zk_session_timeout_ms=_int(
-            opts, "zk.sessiontimeout.ms", DEFAULT_ZK_SESSION_TIMEOUT_MS, 1, MAX_INT32
+            opts, "zk.sessiontimeout.ms", defaults.ZK_SESSION_TIMEOUT_MS, 1, INT32_MAX
         ),
         zk_connection_timeout_ms=_int(
-            opts, "zk.connectiontimeout.ms", DEFAULT_ZK_CONNECTION_TIMEOUT_MS, 1, MAX_INT32
+            opts, "zk.connectiontimeout.ms", defaults.ZK_CONNECTION_TIMEOUT_MS, 1, INT32_MAX
         ),
-        socket_timeout_ms=_int(opts, "socket.timeout.ms", DEFAULT_SOCKET_TIMEOUT_MS, 1, MAX_INT32),
+        socket_timeout_ms=_int(opts, "socket.timeout.ms", defaults.SOCKET_TIMEOUT_MS, 1, INT32_MAX),
         socket_buffer_size=_int(
-            opts, "socket.buffersize", DEFAULT_SOCKET_BUFFER_SIZE, 1, MAX_INT32
+            opts, "socket.buffersize", defaults.SOCKET_BUFFER_SIZE, 1, INT32_MAX
         ),
         zk_auth=auth,
     )
@@ -376,8 +359,9 @@ class OffsetSpec:
 
     ``kind``: ``earliest``, ``latest``, ``group`` (the committed offsets of ``group.id``),
     ``timestamp`` (``startingTimestamp``) or ``specific`` (JSON). For ``specific``,
-    ``offsets`` maps ``(topic, broker, partition)`` to a byte offset, or to :data:`EARLIEST`
-    (-2) / :data:`LATEST` (-1); broker-partitions it does not name use ``default``.
+    ``offsets`` maps ``(topic, broker, partition)`` to a byte offset, or to -2 earliest / -1
+    latest (``wire.OFFSETS_EARLIEST``/``OFFSETS_LATEST``); broker-partitions it does not name
+    use ``default``.
     """
 
     kind: OffsetKind
@@ -413,7 +397,7 @@ def parse_offsets_json(option: str, raw: str) -> dict[tuple[str, int, int], int]
                     f"topic {topic!r} {key}: offset must be an integer (a byte offset, -2 "
                     f"earliest, -1 latest), got {json.dumps(value)}",
                 )
-            if not EARLIEST <= value <= MAX_INT64:
+            if not OFFSETS_EARLIEST <= value <= INT64_MAX:
                 raise OptionError(
                     option,
                     f"topic {topic!r} {key}: offset {value} is negative (only -2 earliest and "
@@ -566,13 +550,13 @@ class ReadOptions:
     group_id: str | None = None
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
-    fetch_size: int = DEFAULT_FETCH_SIZE
-    max_fetch_size: int = DEFAULT_MAX_FETCH_SIZE
+    fetch_size: int = defaults.FETCH_SIZE
+    max_fetch_size: int = defaults.MAX_FETCH_SIZE
     verify_checksums: bool = True
-    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     max_bytes_per_trigger: int | None = None
     commit_to_group: bool = False
-    zk_outage_max_ms: int = DEFAULT_ZK_OUTAGE_MAX_MS
+    zk_outage_max_ms: int = defaults.ZK_OUTAGE_MAX_MS
 
 
 def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
@@ -691,7 +675,7 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
                 "startingTimestamp",
                 "conflicts with startingOffsets: give at most one of them",
             )
-        ts = _int_value("startingTimestamp", opts["startingtimestamp"], 0, MAX_INT64)
+        ts = _int_value("startingTimestamp", opts["startingtimestamp"], 0, INT64_MAX)
         starting = OffsetSpec("timestamp", timestamp=ts, default=start_default)
     else:
         starting = _parse_offset_spec(
@@ -730,15 +714,15 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
     min_partitions: int | None = None
     if "minpartitions" in opts:
         min_partitions = _int_value("minPartitions", opts["minpartitions"], 1, 1_000_000)
-    max_fetch = _int(opts, "max.fetch.size", DEFAULT_MAX_FETCH_SIZE, 1, MAX_INT32)
-    fetch = _int(opts, "fetch.size", min(DEFAULT_FETCH_SIZE, max_fetch), 1, MAX_INT32)
+    max_fetch = _int(opts, "max.fetch.size", defaults.MAX_FETCH_SIZE, 1, INT32_MAX)
+    fetch = _int(opts, "fetch.size", min(defaults.FETCH_SIZE, max_fetch), 1, INT32_MAX)
     if fetch > max_fetch:
         raise OptionError(
             "fetch.size", f"{fetch} is larger than max.fetch.size ({max_fetch})"
         )
     max_bytes: int | None = None
     if "maxbytespertrigger" in opts:
-        max_bytes = _int_value("maxBytesPerTrigger", opts["maxbytespertrigger"], 1, MAX_INT64)
+        max_bytes = _int_value("maxBytesPerTrigger", opts["maxbytespertrigger"], 1, INT64_MAX)
 
     return ReadOptions(
         mode=mode or "batch",
@@ -753,9 +737,9 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
         max_fetch_size=max_fetch,
         verify_checksums=_bool(opts, "verifyChecksums", True),
         max_decompressed_size=_int(
-            opts, "max.decompressed.size", DEFAULT_MAX_DECOMPRESSED_SIZE, 1, MAX_INT64
+            opts, "max.decompressed.size", defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX
         ),
         max_bytes_per_trigger=max_bytes,
         commit_to_group=commit,
-        zk_outage_max_ms=_int(opts, "zk.outage.max.ms", DEFAULT_ZK_OUTAGE_MAX_MS, 0, MAX_INT64),
+        zk_outage_max_ms=_int(opts, "zk.outage.max.ms", defaults.ZK_OUTAGE_MAX_MS, 0, INT64_MAX),
     )

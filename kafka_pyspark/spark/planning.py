@@ -41,6 +41,8 @@ from pyspark.sql.datasource import (
     Not,
 )
 
+from kafka_pyspark import defaults
+
 if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ReadOptions
 
@@ -85,13 +87,13 @@ class OffsetRange:
 class FetchSettings:
     """How executors fetch and decode; primitives only (travels inside every partition)."""
 
-    fetch_size: int = 1 << 20
-    max_fetch_size: int = 100 << 20
+    fetch_size: int = defaults.FETCH_SIZE
+    max_fetch_size: int = defaults.MAX_FETCH_SIZE
     verify_crc: bool = True
-    max_decompressed_size: int = 64 << 20
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     fail_on_data_loss: bool = True
-    socket_timeout_ms: int = 30000
-    socket_buffer_size: int = 65536
+    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
+    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     # Arrow batches handed to Spark: fetch answers of one range are combined up to these
     # bounds (Spark pays per batch: realistic rows read in 4k-row batches, one 1 MiB fetch,
     # ran at 0.4-0.7 M rows/s where 64k-row batches ran at 1.1 M, same run); an answer of
@@ -230,9 +232,7 @@ def plan_filter(filters: Iterable[Filter]) -> tuple[PlanFilter, list[Filter]]:
     unchanged. Every returned filter is one of the input objects (Spark checks identity).
     """
     conditions: list[tuple[str, str, Any]] = []
-    low: int | None = None
-    high: int | None = None
-    empty = False
+    window = _OffsetWindow()
     rest: list[Filter] = []
     for f in filters:
         negated = isinstance(f, Not)
@@ -243,57 +243,80 @@ def plan_filter(filters: Iterable[Filter]) -> tuple[PlanFilter, list[Filter]]:
         column = attr[0] if isinstance(attr, tuple) and len(attr) == 1 else None
         if op is None or column is None:
             rest.append(f)
-            continue
-        if column in _CONSTANT_COLUMNS:
-            kind = _CONSTANT_COLUMNS[column]
-            if op == "in":
-                values = tuple(value) if isinstance(value, (tuple, list)) else ()
-                if not values or any(v is not None and not _typed(v, kind) for v in values):
-                    rest.append(f)
-                    continue
-                if negated and any(v is None for v in values):
-                    rest.append(f)  # x NOT IN (.., NULL) is never true: leave it to Spark
-                    continue
-                members = frozenset(v for v in values if v is not None)
-                conditions.append((column, "notin" if negated else "in", members))
-                continue
-            if not _typed(value, kind) or (negated and op != "eq"):
+        elif column in _CONSTANT_COLUMNS:
+            condition = _constant_condition(column, op, value, negated)
+            if condition is None:
                 rest.append(f)
-                continue
-            conditions.append((column, "ne" if negated else op, value))
-            continue
-        if column == "offset" and not negated:
+            else:
+                conditions.append(condition)
+        elif column == "offset" and not negated:
             rest.append(f)  # narrowing is at segment granularity: Spark filters the rest
-            if op == "in":
-                values = tuple(value) if isinstance(value, (tuple, list)) else ()
-                if any(v is not None and not _typed(v, int) for v in values):
-                    continue
-                ints = [v for v in values if v is not None]
-                if not ints:
-                    empty = True
-                    continue
-                lo, hi = min(ints), max(ints) + 1
-            elif not _typed(value, int):
-                continue
-            elif op == "eq":
-                lo, hi = value, value + 1
-            elif op == "gt":
-                lo, hi = value + 1, None
-            elif op == "ge":
-                lo, hi = value, None
-            elif op == "lt":
-                lo, hi = None, value
-            else:  # le
-                lo, hi = None, value + 1
-            if lo is not None:
-                low = lo if low is None else max(low, lo)
-            if hi is not None:
-                high = hi if high is None else min(high, hi)
-            continue
-        rest.append(f)
-    if low is not None and high is not None and low >= high:
-        empty = True
-    return PlanFilter(tuple(conditions), low, high, empty), rest
+            window.narrow(op, value)
+        else:
+            rest.append(f)
+    return window.plan(tuple(conditions)), rest
+
+
+def _constant_condition(column: str, op: str, value: Any,
+                        negated: bool) -> tuple[str, str, Any] | None:
+    """The condition a filter on ``topic``/``broker``/``partition`` sets (None: Spark's)."""
+    kind = _CONSTANT_COLUMNS[column]
+    if op == "in":
+        values = tuple(value) if isinstance(value, (tuple, list)) else ()
+        if not values or any(v is not None and not _typed(v, kind) for v in values):
+            return None
+        if negated and any(v is None for v in values):
+            return None  # x NOT IN (.., NULL) is never true: leave it to Spark
+        members = frozenset(v for v in values if v is not None)
+        return (column, "notin" if negated else "in", members)
+    if not _typed(value, kind) or (negated and op != "eq"):
+        return None
+    return (column, "ne" if negated else op, value)
+
+
+class _OffsetWindow:
+    """The ``offset`` bounds the filters set so far: ``low`` inclusive, ``high`` exclusive."""
+
+    def __init__(self) -> None:
+        self.low: int | None = None
+        self.high: int | None = None
+        self.empty = False
+
+    def narrow(self, op: str, value: Any) -> None:
+        """Apply one (non-negated) comparison; a value of another type narrows nothing."""
+        lo: int | None
+        hi: int | None
+        if op == "in":
+            values = tuple(value) if isinstance(value, (tuple, list)) else ()
+            if any(v is not None and not _typed(v, int) for v in values):
+                return
+            ints = [v for v in values if v is not None]
+            if not ints:
+                self.empty = True
+                return
+            lo, hi = min(ints), max(ints) + 1
+        elif not _typed(value, int):
+            return
+        elif op == "eq":
+            lo, hi = value, value + 1
+        elif op == "gt":
+            lo, hi = value + 1, None
+        elif op == "ge":
+            lo, hi = value, None
+        elif op == "lt":
+            lo, hi = None, value
+        else:  # le
+            lo, hi = None, value + 1
+        if lo is not None:
+            self.low = lo if self.low is None else max(self.low, lo)
+        if hi is not None:
+            self.high = hi if self.high is None else min(self.high, hi)
+
+    def plan(self, conditions: tuple[tuple[str, str, Any], ...]) -> PlanFilter:
+        empty = self.empty or (
+            self.low is not None and self.high is not None and self.low >= self.high
+        )
+        return PlanFilter(conditions, self.low, self.high, empty)
 
 
 # --- splitting and packing --------------------------------------------------------------------

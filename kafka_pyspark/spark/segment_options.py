@@ -15,12 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.spark.options import (
     CLUSTER_OPTIONS,
-    DEFAULT_MAX_DECOMPRESSED_SIZE,
-    MAX_INT32,
-    MAX_INT64,
     READ_OPTIONS,
     WRITE_OPTIONS,
     Subscribe,
@@ -32,6 +30,7 @@ from kafka_pyspark.spark.options import (
     _parse_subscribe,
     canonical_name,
 )
+from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX
 
 # Kafka's segments are 1 GiB by default (0.7 lets one run past that by a message set): such
 # files stay whole; larger ones are cut.
@@ -52,7 +51,7 @@ class SegmentOptions:
     subscription: Subscribe | SubscribePattern | None = None
     fail_on_data_loss: bool = True
     verify_checksums: bool = True
-    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
 
 
@@ -111,12 +110,12 @@ def parse_segment_options(options: Mapping[str, Any]) -> SegmentOptions:
         sub = _parse_pattern(opts["subscribepattern"])
     return SegmentOptions(
         paths=_paths(opts),
-        broker=_int(opts, "broker", 0, 0, MAX_INT32),
+        broker=_int(opts, "broker", 0, 0, INT32_MAX),
         subscription=sub,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         verify_checksums=_bool(opts, "verifyChecksums", True),
         max_decompressed_size=_int(opts, "max.decompressed.size",
-                                   DEFAULT_MAX_DECOMPRESSED_SIZE, 1, MAX_INT64),
+                                   defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX),
         max_partition_bytes=_int(opts, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES,
-                                 MIN_PARTITION_BYTES, MAX_INT64),
+                                 MIN_PARTITION_BYTES, INT64_MAX),
     )

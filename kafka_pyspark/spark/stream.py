@@ -3,22 +3,22 @@
 Spark runs one long-lived Python worker per query on the driver that holds this reader and
 calls ``initialOffset`` (fresh queries only), ``latestOffset(start, limit)``, ``partitions(start,
 end)``, ``commit(end)`` and ``reportLatestOffset``; executors call ``read(partition)``.
-Everything the reader decides is in the offsets (``kafka_pyspark.spark.stream_offsets``
-documents the format) so that a restart from a checkpoint replays exactly the same ranges.
+Everything the reader decides is in the offsets (:mod:`.stream_checkpoint` documents the
+format) so that a restart from a checkpoint replays exactly the same ranges.
 
-Built on the batch reader: options (:mod:`.options`, mode ``stream``), OFFSETS lookups and
-start resolution (:mod:`.offsets`), planning (:mod:`.planning`) and the executor read path
-(:func:`.reader.read_partition`) are the batch reader's own. What is stream-only lives here
-and in :mod:`.stream_offsets`: topology changes between micro-batches, admission control
-(``maxBytesPerTrigger``), ``Trigger.AvailableNow`` targets and committing to a 0.7 consumer
-group. ``docs/streaming.md`` is the user-facing description.
+Built on the batch reader: options (:mod:`.options`, mode ``stream``), discovery
+(:mod:`.discovery`), OFFSETS lookups (:mod:`.log_bounds`), start resolution
+(:mod:`.start_end`), planning (:mod:`.planning`) and the executor read path
+(:func:`.reader.read_partition`) are the batch reader's own. Stream-only: this module (the
+micro-batch steps, ``Trigger.AvailableNow`` targets), topology changes (:mod:`.discovery`),
+admission control for ``maxBytesPerTrigger`` (:mod:`.admission`), committing to a 0.7 consumer
+group (:mod:`.stream_group`) and ZooKeeper outages (:mod:`.stream_outage`).
+``docs/streaming.md`` is the user-facing description.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,21 +35,30 @@ from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import (
     BrokerConnectionError,
-    DataLossError,
     KafkaError,
     MessageError,
     RegistryUnavailableError,
     SchemaError,
+    data_loss_error,
+    data_loss_skipped,
     with_context,
 )
-from kafka_pyspark.spark.offsets import (
-    LogBounds,
-    OffsetLookup,
-    current_partitions,
-    describe_tp,
-    group_offsets,
-    resolve_starts,
+from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark.admission import (
+    Scan,
+    Windows,
+    admit,
+    cap_to_target,
+    next_ages,
+    scan_window,
 )
+from kafka_pyspark.spark.discovery import (
+    current_partitions,
+    diff_topology,
+    group_offsets,
+    merge_topology,
+)
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import (
     ReadOptions,
     parse_read_options,
@@ -57,26 +66,15 @@ from kafka_pyspark.spark.options import (
 from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
 from kafka_pyspark.spark.reader import read_partition
 from kafka_pyspark.spark.schema import READ_SCHEMA
-from kafka_pyspark.spark.stream_offsets import (
-    Offsets,
-    Scan,
-    TopicPartition,
-    Windows,
-    admit,
-    cap_to_target,
-    diff_topology,
-    from_offset_dict,
-    merge_topology,
-    next_ages,
-    scan_window,
-    to_offset_dict,
-)
+from kafka_pyspark.spark.start_end import describe_tp, resolve_starts
+from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
+from kafka_pyspark.spark.stream_group import GroupCommitter
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
 
-__all__ = ["Kafka07StreamReader", "current_partitions"]
+__all__ = ["Kafka07StreamReader"]
 
 log = logging.getLogger(__name__)
 
@@ -103,14 +101,16 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self._ages: dict[TopicPartition, int] = {}  # starvation ages (fairness only)
         self.last_admission: Any = None  # for tests and debugging
         self._initial: dict[str, Any] | None = None  # what initialOffset returned
-        self._group_committed: dict[str, Any] | None = None  # last written to the group
         self._missing: set[TopicPartition] = set()  # vanished broker-partitions (logged)
-        # ZooKeeper outages: the last registry view, and the group commit still to write
+        # ZooKeeper outages: the last registry view; group commits (they wait out outages)
         self._outage = ZooKeeperOutage(
             self.options.cluster.zk_connect or "", self.options.zk_outage_max_ms
         )
         self._known: tuple[list[TopicPartition], dict[int, Any]] | None = None
-        self._group_pending: dict[str, Any] | None = None
+        self._group = (
+            GroupCommitter(self.options.group_id, self._outage)
+            if self.options.commit_to_group else None
+        )
 
     # --- pickling (executors get the reader for read()) --------------------------------------
 
@@ -231,86 +231,116 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """The end offset of the next micro-batch (``start`` itself when there is nothing).
 
+        0. ``commitToGroup``: the micro-batch ending at ``start`` is committed by Spark, so its
+           end goes to the group now (:meth:`_commit_previous`).
         1. Topology: broker-partitions new in the registry enter the offset at their earliest
            offset (read from the next micro-batch on); ones that vanished keep their offset.
         2. OFFSETS per current broker-partition (latest, earliest, segment starts); a broker
            that does not answer keeps its offsets. Data loss is checked here.
         3. ``Trigger.AvailableNow``: ends capped at the recorded target.
-        4. ``ReadMaxBytes``: :func:`~.stream_offsets.admit` chooses ends at message boundaries.
+        4. ``ReadMaxBytes``: :func:`~.admission.admit` chooses ends at message boundaries.
         """
         begin = from_offset_dict(start)
-        if start != self._initial:
-            # Spark asks for the offsets after ``start`` only once the micro-batch ending at
-            # ``start`` is committed (its commit() comes later, when the next one is planned,
-            # and never for the last one of an availableNow query)
-            self._commit_group(start)
+        self._commit_previous(start)
         tps, brokers = self._view()
         change = diff_topology(begin, tps)
         if self._target is not None:  # appeared after the availableNow target was recorded
             new = tuple(tp for tp in change.new if tp in self._target)
         else:
             new = change.new
-        lookup_tps = [tp for tp in tps if tp in begin or tp in new]
         with OffsetLookup(brokers, self.options.cluster) as lookup:
-            bounds = self._lookup_bounds(lookup, lookup_tps)
+            bounds = self._lookup_bounds(lookup, [tp for tp in tps if tp in begin or tp in new])
             self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
-            added = {tp: bounds[tp].earliest for tp in new if tp in bounds}
-            for tp, off in added.items():
-                log.info("kafka07 stream: new broker-partition %s, from its earliest offset %d",
-                         describe_tp(tp), off)
-            if change.missing and set(change.missing) != self._missing:
-                log.warning("kafka07 stream: not in the registry now, offsets kept until they "
-                            "return: %s", ", ".join(describe_tp(tp) for tp in change.missing))
-            self._missing = set(change.missing)
-
-            ends: Offsets = merge_topology(begin, added)
-            positions: dict[TopicPartition, tuple[int, int]] = {}
-            reset: dict[TopicPartition, int] = {}
-            for tp, s in begin.items():
-                b = bounds.get(tp)
-                if b is None:
-                    continue
-                if s > b.latest:
-                    reset[tp] = self._data_loss(tp, s, b)
-                    continue
-                if s < b.earliest:
-                    self._data_loss(tp, s, b)
-                    # executors skip [s, earliest) with a warning too (read_partition)
-                    positions[tp] = (b.earliest, b.latest)
-                else:
-                    positions[tp] = (s, b.latest)
-            if self._target is not None:
-                capped = cap_to_target({tp: lt for tp, (_, lt) in positions.items()},
-                                       self._target)
-                positions = {
-                    tp: (s, max(s, capped.get(tp, s))) for tp, (s, _) in positions.items()
-                }
-            budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
-            if budget is None:
-                chosen = {tp: lt for tp, (_, lt) in positions.items()}
-            else:
-                result = admit(
-                    positions,
-                    budget,
-                    lambda windows: self._scan(lookup, windows),
-                    segment_starts={tp: bounds[tp].segment_starts for tp in positions},
-                    ages=self._ages,
-                )
-                self.last_admission = result
-                self._ages = next_ages(self._ages, positions, result.ends)
-                chosen = result.ends
-                if result.oversize is not None:
-                    tp = result.oversize
-                    log.info(
-                        "kafka07 stream: %s: the next message (%d bytes) is larger than "
-                        "maxBytesPerTrigger=%d; this micro-batch is that message alone",
-                        describe_tp(tp), chosen[tp] - positions[tp][0], budget,
-                    )
-            for tp, (s, _) in positions.items():
-                # an offset skipped for data loss (s > begin) is kept even with nothing new
-                ends[tp] = max(chosen.get(tp, s), s)
-            ends.update(reset)
+            added = self._enter_new(new, bounds)
+            self._note_missing(change.missing)
+            positions, reset = self._positions(begin, bounds)
+            chosen = self._choose_ends(lookup, positions, bounds, limit)
+        ends: Offsets = merge_topology(begin, added)
+        for tp, (s, _) in positions.items():
+            # an offset skipped for data loss (s > begin) is kept even with nothing new
+            ends[tp] = max(chosen.get(tp, s), s)
+        ends.update(reset)
         return to_offset_dict(ends)
+
+    def _commit_previous(self, start: dict[str, Any]) -> None:
+        """Step 0 of :meth:`latestOffset`: Spark asks for the offsets after ``start`` only once
+        the micro-batch ending at ``start`` is committed; its ``commit()`` comes later, when
+        the next one is planned, and never for the last one of an availableNow query. The
+        initial offset of a fresh query is not a consumed position: never written."""
+        if start != self._initial:
+            self._commit_group(start)
+
+    def _enter_new(
+        self, new: Sequence[TopicPartition], bounds: Mapping[TopicPartition, LogBounds]
+    ) -> dict[TopicPartition, int]:
+        """Step 1: new broker-partitions that answered OFFSETS, at their earliest offset."""
+        added = {tp: bounds[tp].earliest for tp in new if tp in bounds}
+        for tp, off in added.items():
+            log.info("kafka07 stream: new broker-partition %s, from its earliest offset %d",
+                     describe_tp(tp), off)
+        return added
+
+    def _note_missing(self, missing: Sequence[TopicPartition]) -> None:
+        """Step 1: warn (once per change) about broker-partitions not in the registry now."""
+        if missing and set(missing) != self._missing:
+            log.warning("kafka07 stream: not in the registry now, offsets kept until they "
+                        "return: %s", ", ".join(describe_tp(tp) for tp in missing))
+        self._missing = set(missing)
+
+    def _positions(
+        self, begin: Offsets, bounds: Mapping[TopicPartition, LogBounds]
+    ) -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, int]]:
+        """Steps 2-3: ``(start, latest)`` per broker-partition that answered OFFSETS (data
+        loss checked, capped at the availableNow target), and the offsets reset because the
+        log ends before the stream's position."""
+        positions: dict[TopicPartition, tuple[int, int]] = {}
+        reset: dict[TopicPartition, int] = {}
+        for tp, s in begin.items():
+            b = bounds.get(tp)
+            if b is None:
+                continue
+            if s > b.latest:
+                reset[tp] = self._data_loss(tp, s, b)
+                continue
+            if s < b.earliest:
+                self._data_loss(tp, s, b)
+                # executors skip [s, earliest) with a warning too (read_partition)
+                positions[tp] = (b.earliest, b.latest)
+            else:
+                positions[tp] = (s, b.latest)
+        if self._target is not None:
+            capped = cap_to_target({tp: lt for tp, (_, lt) in positions.items()}, self._target)
+            positions = {tp: (s, max(s, capped.get(tp, s))) for tp, (s, _) in positions.items()}
+        return positions, reset
+
+    def _choose_ends(
+        self,
+        lookup: OffsetLookup,
+        positions: Mapping[TopicPartition, tuple[int, int]],
+        bounds: Mapping[TopicPartition, LogBounds],
+        limit: ReadLimit,
+    ) -> Mapping[TopicPartition, int]:
+        """Step 4: every log end, or with ``ReadMaxBytes`` what admission control admits."""
+        budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        if budget is None:
+            return {tp: lt for tp, (_, lt) in positions.items()}
+        result = admit(
+            positions,
+            budget,
+            lambda windows: self._scan(lookup, windows),
+            segment_starts={tp: bounds[tp].segment_starts for tp in positions},
+            ages=self._ages,
+        )
+        self.last_admission = result
+        self._ages = next_ages(self._ages, positions, result.ends)
+        if result.oversize is not None:
+            tp = result.oversize
+            log.info(
+                "kafka07 stream: %s: the next message (%d bytes) is larger than "
+                "maxBytesPerTrigger=%d; this micro-batch is that message alone",
+                describe_tp(tp), result.ends[tp] - positions[tp][0], budget,
+            )
+        return result.ends
 
     def _data_loss(self, tp: TopicPartition, offset: int, b: LogBounds) -> int:
         """A start offset outside the log: fail, or warn and go to the earliest offset."""
@@ -323,11 +353,9 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
                     "(the log was truncated or recreated): whatever the old log held after "
                     f"{offset} is lost")
         if self.options.fail_on_data_loss:
-            raise DataLossError(
-                f"{what}. Set failOnDataLoss=false to skip to the earliest available offset."
-            )
-        log.warning("kafka07 stream: %s; failOnDataLoss=false: continuing from the earliest "
-                    "offset %d", what, b.earliest)
+            raise data_loss_error(what, "skip to the earliest available offset")
+        log.warning("kafka07 stream: %s", data_loss_skipped(
+            what, f"continuing from the earliest offset {b.earliest}"))
         return b.earliest
 
     def _scan(self, lookup: OffsetLookup, windows: Windows) -> dict[TopicPartition, Scan]:
@@ -432,36 +460,10 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         self._commit_group(end)
 
     def _commit_group(self, end: dict[str, Any]) -> None:
-        """Write ``end`` to the group, or, while ZooKeeper is away, keep it as the one pending
-        commit. Spark hands ends over in micro-batch order, so the pending one is always the
-        newest: it replaces any older one (never written after it) and is written on the first
-        call after ZooKeeper is back."""
-        if not self.options.commit_to_group:
-            return
-        if end != self._group_committed:
-            self._group_pending = end
-        pending = self._group_pending
-        if pending is None:
-            return
-        registry = self._get_cluster().registry()
-        group = self.options.group_id
-        if registry is None or group is None:  # options make this impossible
-            raise KafkaError("commitToGroup needs zk.connect and group.id")
-        if self._outage.waiting(registry.connected):
-            return
-        by_topic: dict[str, dict[tuple[int, int], int]] = {}
-        for (topic, broker, partition), off in from_offset_dict(pending).items():
-            by_topic.setdefault(topic, {})[(broker, partition)] = off
-        creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
-        began = time.monotonic()
-        try:
-            for topic, offsets in sorted(by_topic.items()):
-                registry.commit_group_offsets(group, topic, offsets, creator=creator)
-        except RegistryUnavailableError as e:
-            self._outage.failed(e, began, "its data path (the brokers need no ZooKeeper)")
-            return
-        self._outage.recovered()
-        self._group_committed, self._group_pending = pending, None
+        """With ``commitToGroup``, hand ``end`` to the group (:mod:`.stream_group`: written
+        now, or kept while ZooKeeper is away)."""
+        if self._group is not None:
+            self._group.commit(end, lambda: self._get_cluster().registry())
 
     def stop(self) -> None:
         cluster, self._cluster = self._cluster, None

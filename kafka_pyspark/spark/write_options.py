@@ -36,10 +36,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError, SchemaError, TopicNameError
+from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
 from kafka_pyspark.spark.options import (
     CLUSTER_OPTIONS,
-    MAX_INT32,
     READ_OPTIONS,
     WRITE_OPTIONS,
     ClusterOptions,
@@ -48,19 +49,9 @@ from kafka_pyspark.spark.options import (
     parse_cluster_options,
 )
 from kafka_pyspark.wire import validate_topic_name
+from kafka_pyspark.wire.protocol import INT32_MAX
 
-#: codec name -> 0.7 attribute value (``compression.codec`` accepts both spellings)
-CODECS: dict[str, int] = {"none": 0, "gzip": 1, "snappy": 2}
-_CODEC_ALIASES: dict[str, str] = {
-    "0": "none",
-    "1": "gzip",
-    "2": "snappy",
-    "none": "none",
-    "uncompressed": "none",
-    "nocompression": "none",
-    "gzip": "gzip",
-    "snappy": "snappy",
-}
+#: codecs of later Kafka versions, refused with a hint (they did not exist in 0.7)
 _UNSUPPORTED_CODECS = ("lz4", "zstd", "3", "4")
 
 PARTITIONERS = ("hash", "random")
@@ -71,8 +62,6 @@ _PARTITIONER_ALIASES: dict[str, str] = {
     "random": "random",
 }
 
-DEFAULT_BATCH_SIZE = 200
-DEFAULT_MAX_MESSAGE_SIZE = 1_000_000
 #: a sanity bound: a set of more messages than this cannot fit a 0.7 request anyway
 MAX_BATCH_SIZE = 1_000_000
 
@@ -86,13 +75,13 @@ class WriteOptions:
 
     topic: str | None = None
     codec: str = "none"
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    batch_size: int = defaults.BATCH_SIZE
+    max_message_size: int = defaults.MAX_MESSAGE_SIZE
     partitioner: str | None = None  # None: "hash" if there is a key column, else "random"
 
     @property
     def codec_id(self) -> int:
-        return CODECS[self.codec]
+        return CODEC_IDS[self.codec]
 
 
 def _int_option(options: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -103,8 +92,8 @@ def _int_option(options: Mapping[str, str], name: str, default: int, low: int, h
 def parse_codec(raw: str) -> str:
     """``compression.codec`` value -> ``none``/``gzip``/``snappy`` (OptionError otherwise)."""
     value = str(raw).strip().lower()
-    if value in _CODEC_ALIASES:
-        return _CODEC_ALIASES[value]
+    if value in CODEC_ALIASES:
+        return CODEC_NAMES[CODEC_ALIASES[value]]
     if value in _UNSUPPORTED_CODECS:
         raise OptionError(
             "compression.codec",
@@ -125,9 +114,9 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
         except TopicNameError as e:
             raise OptionError("topic", str(e)) from e
     codec = parse_codec(opts["compression.codec"]) if "compression.codec" in opts else "none"
-    batch_size = _int_option(opts, "batch.size", DEFAULT_BATCH_SIZE, 1, MAX_BATCH_SIZE)
+    batch_size = _int_option(opts, "batch.size", defaults.BATCH_SIZE, 1, MAX_BATCH_SIZE)
     max_message_size = _int_option(
-        opts, "max.message.size", DEFAULT_MAX_MESSAGE_SIZE, 1, MAX_INT32
+        opts, "max.message.size", defaults.MAX_MESSAGE_SIZE, 1, INT32_MAX
     )
     partitioner: str | None = None
     if "partitioner" in opts:
@@ -247,9 +236,6 @@ def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
 
 
 __all__ = [
-    "CODECS",
-    "DEFAULT_BATCH_SIZE",
-    "DEFAULT_MAX_MESSAGE_SIZE",
     "PARTITIONERS",
     "WRITE_OPTIONS",
     "ColumnLayout",

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 
-from kafka_pyspark.client.connection import BROKER_MAX_REQUEST_BYTES
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.messages.layout import HEADER_V1_SIZE
 from kafka_pyspark.wire.topics import MAX_TOPIC_BYTES
 

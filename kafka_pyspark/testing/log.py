@@ -53,12 +53,10 @@ from kafka_pyspark.segments.names import parse_partition_dir_name as parse_parti
 from kafka_pyspark.segments.names import parse_segment_file_name as parse_segment_file_name
 from kafka_pyspark.segments.names import partition_dir_name as partition_dir_name
 from kafka_pyspark.segments.names import segment_file_name as segment_file_name
+from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
 log = logging.getLogger(__name__)
 
-
-OFFSETS_LATEST = -1  # OFFSETS TIME: the log end
-OFFSETS_EARLIEST = -2  # OFFSETS TIME: the first segment's start
 
 _LENGTH = LENGTH  # int32 LENGTH: bytes of the message after this field
 _CRC = struct.Struct(">I")  # uint32 CRC32 of the payload

@@ -6,6 +6,8 @@ Broker side: ``decode_request`` and the ``encode_*_response`` functions.
 
 from kafka_pyspark.wire.protocol import (
     FETCH,
+    INT32_MAX,
+    INT64_MAX,
     MULTIFETCH,
     MULTIPRODUCE,
     OFFSETS,
@@ -36,6 +38,8 @@ from kafka_pyspark.wire.topics import validate_topic_name
 
 __all__ = [
     "FETCH",
+    "INT32_MAX",
+    "INT64_MAX",
     "MULTIFETCH",
     "MULTIPRODUCE",
     "OFFSETS",

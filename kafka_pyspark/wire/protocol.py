@@ -42,8 +42,15 @@ MULTIFETCH = 2
 MULTIPRODUCE = 3
 OFFSETS = 4
 
+#: OFFSETS TIME values asking for the log end / the first segment's start; the read options'
+#: JSON offsets use the same two numbers (-1 latest, -2 earliest), as Kafka and Spark do.
 OFFSETS_LATEST = -1
 OFFSETS_EARLIEST = -2
+
+#: the int32 ceiling: 0.7's ids, partitions, sizes and lengths are Java ints on the wire
+INT32_MAX = 2**31 - 1
+#: the int64 ceiling: byte offsets and times are Java longs
+INT64_MAX = 2**63 - 1
 
 _INT16 = struct.Struct(">h")  # TOPIC_LENGTH, ERROR_CODE, REQUEST_TYPE, COUNT
 _INT32 = struct.Struct(">i")  # lengths, PARTITION, MAX_SIZE, NUMBER_OFFSETS

@@ -18,12 +18,12 @@ import struct
 import subprocess
 import sys
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _fuzz import assert_deliberate, mutate, rewrap, run, sample_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +31,6 @@ from kafka_pyspark import wire
 from kafka_pyspark.errors import (
     DecompressedSizeError,
     DecompressionError,
-    KafkaError,
     MessageError,
     ProtocolError,
 )
@@ -50,8 +49,6 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-INTERNAL = (IndexError, struct.error, ValueError, OverflowError, TypeError, KeyError,
-            AttributeError, AssertionError, ArithmeticError, MemoryError)
 
 
 @pytest.fixture(params=["kernel", "python"])
@@ -63,31 +60,6 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     yield request.param
 
 
-def clean(exc: BaseException, domain: type[KafkaError]) -> None:
-    """``exc`` is a deliberate ``domain`` error: no internal error in it or behind it."""
-    assert isinstance(exc, domain), f"{type(exc).__name__} escaped: {exc!r}"
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        e = stack.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        assert not isinstance(e, INTERNAL) or isinstance(e, KafkaError), (
-            f"{type(exc).__name__} wraps an internal {type(e).__name__}: {e!r}"
-        )
-        assert "undecodable message set" not in str(e) and "unreadable message set" not in str(e)
-        stack += [e.__cause__, e.__context__]
-
-
-def run(fn: Callable[[], Any], domain: type[KafkaError]) -> Any:
-    try:
-        return fn()
-    except Exception as e:
-        clean(e, domain)
-        return None
-
-
 def decode_all_ways(data: bytes, rnd: random.Random) -> None:
     base = rnd.randrange(1 << 40)
     for kw in ({}, {"verify_crc": False}, {"max_decompressed_size": rnd.randrange(0, 400)},
@@ -97,53 +69,6 @@ def decode_all_ways(data: bytes, rnd: random.Random) -> None:
             assert 0 <= result.bytes_consumed <= len(data)
             assert result.batch.num_rows >= result.message_count or result.message_count
     run(lambda: scan_boundaries(data, base), MessageError)
-
-
-def sample_log(rnd: random.Random, depth: int = 0) -> bytes:
-    parts = []
-    for _ in range(rnd.randrange(1, 5)):
-        codec = rnd.choice(["none", "none", "gzip", "snappy"])
-        values = [rnd.randbytes(rnd.randrange(0, 30)) for _ in range(rnd.randrange(1, 5))]
-        magic = rnd.choice([0, 1])
-        if codec == "none":
-            parts.append(b"".join(encode_message(v, magic=magic) for v in values))
-        elif depth < 2 and rnd.random() < 0.3:  # a wrapper of a wrapper
-            inner = sample_log(rnd, depth + 1)
-            payload = comp.gzip_compress(inner) if codec == "gzip" else comp.snappy_compress(inner)
-            parts.append(encode_message(payload, codec=codec))
-        else:
-            parts.append(encode_message_set(values, compression=codec))
-    return b"".join(parts)
-
-
-def mutate(rnd: random.Random, data: bytes) -> bytes:
-    buf = bytearray(data)
-    for _ in range(rnd.randrange(1, 5)):
-        if not buf:
-            break
-        pos = rnd.randrange(len(buf))
-        kind = rnd.randrange(6)
-        if kind == 0:
-            buf[pos] ^= 1 << rnd.randrange(8)
-        elif kind == 1:
-            buf[pos] = rnd.choice([0, 1, 2, 3, 0x7F, 0x80, 0xFF])
-        elif kind == 2:
-            del buf[pos : pos + rnd.randrange(1, 9)]
-        elif kind == 3:
-            buf[pos:pos] = rnd.randbytes(rnd.randrange(1, 9))
-        elif kind == 4 and pos + 4 <= len(buf):
-            struct.pack_into(">i", buf, pos, rnd.choice(
-                [-1, -4, 0, 4, 5, 6, 1 << 30, (1 << 31) - 1, -(1 << 31), len(buf)]))
-        else:
-            del buf[pos:]
-    return bytes(buf)
-
-
-def rewrap(rnd: random.Random, inner: bytes) -> bytes:
-    """``inner`` (garbage or not) in a wrapper with a valid CRC: the inner decoder faces it."""
-    codec = rnd.choice([1, 2])
-    payload = comp.gzip_compress(inner) if codec == 1 else comp.snappy_compress(inner)
-    return struct.pack(">iBBI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload
 
 
 # --- the message-set codec -----------------------------------------------------------------
@@ -190,7 +115,7 @@ def bounded(fn: Callable[[], Any], limit: int) -> BaseException:
     finally:
         tracemalloc.stop()
     assert peak < 4 * limit + (2 << 20), peak
-    clean(info.value, MessageError)
+    assert_deliberate(info.value, MessageError)
     return info.value
 
 
@@ -277,32 +202,19 @@ def test_wire_mutated_frames(seed: int) -> None:
 _ATHERIS = r"""
 import sys, atheris
 with atheris.instrument_imports(include=["kafka_pyspark"]):
-    from kafka_pyspark.errors import KafkaError, MessageError
+    from kafka_pyspark.errors import MessageError
     from kafka_pyspark.messages import decode_message_set, scan_boundaries
-INTERNAL = (IndexError, ValueError, OverflowError, TypeError, KeyError, ArithmeticError)
-
-def check(e):
-    seen = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, INTERNAL) and not isinstance(x, KafkaError):
-            raise RuntimeError("internal error behind a domain error") from e
-        stack += [x.__cause__, x.__context__]
-
+from _fuzz import assert_deliberate  # tests/ is on PYTHONPATH
 def one(data):
     for kw in ({}, {"max_decompressed_size": 300}):
         try:
             decode_message_set(data, 0, **kw)
         except MessageError as e:
-            check(e)
+            assert_deliberate(e)
     try:
         scan_boundaries(data)
     except MessageError as e:
-        check(e)
+        assert_deliberate(e)
 
 atheris.Setup(sys.argv, one)
 atheris.Fuzz()
@@ -318,6 +230,8 @@ def test_atheris_coverage_guided(tmp_path: Path) -> None:
         log = sample_log(rnd)
         (corpus / f"seed{i}").write_bytes(log if i % 2 else rewrap(rnd, log))
     env = dict(os.environ)
+    tests_dir = str(Path(__file__).resolve().parent.parent)  # for _fuzz
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, env.get("PYTHONPATH")) if p)
     for pure in ("", "1"):
         env["KAFKA_PYSPARK_PURE"] = pure
         done = subprocess.run(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
 from kafka_pyspark.partitioner import sorted_partitions
 from kafka_pyspark.spark.write_options import (
@@ -35,8 +36,8 @@ class WritePlan:
     topics: dict[str, tuple[tuple[int, int], ...]]
     #: broker.list mode: executors probe topics the driver did not resolve (``topic`` column)
     broker_list: str | None = None
-    socket_timeout_ms: int = 30000
-    socket_buffer_size: int = 65536
+    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
+    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     connect_retries: int = 3
     connect_backoff: float = 0.2
 

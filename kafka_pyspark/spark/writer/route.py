@@ -23,9 +23,8 @@ import pyarrow.compute as pc
 
 from kafka_pyspark.errors import InvalidPartitionError, SchemaError, TopicNameError
 from kafka_pyspark.partitioner import hash_partitions, java_hashcodes, random_partitions
-from kafka_pyspark.spark.options import MAX_INT32
 from kafka_pyspark.spark.writer.rows import RowError, Targets, row_label
-from kafka_pyspark.wire import validate_topic_name
+from kafka_pyspark.wire import INT32_MAX, validate_topic_name
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
@@ -268,7 +267,7 @@ class Router:
         registered = self._counts[topic]
         if broker not in self.plan.brokers:
             return f"broker {broker} is not a live broker (live: {sorted(self.plan.brokers)})"
-        if not 0 <= partition <= MAX_INT32:
+        if not 0 <= partition <= INT32_MAX:
             return f"partition {partition} is not a partition number"
         if broker in registered and partition >= registered[broker]:
             return (

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from kafka_pyspark import defaults
 from kafka_pyspark.errors import KafkaError
 from kafka_pyspark.testing.broker.core import EmbeddedBroker
 
@@ -41,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-file-size", type=int, default=1 << 30)
     parser.add_argument("--flush-interval", type=int, default=1, help="messages")
     parser.add_argument("--flush-interval-ms", type=int, default=3000)
-    parser.add_argument("--max-message-size", type=int, default=1_000_000)
+    parser.add_argument("--max-message-size", type=int, default=defaults.MAX_MESSAGE_SIZE)
     parser.add_argument("--zk-session-timeout", type=float, default=6.0, help="seconds")
     parser.add_argument("--zk-connection-timeout", type=float, default=6.0, help="seconds")
     parser.add_argument("--log-level", default="INFO")

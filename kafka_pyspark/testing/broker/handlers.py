@@ -24,13 +24,8 @@ from kafka_pyspark.messages.layout import LENGTH, MIN_LENGTH_BY_MAGIC
 from kafka_pyspark.testing.broker.errors import CloseConnection
 from kafka_pyspark.testing.broker.registration import ZkRegistrar
 from kafka_pyspark.testing.broker.transport import MSG_MORE, send_slice
-from kafka_pyspark.testing.log import (
-    OFFSETS_EARLIEST,
-    OFFSETS_LATEST,
-    LogStore,
-    PartitionLog,
-    ReadSlice,
-)
+from kafka_pyspark.testing.log import LogStore, PartitionLog, ReadSlice
+from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,67 @@
+"""What the client knows about 0.7 request frames without sending them: sizes, answer bounds,
+limits, and the human description of a request used in every error message."""
+
+from __future__ import annotations
+
+from kafka_pyspark import wire
+
+#: 0.7.2's ``max.socket.request.bytes`` default: a larger request body makes the broker close
+#: the connection without appending anything.
+BROKER_MAX_REQUEST_BYTES = 100 * 1024 * 1024
+
+# Responses: FETCH = int16 error + messages; OFFSETS = int16 error + int32 n + n * int64;
+# MULTIFETCH = int16 error + per part (int32 length + int16 error + messages).
+_FETCH_OVERHEAD = 2
+_OFFSETS_OVERHEAD = 2 + 4
+_MULTIFETCH_PART_OVERHEAD = 4 + 2
+_MAX_OFFSETS_RESPONSE = 64 << 20
+
+
+def describe(req: wire.Request) -> str:
+    """A short human description of a request for error messages."""
+    if isinstance(req, wire.FetchRequest):
+        return (
+            f"FETCH topic {req.topic!r} partition {req.partition} offset {req.offset} "
+            f"max size {req.max_size}"
+        )
+    if isinstance(req, wire.OffsetsRequest):
+        return (
+            f"OFFSETS topic {req.topic!r} partition {req.partition} time {req.time} "
+            f"max number {req.max_number}"
+        )
+    if isinstance(req, wire.ProduceRequest):
+        return f"PRODUCE topic {req.topic!r} partition {req.partition} ({len(req.messages)} bytes)"
+    if isinstance(req, wire.MultiFetchRequest):
+        return f"MULTIFETCH of {len(req.fetches)} fetches"
+    n = sum(len(p.messages) for p in req.produces)
+    return f"MULTIPRODUCE of {len(req.produces)} message sets ({n} bytes)"
+
+
+def produce_request_size(req: wire.ProduceRequest | wire.MultiProduceRequest) -> int:
+    """Body size (without the 4-byte length) of a PRODUCE/MULTIPRODUCE, without encoding it."""
+    if isinstance(req, wire.ProduceRequest):
+        # REQUEST_TYPE, TOPIC_LENGTH, TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES
+        return 2 + 2 + len(req.topic) + 4 + 4 + len(req.messages)
+    # REQUEST_TYPE, COUNT, then per item TOPIC_LENGTH, TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES
+    return 2 + 2 + sum(2 + len(p.topic) + 4 + 4 + len(p.messages) for p in req.produces)
+
+
+def fetch_answer_bound(max_size: int) -> int:
+    """The largest FETCH answer body a broker may send for ``max_size``."""
+    return _FETCH_OVERHEAD + max_size
+
+
+def multifetch_answer_bound(fetches: tuple[wire.FetchRequest, ...]) -> int:
+    """The largest MULTIFETCH answer body for these fetches."""
+    return _FETCH_OVERHEAD + sum(_MULTIFETCH_PART_OVERHEAD + f.max_size for f in fetches)
+
+
+def offsets_answer_bound(max_number: int) -> int:
+    """The largest OFFSETS answer body for ``max_number`` offsets (capped)."""
+    return min(_OFFSETS_OVERHEAD + 8 * max(max_number, 0), _MAX_OFFSETS_RESPONSE)
+
+
+def check_int32(name: str, value: int) -> None:
+    """``value`` must fit a non-negative int32 field."""
+    if not 0 <= value <= wire.INT32_MAX:
+        raise ValueError(f"{name} must be between 0 and {wire.INT32_MAX}, got {value}")

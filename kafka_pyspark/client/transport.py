@@ -1,0 +1,199 @@
+"""One TCP socket to a broker: connecting, the idle check, sending, framed answers by a deadline.
+
+Framing of answers: every 0.7 response is ``int32 LENGTH | LENGTH bytes``. The body is read with
+``recv_into`` into ONE ``bytearray`` allocated once the length is known (no per-chunk
+concatenation: a FETCH answer can be 100 MB), and handed out as a ``memoryview``; the wire
+decoders slice it without copying. The length is bounded by what the request allows; anything
+larger is a :class:`ProtocolError` (the caller drops the connection: the stream can no longer
+be trusted).
+
+Deadlines: ``timeout`` bounds the connect and every single send; a whole answer (length and
+body) must arrive within ``timeout`` seconds of asking for it, however the bytes trickle.
+
+This module knows nothing of retries or of produced data; :mod:`.connection` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import time
+
+from kafka_pyspark import wire
+from kafka_pyspark.errors import BrokerConnectionError, BrokerTimeoutError, ProtocolError
+
+_LENGTH_PART = "response length"
+_BODY_PART = "response body"
+
+
+class SendFailed(Exception):
+    """A send failed after ``sent`` bytes; ``error`` is what to raise."""
+
+    def __init__(self, sent: int, error: BrokerConnectionError) -> None:
+        super().__init__(str(error))
+        self.sent = sent
+        self.error = error
+
+
+class Transport:
+    """The socket of one :class:`~kafka_pyspark.client.BrokerConnection` (not thread-safe:
+    the connection's lock serialises its use). ``address`` names the peer in every error."""
+
+    def __init__(self, host: str, port: int, address: str, *, timeout: float,
+                 buffer_size: int) -> None:
+        self.host = host
+        self.port = port
+        self.address = address
+        self.timeout = timeout
+        self.buffer_size = buffer_size
+        self.sock: socket.socket | None = None
+        self.connects = 0  # sockets opened so far (a change means a new broker session)
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def open(self) -> socket.socket:
+        """The socket, connecting if there is none."""
+        if self.sock is None:
+            self.sock = self._connect()
+            self.connects += 1
+        return self.sock
+
+    def _connect(self) -> socket.socket:
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise BrokerConnectionError(f"cannot resolve {self.address}: {e}") from e
+        last: OSError | None = None
+        for family, stype, proto, _, addr in infos:
+            sock = socket.socket(family, stype, proto)
+            try:
+                # Buffers before connect(), so the TCP window scale is negotiated for them.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.buffer_size)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.buffer_size)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.settimeout(self.timeout)
+                sock.connect(addr)
+            except OSError as e:
+                sock.close()
+                last = e
+                continue
+            return sock
+        if isinstance(last, TimeoutError):
+            raise BrokerTimeoutError(
+                f"cannot connect to {self.address}: no answer within {self.timeout:g} s"
+            ) from last
+        raise BrokerConnectionError(f"cannot connect to {self.address}: {last}") from last
+
+    def idle_ok(self) -> bool:
+        """False if there is no socket, or the idle socket is at EOF, in error, or holds
+        unexpected bytes (e.g. the broker restarted and closed it)."""
+        sock = self.sock
+        if sock is None:
+            return False
+        try:
+            if hasattr(select, "poll"):  # no FD_SETSIZE limit, unlike select()
+                poller = select.poll()
+                poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+                readable = bool(poller.poll(0))
+            else:  # pragma: no cover - platforms without poll()
+                readable = bool(select.select([sock], [], [], 0)[0])
+            if not readable:
+                return True
+            # Readable while idle: EOF, an error, or stray bytes. None of them is usable.
+            sock.recv(1, socket.MSG_PEEK)
+        except (OSError, ValueError):
+            return False
+        return False
+
+    def send(self, frame: bytes, what: str) -> int:
+        """Send a whole frame on the open socket; on failure raise :class:`SendFailed`
+        carrying the bytes sent."""
+        sock = self.open()
+        view = memoryview(frame)
+        sent = 0
+        try:
+            while sent < len(view):
+                sent += sock.send(view[sent:])
+        except TimeoutError as e:
+            raise SendFailed(
+                sent,
+                BrokerTimeoutError(
+                    f"{self.address}: sending {what} timed out after {self.timeout:g} s "
+                    f"({sent} of {len(view)} bytes sent)"
+                ),
+            ) from e
+        except OSError as e:
+            raise SendFailed(
+                sent,
+                BrokerConnectionError(
+                    f"{self.address}: connection lost sending {what} "
+                    f"({sent} of {len(view)} bytes sent): {e}"
+                ),
+            ) from e
+        return sent
+
+    def read_frame(self, bound: int, what: str, close_hint: str) -> memoryview:
+        """One answer: ``int32 LENGTH | LENGTH bytes``, all of it within ``timeout`` seconds
+        of this call (a broker trickling bytes cannot hold the caller longer)."""
+        sock = self.open()
+        deadline = time.monotonic() + self.timeout
+        head = memoryview(bytearray(4))
+        self._recv_exact(sock, head, what, _LENGTH_PART, close_hint, deadline)
+        try:
+            n = wire.frame_length(head)
+        except ProtocolError as e:  # negative: name where, as for a too large one
+            raise ProtocolError(f"{self.address}: the answer to {what}: {e}") from e
+        if n > bound:
+            raise ProtocolError(
+                f"{self.address}: the answer to {what} announces {n} bytes, more than the "
+                f"{bound} this request allows"
+            )
+        view = memoryview(bytearray(n))
+        self._recv_exact(sock, view, what, _BODY_PART, close_hint, deadline)
+        return view
+
+    def _recv_exact(self, sock: socket.socket, view: memoryview, what: str, part: str,
+                    close_hint: str, deadline: float) -> None:
+        """Fill ``view``; by ``deadline`` (monotonic) at the latest, however the bytes trickle."""
+        n = len(view)
+        got = 0
+        try:
+            while got < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                if left < self.timeout:
+                    sock.settimeout(left)  # the whole answer's deadline, not per recv
+                k = sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise self._closed_error(what, part, close_hint, got, n)
+                got += k
+        except TimeoutError as e:
+            raise BrokerTimeoutError(
+                f"{self.address}: no whole answer to {what} within {self.timeout:g} s "
+                f"({got} of {n} bytes of the {part} received)"
+            ) from e
+        except OSError as e:
+            raise BrokerConnectionError(
+                f"{self.address}: connection lost reading the {part} of the answer to "
+                f"{what} ({got} of {n} bytes received): {e}"
+            ) from e
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
+
+    def _closed_error(self, what: str, part: str, close_hint: str, got: int,
+                      n: int) -> BrokerConnectionError:
+        if part == _LENGTH_PART and got == 0:
+            return BrokerConnectionError(
+                f"{self.address} closed the connection instead of answering {what}{close_hint}"
+            )
+        return BrokerConnectionError(
+            f"{self.address} closed the connection in the middle of the answer to "
+            f"{what} ({got} of {n} bytes of the {part} received)"
+        )

@@ -1,0 +1,45 @@
+"""The ``brokerId-partition`` key: one format, one parser, the same answer on every path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_pyspark.errors import OffsetFormatError, OptionError
+from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.spark.options import parse_offsets_json
+from kafka_pyspark.spark.stream_checkpoint import from_offset_dict
+
+# keys the options always refused and the checkpoint parser (r"^(\d+)-(\d+)$") used to accept:
+# a trailing newline ($ matches before it) and digits of other scripts (\d is Unicode)
+_ODD_KEYS = ("0-1\n", "\u0660-1", "0-\u0661", "\uff10-1")
+
+
+def test_parse_partition_name() -> None:
+    assert parse_partition_key("0-1") == (0, 1)
+    assert parse_partition_key("12-345") == (12, 345)
+    for bad in ("0_1", "0-", "-1", "a-1", "0-1-2", "0-1 ", "-1-0"):
+        assert parse_partition_key(bad) is None
+
+
+def test_format_and_parse_round_trip() -> None:
+    assert partition_key(0, 1) == "0-1"
+    assert partition_key(12, 345) == "12-345"
+    assert parse_partition_key(partition_key(2147483647, 0)) == (2147483647, 0)
+
+
+@pytest.mark.parametrize("key", _ODD_KEYS)
+def test_key_parser_takes_ascii_digits_only(key: str) -> None:
+    assert parse_partition_key(key) is None
+    assert parse_partition_key(None) is None
+    assert parse_partition_key(1) is None
+
+
+@pytest.mark.parametrize("key", _ODD_KEYS)
+def test_checkpoint_and_options_refuse_the_same_keys(key: str) -> None:
+    with pytest.raises(OptionError, match="is not 'brokerId-partition'"):
+        parse_offsets_json("startingOffsets", json.dumps({"t": {key: 5}}))
+    with pytest.raises(OffsetFormatError, match="is not 'brokerId-partition'"):
+        from_offset_dict({"t": {key: 5}})
+    assert from_offset_dict({"t": {"0-1": 5}}) == {("t", 0, 1): 5}
