@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_pyspark._closing import Closing
+from kafka_pyspark.cluster_options import ClusterOptions
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     KafkaError,
@@ -38,7 +39,6 @@ from kafka_pyspark.errors import (
 from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.options import (
     Assign,
-    ClusterOptions,
     OffsetSpec,
     Subscribe,
     Subscription,
@@ -48,7 +48,8 @@ from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
-    from kafka_pyspark.cluster import BrokerAddress, Cluster
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 __all__ = [
     "LogBounds",
