@@ -33,6 +33,7 @@ __all__ = [
     "cluster_options",
     "parse_broker_list",
     "parse_cluster_options",
+    "port_number",
     "zk_chroot",
 ]
 
@@ -147,7 +148,7 @@ def _check_zk_connect(value: str) -> None:
         host, sep, port = entry.strip().rpartition(":")
         if not entry.strip() or (sep and not host):
             raise OptionError("zk.connect", f"entry {entry!r} of {value!r} is not 'host:port'")
-        if sep and (not port.isdigit() or not 0 < int(port) < 65536):
+        if sep and port_number(port) is None:
             raise OptionError("zk.connect", f"port {port!r} in {value!r} is not in 1..65535")
     if chroot and (chroot.endswith("/") or "//" in chroot):
         raise OptionError("zk.connect", f"malformed chroot '/{chroot}' in {value!r}")
@@ -228,6 +229,11 @@ def _broker_entry(entry: str) -> BrokerAddress:
         )
     if not host or any(c.isspace() for c in host):
         raise OptionError("broker.list", f"entry {entry!r}: host {host!r} is not a host name")
-    if not _DIGITS.match(port_text) or not 0 < int(port_text) < 65536:
+    if port_number(port_text) is None:
         raise OptionError("broker.list", f"entry {entry!r}: port {port_text!r} is not in 1..65535")
     return BrokerAddress(int(id_text), host, int(port_text))
+
+
+def port_number(text: str) -> int | None:
+    """A TCP port given as ASCII decimal text, ``1..65535``; else None."""
+    return int(text) if _DIGITS.match(text) and 0 < int(text) < 65536 else None

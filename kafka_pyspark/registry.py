@@ -55,7 +55,7 @@ from typing import Any, NoReturn
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, zk_chroot
+from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
 from kafka_pyspark.errors import (
     OptionError,
     RegistryError,
@@ -362,9 +362,10 @@ class Registry(Closing):
         creator, host, port_text = fields
         if not host or host != host.strip():
             self._raise(path, f"empty or padded host in {text!r}")
-        if not _DECIMAL.match(port_text) or not 0 < int(port_text) < 65536:
+        port = port_number(port_text)
+        if port is None:
             self._raise(path, f"bad port {port_text!r} in {text!r}")
-        return BrokerInfo(id=broker_id, host=host, port=int(port_text), creator=creator)
+        return BrokerInfo(id=broker_id, host=host, port=port, creator=creator)
 
     def topics(self) -> list[str]:
         """Topic names under ``/brokers/topics``, sorted ([] if none)."""
