@@ -11,7 +11,7 @@ export SPARK_CONF_DIR := $(abspath spark-conf)
 
 setup: $(STAMP) java-check zookeeper-check
 
-$(STAMP): pyproject.toml kafka_pyspark/messages/_kernel.c
+$(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard kafka_pyspark/formats/_*.[ch])
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
@@ -32,8 +32,9 @@ zookeeper-check:
 	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
 	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
 
-# the codec tests run twice: with the compiled decode kernel, then on the pure-Python path
-CODEC_TESTS := tests/test_messages_*.py
+# the codec tests run twice: with the compiled kernels (0.7 decode, v2 record walk), then on
+# the pure-Python path
+CODEC_TESTS := tests/test_messages_*.py tests/test_formats_*.py
 
 test: setup
 	$(PY) -m pytest -q tests

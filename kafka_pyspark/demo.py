@@ -57,6 +57,36 @@ def write_with_spark(spark: SparkSession, zk_connect: str, n: int) -> int:
     return n * len(CODECS)
 
 
+def read_with_spark(spark: SparkSession, zk_connect: str, written: int) -> bool:
+    """Read the topic back with ``spark.read.format("kafka07")``, print the counts per
+    broker-partition and codec and a few rows; whether all ``written`` rows came back."""
+    df = spark.read.format("kafka07").option("zk.connect", zk_connect).option(
+        "subscribe", TOPIC).load()
+    counts = (
+        df.groupBy("broker", "partition", "compression").count()
+        .orderBy("broker", "partition", "compression")
+    )
+    print("messages per broker-partition and codec (the first write found the topic "
+          "new and used partition 0 of each broker, as 0.7 producers do):")
+    counts.show(truncate=False)
+    print("the first two messages of each codec on broker 0, partition 0 (inside a "
+          "compressed wrapper, offset is the wrapper's and next_offset the one after "
+          "it):")
+    first = df.where("broker = 0 AND partition = 0").selectExpr(
+        "topic", "broker", "partition", "offset", "next_offset", "inner_index",
+        "compression", "CAST(value AS STRING) AS value",
+    )
+    sample = None
+    for codec in CODECS:
+        two = first.where(f"compression = '{codec}'").orderBy("offset", "inner_index").limit(2)
+        sample = two if sample is None else sample.unionAll(two)
+    assert sample is not None
+    sample.orderBy("offset", "inner_index").show(truncate=False)
+    read = df.count()
+    print(f"read {read} of {written} messages: {'all there' if read == written else 'MISMATCH'}")
+    return bool(read == written)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000, help="rows written per codec")
@@ -90,37 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 written = write_with_spark(spark, zk.connect_string, args.messages)
                 print(f"wrote {written} rows to topic {TOPIC!r} with df.write.format('kafka07') "
                       f"({args.messages} each as {', '.join(CODECS)}; key = id % 10)")
-                df = (
-                    spark.read.format("kafka07")
-                    .option("zk.connect", zk.connect_string)
-                    .option("subscribe", TOPIC)
-                    .load()
-                )
-                counts = (
-                    df.groupBy("broker", "partition", "compression").count()
-                    .orderBy("broker", "partition", "compression")
-                )
-                print("messages per broker-partition and codec (the first write found the topic "
-                      "new and used partition 0 of each broker, as 0.7 producers do):")
-                counts.show(truncate=False)
-                print("the first two messages of each codec on broker 0, partition 0 (inside a "
-                      "compressed wrapper, offset is the wrapper's and next_offset the one after "
-                      "it):")
-                first = df.where("broker = 0 AND partition = 0").selectExpr(
-                    "topic", "broker", "partition", "offset", "next_offset", "inner_index",
-                    "compression", "CAST(value AS STRING) AS value",
-                )
-                sample = None
-                for codec in CODECS:
-                    two = first.where(f"compression = '{codec}'").orderBy(
-                        "offset", "inner_index").limit(2)
-                    sample = two if sample is None else sample.unionAll(two)
-                assert sample is not None
-                sample.orderBy("offset", "inner_index").show(truncate=False)
-                read = df.count()
-                print(f"read {read} of {written} messages: "
-                      f"{'all there' if read == written else 'MISMATCH'}")
-                ok = read == written
+                ok = read_with_spark(spark, zk.connect_string, written)
             finally:
                 spark.stop()
     print("stopped ZooKeeper and brokers")

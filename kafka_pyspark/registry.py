@@ -31,7 +31,8 @@ Time bounds: the session is opened lazily on first use and must connect within
 expired session: the registry holds no ephemeral nodes, so a new session is as good as the old
 one) completes or fails within ``max(session_timeout_ms, connection_timeout_ms)``. Not reaching
 ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node whose ACL refuses
-the session is a :class:`RegistryPermissionError` naming the node.
+the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
+calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark.zk_session`.
 
 Access control: ``auth="digest:user:password"`` (option ``zk.auth``) adds those digest
 credentials to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose
@@ -44,11 +45,7 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
-import time
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -56,15 +53,11 @@ from typing import Any, NoReturn
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
-from kafka_pyspark.errors import (
-    OptionError,
-    RegistryError,
-    RegistryPermissionError,
-    RegistryUnavailableError,
-)
+from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.wire.topics import validate_topic_name
-from kafka_pyspark.zk_auth import KAZOO_LOG, parse_zk_auth
+from kafka_pyspark.zk_auth import parse_zk_auth
+from kafka_pyspark.zk_session import Created, ZkSession
 
 __all__ = ["BrokerInfo", "Registry"]
 
@@ -137,12 +130,14 @@ class Registry(Closing):
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
-        self._op_timeout = max(self.session_timeout_ms, self.connection_timeout_ms) / 1000.0
-        # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
-        self._auth_data = [parse_zk_auth(options.zk_auth)] if options.zk_auth is not None else []
-        self._client: Any = None
-        self._lock = threading.Lock()
-        self._closed = False
+        auth = options.zk_auth
+        self._zk = ZkSession(
+            self.zk_connect,
+            session_timeout_ms=self.session_timeout_ms,
+            connection_timeout_ms=self.connection_timeout_ms,
+            # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
+            auth_data=[parse_zk_auth(auth)] if auth is not None else [],
+        )
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -151,172 +146,21 @@ class Registry(Closing):
 
     def close(self) -> None:
         """End the ZooKeeper session. Idempotent."""
-        with self._lock:
-            self._closed = True
-            client, self._client = self._client, None
-        if client is not None:
-            _stop_quietly(client)
-
-    def _zk(self) -> Any:
-        """The connected kazoo client, started on first use (bounded by the connection timeout)."""
-        with self._lock:
-            if self._closed:
-                raise RegistryError(f"ZooKeeper {self.zk_connect}: the registry is closed")
-            if self._client is not None:
-                return self._client
-            from kazoo.client import KazooClient
-            from kazoo.retry import KazooRetry
-
-            client = KazooClient(
-                hosts=self.zk_connect,
-                timeout=self.session_timeout_ms / 1000.0,
-                # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
-                connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
-                auth_data=self._auth_data or None,
-                logger=KAZOO_LOG,
-            )
-            timeout = self.connection_timeout_ms / 1000.0
-            try:
-                with warnings.catch_warnings():
-                    # kazoo warns when the chroot does not exist; we report missing nodes ourselves
-                    warnings.simplefilter("ignore")
-                    client.start(timeout=timeout)
-            except Exception as e:
-                _stop_quietly(client)
-                raise RegistryUnavailableError(
-                    f"ZooKeeper {self.zk_connect}: could not connect within "
-                    f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
-                ) from e
-            self._client = client
-            return client
+        self._zk.close()
 
     @property
     def connected(self) -> bool:
         """True while the session is connected (False before first use and while kazoo is
         reconnecting): a call made now is likely to be answered promptly."""
-        client = self._client
-        return client is not None and bool(client.connected)
+        return self._zk.connected
 
-    # --- one bounded call --------------------------------------------------------------------
-
-    def _call(self, what: str, path: str, method: str, *args: Any) -> Any:
-        """``client.<method>(*args).get()`` with retries on connection loss, within the op
-        timeout.
-
-        ``NoNodeError``/``NodeExistsError``/``BadVersionError`` are returned (not raised) for
-        the caller to interpret; every other failure becomes a RegistryError naming ``path``.
-        """
-        return self._wait(what, path, [(method, args)])[0]
-
-    def _wait(self, what: str, path: str, calls: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
-        """Pipelined :meth:`_call`: all requests are sent, then all answers collected, in
-        order. ``path`` names the batch in errors."""
-        from kazoo.exceptions import (
-            BadVersionError,
-            ConnectionClosedError,
-            ConnectionLoss,
-            KazooException,
-            NoAuthError,
-            NodeExistsError,
-            NoNodeError,
-            OperationTimeoutError,
-            SessionExpiredError,
-        )
-        from kazoo.handlers.threading import KazooTimeoutError
-
-        passthrough = (NoNodeError, NodeExistsError, BadVersionError)
-        retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
-        deadline = time.monotonic() + self._op_timeout
-        results: list[Any] = [None] * len(calls)
-        pending = list(range(len(calls)))
-        delay = 0.05
-        last_error: BaseException | None = None
-        while pending:
-            client = self._zk()
-            asyncs = []
-            for i in pending:
-                method, args = calls[i]
-                try:
-                    asyncs.append((i, getattr(client, method)(*args)))
-                except (ValueError, TypeError) as e:  # kazoo validates paths eagerly
-                    raise RegistryError(
-                        f"ZooKeeper {self.zk_connect}: {what} {path}: {e}"
-                    ) from e
-            retry: list[int] = []
-            for i, async_result in asyncs:
-                remaining = deadline - time.monotonic()
-                try:
-                    results[i] = async_result.get(timeout=max(remaining, 0.001))
-                except passthrough as e:
-                    results[i] = e
-                except retryable as e:
-                    last_error = e
-                    retry.append(i)
-                except ConnectionClosedError as e:
-                    raise RegistryError(
-                        f"ZooKeeper {self.zk_connect}: {what} {path}: the registry is closed"
-                    ) from e
-                except NoAuthError as e:
-                    raise self._denied(what, calls[i][1], path) from e
-                except KazooException as e:
-                    raise RegistryError(
-                        f"ZooKeeper {self.zk_connect}: {what} {path} failed: {_describe(e)}"
-                    ) from e
-                except KazooTimeoutError as e:
-                    raise RegistryUnavailableError(
-                        f"ZooKeeper {self.zk_connect}: {what} {path} timed out after "
-                        f"{self._op_timeout * 1000:.0f} ms"
-                    ) from e
-            pending = retry
-            if pending:
-                if time.monotonic() + delay >= deadline:
-                    raise RegistryUnavailableError(
-                        f"ZooKeeper {self.zk_connect}: {what} {path} failed after retrying for "
-                        f"{self._op_timeout * 1000:.0f} ms: {_describe(last_error)}"
-                    ) from last_error
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-        return results
-
-    def _denied(self, what: str, args: tuple[Any, ...], path: str) -> RegistryPermissionError:
-        node = args[0] if args and isinstance(args[0], str) else path
-        if what == "creating" and isinstance(node, str):
-            node = f"{node.rsplit('/', 1)[0] or '/'} (creating {node})"
-        how = (
-            "the credentials given in zk.auth lack that permission"
-            if self._auth_data
-            else "no zk.auth credentials were given"
-        )
-        return RegistryPermissionError(
-            f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL "
-            f"({how})"
-        )
-
-    def _children(self, path: str) -> list[str] | None:
-        """Children of ``path`` (None if it does not exist)."""
-        from kazoo.exceptions import NoNodeError
-
-        result = self._call("listing", path, "get_children_async", path)
-        if isinstance(result, NoNodeError):
-            return None
-        return list(result)
+    # --- reading nodes -------------------------------------------------------------------------
 
     def _values(self, paths: list[str]) -> list[bytes | None]:
         """Values of ``paths`` fetched in one pipelined round (None for vanished nodes)."""
-        from kazoo.exceptions import NoNodeError
-
         if not paths:
             return []
-        parent = paths[0].rsplit("/", 1)[0] + "/*"
-        results = self._wait("reading", parent, [("get_async", (p,)) for p in paths])
-        out: list[bytes | None] = []
-        for r in results:
-            if isinstance(r, NoNodeError):
-                out.append(None)
-            else:
-                value, _stat = r
-                out.append(value if value is not None else b"")
-        return out
+        return self._zk.values(paths, paths[0].rsplit("/", 1)[0] + "/*")
 
     def _bad(self, path: str, problem: str) -> RegistryError:
         return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
@@ -339,7 +183,7 @@ class Registry(Closing):
         on ':' and extract the host that will be the second element"); the id is the node name.
         A broker that vanishes between listing and reading is left out.
         """
-        names = self._children(BROKER_IDS) or []
+        names = self._zk.children(BROKER_IDS) or []
         paths = [f"{BROKER_IDS}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
             if not _DECIMAL.match(name):
@@ -369,14 +213,14 @@ class Registry(Closing):
 
     def topics(self) -> list[str]:
         """Topic names under ``/brokers/topics``, sorted ([] if none)."""
-        return sorted(self._children(BROKER_TOPICS) or [])
+        return sorted(self._zk.children(BROKER_TOPICS) or [])
 
     def topic_partitions(self, topic: str) -> dict[int, int]:
         """``/brokers/topics/[topic]/[id]`` = partition count: {broker id: count} ({} if the
         topic is not registered). Sorted by broker id."""
         validate_topic_name(topic)
         base = f"{BROKER_TOPICS}/{topic}"
-        names = self._children(base) or []
+        names = self._zk.children(base) or []
         paths = [f"{base}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
             if not _DECIMAL.match(name):
@@ -392,17 +236,17 @@ class Registry(Closing):
 
     def groups(self) -> list[str]:
         """Consumer group names under ``/consumers``, sorted."""
-        return sorted(self._children(CONSUMERS) or [])
+        return sorted(self._zk.children(CONSUMERS) or [])
 
     def consumer_ids(self, group: str) -> list[str]:
         """Registered (live) consumer ids of ``group``: ``/consumers/[group]/ids``, sorted."""
         group = _path_component(group, "group.id")
-        return sorted(self._children(f"{CONSUMERS}/{group}/ids") or [])
+        return sorted(self._zk.children(f"{CONSUMERS}/{group}/ids") or [])
 
     def group_topics(self, group: str) -> list[str]:
         """Topics ``group`` committed offsets for: ``/consumers/[group]/offsets``, sorted."""
         group = _path_component(group, "group.id")
-        return sorted(self._children(f"{CONSUMERS}/{group}/offsets") or [])
+        return sorted(self._zk.children(f"{CONSUMERS}/{group}/offsets") or [])
 
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
@@ -428,7 +272,7 @@ class Registry(Closing):
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
     def _partition_nodes(self, base: str) -> Iterable[tuple[tuple[int, int], str, bytes]]:
-        names = self._children(base) or []
+        names = self._zk.children(base) or []
         paths = [f"{base}/{n}" for n in names]
         keys: list[tuple[int, int]] = []
         for name, path in zip(names, paths, strict=True):
@@ -457,84 +301,63 @@ class Registry(Closing):
         each holding ``creator`` (the committer's id) as its value. Parents that exist keep
         their value.
         """
-        from kazoo.exceptions import NodeExistsError, NoNodeError
-
         base = self._group_topic_path(group, topic, "offsets")
         if not isinstance(creator, str) or not creator:
             raise OptionError("creator", "the committer id must be a non-empty string")
-        items: list[tuple[str, bytes]] = []
-        for key, offset in sorted(offsets.items()):
-            broker, partition = key
-            for what, v in (("broker id", broker), ("partition", partition), ("offset", offset)):
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise OptionError(
-                        "offsets", f"{what} must be a non-negative integer, got {v!r} for {key}"
-                    )
-            node = f"{base}/{partition_key(broker, partition)}"
-            items.append((node, str(offset).encode("ascii")))
+        items = _offset_nodes(base, offsets)
         if not items:
             return
         # 1. set() every node; 2. create the missing ones (after their parents).
         where = base + "/*"
-        results = self._wait("writing", where, [("set_async", it) for it in items])
-        missing = [it for it, r in zip(items, results, strict=True) if isinstance(r, NoNodeError)]
+        written = self._zk.set_values(items, where)
+        missing = [it for it, ok in zip(items, written, strict=True) if not ok]
         if not missing:
             return
         acl = self._inherited_acl(base)
         self._ensure_parents(base, creator.encode("utf-8"), acl)
-        results = self._wait(
-            "creating", where, [("create_async", (*it, acl)) for it in missing]
-        )
         raced = []
-        for (path, value), r in zip(missing, results, strict=True):
-            if isinstance(r, NoNodeError):
+        for (path, value), done in zip(missing, self._zk.create(missing, acl, where), strict=True):
+            if done is Created.NO_PARENT:
                 raise self._bad(path, "its parent vanished while committing offsets")
-            if isinstance(r, NodeExistsError):  # created by someone else meanwhile: overwrite
+            if done is Created.EXISTS:  # created by someone else meanwhile: overwrite
                 raced.append((path, value))
         if raced:
-            self._wait("writing", where, [("set_async", it) for it in raced])
+            self._zk.set_values(raced, where)
 
     def _inherited_acl(self, path: str) -> list[Any] | None:
         """With ``auth``: the ACL of ``path``'s nearest existing ancestor (or itself), for the
         nodes created under it. Without: None (ZooKeeper's default open ACL)."""
-        from kazoo.exceptions import NoNodeError
-
-        if not self._auth_data:
+        if not self._zk.has_auth:
             return None
         node = path
         while True:
-            r = self._call("reading the ACL of", node, "get_acls_async", node)
-            if not isinstance(r, NoNodeError):
-                acls, _stat = r
-                return list(acls)
+            acl = self._zk.acls(node)
+            if acl is not None:
+                return acl
             if node == "/":
                 return None
             node = node.rsplit("/", 1)[0] or "/"
 
     def _ensure_parents(self, base: str, value: bytes, acl: list[Any] | None = None) -> None:
-        from kazoo.exceptions import NodeExistsError, NoNodeError
-
         parts = base.strip("/").split("/")
         for i in range(1, len(parts) + 1):
             path = "/" + "/".join(parts[:i])
-            r = self._call("creating", path, "create_async", path, value, acl)
-            if isinstance(r, NoNodeError):
+            if self._zk.create([(path, value)], acl, path)[0] is Created.NO_PARENT:
                 where = f"chroot {self.chroot!r}" if self.chroot else "parent"
                 raise self._bad(path, f"cannot create it: the {where} does not exist")
-            if not isinstance(r, (str, NodeExistsError)):
-                raise self._bad(path, f"unexpected create result {r!r}")
 
 
-def _describe(e: BaseException | None) -> str:
-    if e is None:
-        return "unknown error"
-    text = str(e)
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-def _stop_quietly(client: Any) -> None:
-    with contextlib.suppress(Exception):  # best-effort shutdown of a kazoo session
-        client.stop()
-        client.close()
-
-
+def _offset_nodes(
+    base: str, offsets: Mapping[tuple[int, int], int]
+) -> list[tuple[str, bytes]]:
+    """``(node, value)`` per committed offset, checked: 0.7's name and decimal ASCII value."""
+    items: list[tuple[str, bytes]] = []
+    for key, offset in sorted(offsets.items()):
+        broker, partition = key
+        for what, v in (("broker id", broker), ("partition", partition), ("offset", offset)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise OptionError(
+                    "offsets", f"{what} must be a non-negative integer, got {v!r} for {key}"
+                )
+        items.append((f"{base}/{partition_key(broker, partition)}", str(offset).encode("ascii")))
+    return items

@@ -2,8 +2,8 @@
 with struct and the compression libraries directly; it never calls the code under test.
 
 Everything returns ``bytes`` of whole entries: message-set entries (magic 0/1) and record
-batches (magic 2), ready to concatenate into a ``.log`` file; :func:`message07` builds 0.7
-messages for ``.kafka`` files.
+batches (magic 2), ready to concatenate into a ``.log`` file. The 0.7 messages of ``.kafka``
+files and snappy-java's stream framing (shared with the 0.7 wrappers) come from ``_bytes``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-import cramjam
 import crc32c
 import lz4.frame
 import zstandard
+from _bytes import snappy_java_stream
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
@@ -64,20 +64,11 @@ def lz4_frame(data: bytes, *, kafka_3160: bool = False) -> bytes:
     return bytes(frame)
 
 
-def snappy_java(data: bytes) -> bytes:
-    """snappy-java's stream framing: header, then int32 length + raw block per 32 KiB."""
-    out = [b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)]
-    for i in range(0, max(len(data), 1), 32 * 1024):
-        block = bytes(cramjam.snappy.compress_raw(data[i : i + 32 * 1024]))
-        out.append(struct.pack(">i", len(block)) + block)
-    return b"".join(out)
-
-
 def compress(codec: int, data: bytes, *, kafka_3160: bool = False) -> bytes:
     if codec == GZIP:
         return gzip.compress(data, mtime=0)
     if codec == SNAPPY:
-        return snappy_java(data)
+        return snappy_java_stream(data)
     if codec == LZ4:
         return lz4_frame(data, kafka_3160=kafka_3160)
     if codec == ZSTD:
@@ -199,9 +190,3 @@ def batch(
     tail = struct.pack(">ibI", leader_epoch, 2, crc) + after_crc
     return struct.pack(">qi", base_offset, len(tail)) + tail
 
-
-# --- Kafka 0.7 -------------------------------------------------------------------------------
-
-def message07(payload: bytes, *, codec: int = NONE) -> bytes:
-    """A 0.7 magic-1 message: LENGTH, MAGIC, ATTRIBUTES, CRC32(payload), payload."""
-    return struct.pack(">ibbI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload

@@ -13,15 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_broker_helpers import (
-    THREE,
-    Conn,
-    fetch_frame,
-    gzip_wrapper,
-    message,
-    snappy_java_stream,
-    wait_until,
-)
+from _bytes import gzip_wrapper, message, snappy_java_stream
+from test_broker_helpers import THREE, Conn, fetch_frame, wait_until
 
 from kafka_pyspark import wire
 from kafka_pyspark.testing.broker import EmbeddedBroker
@@ -283,8 +276,7 @@ def test_produce_magic0_accepted_byte_identical(b: EmbeddedBroker) -> None:
 
 @pytest.mark.parametrize("magic", [2, 3, 255])
 def test_produce_unknown_magic_rejected(b: EmbeddedBroker, magic: int) -> None:
-    body = bytes([magic, 0]) + struct.pack(">I", zlib.crc32(b"x")) + b"x"
-    assert refused(b, message(b"ok") + struct.pack(">i", len(body)) + body)
+    assert refused(b, message(b"ok") + message(b"x", magic=magic))  # magic-1 layout
     assert stored(b, "t", 0) == b""
 
 

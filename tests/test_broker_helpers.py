@@ -6,7 +6,6 @@ Tests talk to the broker over plain sockets with timeouts and build message byte
 
 from __future__ import annotations
 
-import gzip
 import socket
 import struct
 import time
@@ -14,36 +13,16 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from _bytes import message, message_set, snappy_java_stream
+
 from kafka_pyspark import wire
 
 TIMEOUT = 10.0
 
 
-def message(payload: bytes, *, magic: int = 1, codec: int = 0, crc: int | None = None) -> bytes:
-    """One message: int32 LENGTH | MAGIC | [ATTRIBUTES if magic 1] | CRC32(payload) | payload."""
-    if crc is None:
-        crc = zlib.crc32(payload)
-    head = bytes([magic]) + (bytes([codec]) if magic == 1 else b"")
-    body = head + struct.pack(">I", crc) + payload
-    return struct.pack(">i", len(body)) + body
-
-
-def gzip_wrapper(inner: bytes, *, mtime: int = 0) -> bytes:
-    """A magic-1 gzip wrapper message around ``inner`` (whole messages)."""
-    return message(gzip.compress(inner, mtime=mtime), codec=1)
-
-
-def snappy_java_stream(data: bytes) -> bytes:
-    """snappy-java's stream: magic header, version 1, compatible 1, then [int32 len, block]."""
-    import snappy
-
-    block = snappy.compress(data)
-    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
-
-
 # Three 17-byte messages (4 LENGTH + 1 MAGIC + 1 ATTRIBUTES + 4 CRC + 7 payload): offsets
 # 0, 17, 34, log end 51 -- the BROKER-FACTS setup.
-THREE = b"".join(message(b"value-%d" % i) for i in range(3))
+THREE = message_set(b"value-%d" % i for i in range(3))
 assert len(THREE) == 51
 
 

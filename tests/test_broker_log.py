@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from test_broker_helpers import THREE, message
+from _bytes import message
+from test_broker_helpers import THREE
 
 from kafka_pyspark.errors import OffsetOutOfRangeError
 from kafka_pyspark.testing.log import (

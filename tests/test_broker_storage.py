@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_broker_helpers import THREE, Conn, fetch_frame, message
+from _bytes import message
+from test_broker_helpers import THREE, Conn, fetch_frame
 
 from kafka_pyspark import wire
 from kafka_pyspark.testing.broker import EmbeddedBroker

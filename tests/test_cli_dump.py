@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-import struct
-import zlib
 from pathlib import Path
 
 import pytest
+from _bytes import message, message_set
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.cli.dump import DumpMessage, DumpStop, read_segment_file
 
-
-def msg(payload: bytes) -> bytes:
-    """A magic-1 uncompressed message, by the seed's layout: 4 + 1 + 1 + 4 + payload bytes."""
-    body = bytes([1, 0]) + struct.pack(">I", zlib.crc32(payload)) + payload
-    return struct.pack(">i", len(body)) + body
-
-
-THREE = msg(b"a" * 7) + msg(b"b" * 7) + msg(b"c" * 7)  # 17 bytes each
+THREE = message_set([b"a" * 7, b"b" * 7, b"c" * 7])  # 17 bytes each
 
 
 def seg(tmp_path: Path, data: bytes, name: str = "00000000000000001000.kafka") -> Path:
@@ -45,7 +37,7 @@ def test_dump_a_segment_file_with_its_base_offset(
 def test_corruption_shows_the_valid_messages_before_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bad = bytearray(THREE + msg(b"d" * 7))
+    bad = bytearray(THREE + message(b"d" * 7))
     bad[17 + 16] ^= 0xFF  # last payload byte of the second message: its CRC no longer matches
     path = seg(tmp_path, bytes(bad), "00000000000000000000.kafka")
     assert main(["dump", str(path)]) == 1
@@ -68,7 +60,7 @@ def test_torn_tail_after_the_messages(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_json_values_are_text_or_base64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = seg(tmp_path, msg(b"hi") + msg(b"\xff\x00"), "00000000000000000000.kafka")
+    path = seg(tmp_path, message(b"hi") + message(b"\xff\x00"), "00000000000000000000.kafka")
     assert main(["dump", str(path), "--json", "--values"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines[0]["value"] == "hi" and "value_base64" not in lines[0]

@@ -7,11 +7,11 @@ import struct
 import threading
 
 import pytest
+from _bytes import message
 from test_client_servers import (
     FakeBroker,
     ScriptedServer,
     close_after_request,
-    message,
     read_request,
     rst_close,
     silent,

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_client_servers import FakeBroker, FakeLog, ScriptedServer, message, read_request
+from _bytes import message
+from test_client_servers import FakeBroker, FakeLog, ScriptedServer, read_request
 
 from kafka_pyspark import wire
 from kafka_pyspark.client import (

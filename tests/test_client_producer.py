@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from test_client_servers import FakeBroker, ScriptedServer, message, read_request
+from _bytes import message
+from test_client_servers import FakeBroker, ScriptedServer, read_request
 
 from kafka_pyspark import wire
 from kafka_pyspark.client import DeliveryCount, Producer

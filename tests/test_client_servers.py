@@ -12,21 +12,12 @@ import contextlib
 import socket
 import struct
 import threading
-import zlib
 from collections.abc import Callable
 from types import TracebackType
 
 from kafka_pyspark import wire
 
 IO_TIMEOUT = 5.0
-
-
-def message(payload: bytes, *, magic: int = 1, codec: int = 0) -> bytes:
-    """One 0.7 message, written from the seed's layout (not with the codec under test)."""
-    crc = struct.pack(">I", zlib.crc32(payload) & 0xFFFFFFFF)
-    head = bytes([magic]) if magic == 0 else bytes([magic, codec])
-    body = head + crc + payload
-    return struct.pack(">i", len(body)) + body
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes | None:

@@ -4,13 +4,11 @@ and Cluster over ZooKeeper and over probed brokers."""
 from __future__ import annotations
 
 import socket
-import struct
 import time
-import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _bytes import message
 from kazoo.client import KazooClient
 
 from kafka_pyspark.cluster import Cluster
@@ -121,15 +119,6 @@ def test_broker_list_mode_without_contacting_anything() -> None:
 # --- ZooKeeper mode (nodes written as 0.7.2 does) ------------------------------------------
 
 
-@pytest.fixture
-def kz(zk_connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=10.0)
-    client.start(timeout=10.0)
-    yield client
-    client.stop()
-    client.close()
-
-
 @pytest.mark.zk
 def test_zookeeper_mode(zk_connect: str, kz: KazooClient) -> None:
     kz.create("/brokers/ids/0", b"127.0.0.1-1795304894516:127.0.0.1:9092",
@@ -167,17 +156,11 @@ def test_zookeeper_mode_empty(zk_connect: str) -> None:
 # --- against the embedded 0.7 broker -------------------------------------------------------
 
 
-def _message(payload: bytes) -> bytes:
-    """One magic-1 uncompressed message, built by hand (seed 003 layout)."""
-    body = b"\x01\x00" + struct.pack(">I", zlib.crc32(payload)) + payload
-    return struct.pack(">i", len(body)) + body
-
-
 def _produce(host: str, port: int, topic: str, partition: int) -> None:
     from kafka_pyspark.client import BrokerConnection
 
     with BrokerConnection(host, port, timeout=10.0) as conn:
-        conn.produce(topic, partition, _message(b"hello"))
+        conn.produce(topic, partition, message(b"hello"))
         conn.barrier(topic, partition)
 
 

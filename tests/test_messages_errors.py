@@ -8,6 +8,7 @@ import zlib
 
 import pyarrow as pa
 import pytest
+from _bytes import GZIP, SNAPPY, message
 
 from kafka_pyspark.errors import (
     CorruptMessageError,
@@ -30,20 +31,7 @@ from kafka_pyspark.messages import (
 )
 
 BASE = 5000
-
-
-def msg(payload: bytes, attributes: int = 0, magic: int = 1) -> bytes:
-    crc = zlib.crc32(payload)
-    if magic == 0:
-        return struct.pack(">iBI", 5 + len(payload), 0, crc) + payload
-    return struct.pack(">iBBI", 6 + len(payload), magic, attributes, crc) + payload
-
-
-def wrapper(payload: bytes, codec: int) -> bytes:
-    return struct.pack(">iBBI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload
-
-
-GOOD = msg(b"good one") + msg(b"good two")  # 18 + 18 bytes
+GOOD = message(b"good one") + message(b"good two")  # 18 + 18 bytes
 
 
 def raises(exc: type[MessageError], data: bytes, offset: int, **kw: object) -> MessageError:
@@ -58,7 +46,7 @@ def raises(exc: type[MessageError], data: bytes, offset: int, **kw: object) -> M
 
 
 def test_crc_mismatch_names_offset_and_both_crcs() -> None:
-    bad = bytearray(msg(b"payload!"))
+    bad = bytearray(message(b"payload!"))
     bad[-1] ^= 0x01
     err = raises(CorruptMessageError, GOOD + bytes(bad) + GOOD, BASE + 36)
     stored = zlib.crc32(b"payload!")
@@ -67,7 +55,7 @@ def test_crc_mismatch_names_offset_and_both_crcs() -> None:
 
 
 def test_crc_mismatch_in_stored_field_of_magic0() -> None:
-    bad = bytearray(msg(b"zero", magic=0))
+    bad = bytearray(message(b"zero", magic=0))
     bad[6] ^= 0x80
     raises(CorruptMessageError, GOOD + bytes(bad), BASE + 36)
 
@@ -116,16 +104,16 @@ def test_unknown_magic(magic: int) -> None:
 
 @pytest.mark.parametrize("attributes", [3, 7, 0xFF])
 def test_unknown_codec(attributes: int) -> None:
-    raises(UnknownCodecError, GOOD + msg(b"xx", attributes), BASE + 36)
+    raises(UnknownCodecError, GOOD + message(b"xx", codec=attributes), BASE + 36)
 
 
 def test_earliest_error_wins() -> None:
-    bad_crc = bytearray(msg(b"crc"))
+    bad_crc = bytearray(message(b"crc"))
     bad_crc[-1] ^= 1
     bad_magic = struct.pack(">iBBI", 8, 9, 0, 0) + b"ab"
     raises(CorruptMessageError, GOOD + bytes(bad_crc) + bad_magic, BASE + 36)
     raises(UnknownMagicError, GOOD + bad_magic + bytes(bad_crc), BASE + 36)
-    bad_gzip = wrapper(b"\x1f\x8bnot gzip at all", 1)
+    bad_gzip = message(b"\x1f\x8bnot gzip at all", codec=GZIP)
     raises(DecompressionError, GOOD + bad_gzip + bad_magic, BASE + 36)
     raises(UnknownMagicError, GOOD + bad_magic + bad_gzip, BASE + 36)
 
@@ -140,7 +128,7 @@ def test_stop_at_before_a_bad_message_decodes_the_rest() -> None:
 
 
 def test_wrapper_crc_mismatch() -> None:
-    data = bytearray(wrapper(gzip.compress(GOOD), 1))
+    data = bytearray(message(gzip.compress(GOOD), codec=GZIP))
     data[-1] ^= 0x01
     raises(CorruptMessageError, GOOD + bytes(data), BASE + 36)
 
@@ -148,13 +136,13 @@ def test_wrapper_crc_mismatch() -> None:
 def test_inner_crc_mismatch_names_wrapper_offset() -> None:
     inner = bytearray(GOOD)
     inner[-1] ^= 0x01
-    data = GOOD + wrapper(gzip.compress(bytes(inner)), 1)
+    data = GOOD + message(gzip.compress(bytes(inner)), codec=GZIP)
     err = raises(CorruptMessageError, data, BASE + 36)
     assert "inner" in str(err)
 
 
 def test_zlib_without_gzip_header() -> None:
-    err = raises(DecompressionError, GOOD + wrapper(zlib.compress(GOOD), 1), BASE + 36)
+    err = raises(DecompressionError, GOOD + message(zlib.compress(GOOD), codec=GZIP), BASE + 36)
     assert "GZIP" in str(err)
 
 
@@ -169,17 +157,17 @@ def test_zlib_without_gzip_header() -> None:
     ],
 )
 def test_undecodable_gzip(payload: bytes) -> None:
-    raises(DecompressionError, GOOD + wrapper(payload, 1), BASE + 36)
+    raises(DecompressionError, GOOD + message(payload, codec=GZIP), BASE + 36)
 
 
 def test_gzip_trailing_bytes_are_ignored_like_java() -> None:
-    data = wrapper(gzip.compress(GOOD) + b"\x00\x00junk", 1)
+    data = message(gzip.compress(GOOD) + b"\x00\x00junk", codec=GZIP)
     assert decode_message_set(data).batch.num_rows == 2
 
 
 def test_snappy_framing_format_rejected() -> None:
     framed = b"\xff\x06\x00\x00sNaPpY" + b"\x01\x00\x00\x00" + b"abcd"
-    err = raises(DecompressionError, GOOD + wrapper(framed, 2), BASE + 36)
+    err = raises(DecompressionError, GOOD + message(framed, codec=SNAPPY), BASE + 36)
     assert "framing format" in str(err)
 
 
@@ -203,31 +191,31 @@ JAVA = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
     ],
 )
 def test_undecodable_snappy(payload: bytes) -> None:
-    raises(DecompressionError, GOOD + wrapper(payload, 2), BASE + 36)
+    raises(DecompressionError, GOOD + message(payload, codec=SNAPPY), BASE + 36)
 
 
 def test_inner_garbage_after_last_message() -> None:
-    err = raises(CorruptMessageError, GOOD + wrapper(gzip.compress(GOOD + b"\x00\x01"), 1),
+    err = raises(CorruptMessageError, GOOD + message(gzip.compress(GOOD + b"\x00\x01"), codec=GZIP),
                  BASE + 36)
     assert "inside a compressed wrapper" in str(err)
 
 
 def test_inner_partial_message() -> None:
-    inner = GOOD + msg(b"cut")[:-2]
-    raises(CorruptMessageError, GOOD + wrapper(gzip.compress(inner), 1), BASE + 36)
+    inner = GOOD + message(b"cut")[:-2]
+    raises(CorruptMessageError, GOOD + message(gzip.compress(inner), codec=GZIP), BASE + 36)
 
 
 @pytest.mark.parametrize("length", [-1, 2, MAX_MESSAGE_LENGTH + 1])
 def test_inner_bad_length(length: int) -> None:
     inner = GOOD + struct.pack(">i", length) + b"\x01\x00" + b"\x00" * 10
-    raises(InvalidMessageSizeError, GOOD + wrapper(gzip.compress(inner), 1), BASE + 36)
+    raises(InvalidMessageSizeError, GOOD + message(gzip.compress(inner), codec=GZIP), BASE + 36)
 
 
 def test_inner_unknown_magic_and_codec() -> None:
     inner = GOOD + struct.pack(">iBBI", 8, 5, 0, 0) + b"ab"
-    raises(UnknownMagicError, GOOD + wrapper(gzip.compress(inner), 1), BASE + 36)
-    inner = GOOD + msg(b"x", attributes=3)
-    raises(UnknownCodecError, GOOD + wrapper(gzip.compress(inner), 1), BASE + 36)
+    raises(UnknownMagicError, GOOD + message(gzip.compress(inner), codec=GZIP), BASE + 36)
+    inner = GOOD + message(b"x", codec=3)
+    raises(UnknownCodecError, GOOD + message(gzip.compress(inner), codec=GZIP), BASE + 36)
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy"])
@@ -243,24 +231,24 @@ def test_decompressed_size_bound(codec: str) -> None:
 
 def test_gzip_bomb_is_bounded() -> None:
     bomb = gzip.compress(b"\x00" * (16 << 20), compresslevel=9)  # ~16 KB expanding to 16 MiB
-    raises(DecompressedSizeError, GOOD + wrapper(bomb, 1), BASE + 36,
+    raises(DecompressedSizeError, GOOD + message(bomb, codec=GZIP), BASE + 36,
            max_decompressed_size=1 << 20)
 
 
 def test_decompressed_size_counts_all_nesting_levels() -> None:
     inner = encode_message_set([b"w" * 3000] * 3, compression="gzip")
-    outer = wrapper(gzip.compress(inner + inner), 1)
+    outer = message(gzip.compress(inner + inner), codec=GZIP)
     total = len(inner) * 2 + 2 * len(encode_message_set([b"w" * 3000] * 3))
     assert decode_message_set(outer, max_decompressed_size=total).batch.num_rows == 6
     raises(DecompressedSizeError, outer, BASE, max_decompressed_size=total - 1)
 
 
 def test_nesting_too_deep() -> None:
-    data = msg(b"core")
+    data = message(b"core")
     for _ in range(MAX_NESTING_DEPTH):
-        data = wrapper(gzip.compress(data), 1)
+        data = message(gzip.compress(data), codec=GZIP)
     assert decode_message_set(data).batch.column("value").to_pylist() == [b"core"]
-    err = raises(DecompressionError, GOOD + wrapper(gzip.compress(data), 1), BASE + 36)
+    err = raises(DecompressionError, GOOD + message(gzip.compress(data), codec=GZIP), BASE + 36)
     assert "nested" in str(err)
 
 

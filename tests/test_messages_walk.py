@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _bytes import message
 
 from kafka_pyspark.messages import walk
 
@@ -29,14 +30,6 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     if request.param == "python":
         monkeypatch.setattr(walk, "kernel", None)
     yield request.param
-
-
-def v1(payload: bytes, attributes: int = 0) -> bytes:
-    return struct.pack(">iBBI", 6 + len(payload), 1, attributes, zlib.crc32(payload)) + payload
-
-
-def v0(payload: bytes) -> bytes:
-    return struct.pack(">iBI", 5 + len(payload), 0, zlib.crc32(payload)) + payload
 
 
 def rows(scan: walk.Scan) -> list[tuple[int, int, int, int, int]]:
@@ -62,7 +55,7 @@ EMPTY_V0 = bytes.fromhex("00000005" "00" "00000000")  # the smallest message: 9 
 
 
 def test_golden_bytes_match_zlib() -> None:
-    assert v1(b"hi") == HI and v0(b"abc") == ABC
+    assert message(b"hi") == HI and message(b"abc", magic=0) == ABC
 
 
 def test_golden_walk(engine: str) -> None:
@@ -114,7 +107,7 @@ def test_bad_magic(engine: str, magic: int) -> None:
 
 @pytest.mark.parametrize("attributes", [3, 7, 0xFF])
 def test_bad_codec(engine: str, attributes: int) -> None:
-    assert outcome(HI + v1(b"xy", attributes))[1:4] == (12, walk.BAD_CODEC, attributes)
+    assert outcome(HI + message(b"xy", codec=attributes))[1:4] == (12, walk.BAD_CODEC, attributes)
 
 
 # --- the kernel's own guards ---------------------------------------------------------------
@@ -146,7 +139,7 @@ def test_kernel_rejects_bad_ranges_and_records() -> None:
         KERNEL.gather(data, recs, 0, 5, out, 0, offsets, words, 0)
     offsets[1] = 62
     with pytest.raises(ValueError):  # a CRC word past the end of the data
-        KERNEL.xor_words(out, offsets, words, 1)
+        KERNEL.xor_words(out, offsets, words, 0, 1)
 
 
 @needs_kernel
@@ -165,9 +158,9 @@ def random_set(rnd: random.Random) -> bytes:
         size = rnd.choice([rnd.randrange(0, 8), rnd.randrange(0, 400)])
         payload = bytes(rnd.choices(b"abc {}:,0\x00\x01", k=size))
         if rnd.random() < 0.1:
-            parts.append(v0(payload))
+            parts.append(message(payload, magic=0))
         else:
-            parts.append(v1(payload, rnd.choice([0, 0, 0, 1, 2])))
+            parts.append(message(payload, codec=rnd.choice([0, 0, 0, 1, 2])))
     return b"".join(parts)
 
 

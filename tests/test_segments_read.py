@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
+from _bytes import message_set
 from segment_builder import (
     GZIP,
     LZ4,
@@ -18,7 +19,6 @@ from segment_builder import (
     batch,
     control_record,
     message,
-    message07,
     record,
     wrapper,
 )
@@ -51,7 +51,7 @@ def v2_file(base: int, n: int, codec: int = 0, per_batch: int = 5) -> bytes:
 
 
 def k07(values: list[bytes]) -> bytes:
-    return b"".join(message07(v) for v in values)
+    return message_set(values)
 
 
 @pytest.fixture

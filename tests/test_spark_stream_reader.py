@@ -8,21 +8,22 @@ The end-to-end behaviour under Spark is in ``test_spark_stream.py``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from kazoo.client import KazooClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 
-from kafka_pyspark.client import Producer
+from kafka_pyspark.client import BrokerConnection, Producer
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.stream import Kafka07StreamReader
+from kafka_pyspark.spark.stream_offsets import HEADER, MAX_ROUNDS
 from kafka_pyspark.testing.broker import EmbeddedBroker
+from kafka_pyspark.wire import FetchRequest, FetchResponse
 
 pytestmark = pytest.mark.zk
 
@@ -46,18 +47,6 @@ def make(zk: str, **options: str) -> Kafka07StreamReader:
 @pytest.fixture
 def topic() -> str:
     return f"r{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def zk_client(zookeeper: Any, zk_connect: str) -> Iterator[Any]:
-    chroot = zk_connect[len(zookeeper.connect_string) :]
-    client = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def read_all(
@@ -96,13 +85,13 @@ def test_initial_offsets_and_read(broker: EmbeddedBroker, zk_connect: str, topic
 
 
 def test_json_and_group_starting_offsets(
-    broker: EmbeddedBroker, zk_connect: str, topic: str, zk_client: Any
+    broker: EmbeddedBroker, zk_connect: str, topic: str, kz: Any
 ) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 10)))
     spec = f'{{"{topic}": {{"0-0": 60, "0-1": -2}}}}'
     r = make(zk_connect, subscribe=topic, startingOffsets=spec)
     assert r.initialOffset() == {topic: {"0-0": 60, "0-1": 0}}
-    zk_client.create(f"/consumers/g1/offsets/{topic}/0-0", b"120", makepath=True)
+    kz.create(f"/consumers/g1/offsets/{topic}/0-0", b"120", makepath=True)
     g = make(zk_connect, subscribe=topic, startingOffsets="group", **{"group.id": "g1"})
     assert g.initialOffset() == {topic: {"0-0": 120, "0-1": 0}}  # never committed: earliest
     with pytest.raises(OptionError, match=r"group\.id"):
@@ -111,9 +100,26 @@ def test_json_and_group_starting_offsets(
         make(zk_connect, subscribe=topic, endingOffsets="latest")
 
 
+Asked = list[list[tuple[int, int, int]]]  # per MULTIFETCH: (partition, offset, max_size)
+
+
+def spy_multifetch(monkeypatch: pytest.MonkeyPatch) -> Asked:
+    """Record every MULTIFETCH this process sends: what the driver's boundary scans cost."""
+    asked: Asked = []
+    real = BrokerConnection.multifetch
+
+    def spy(self: BrokerConnection, fetches: Sequence[FetchRequest]) -> list[FetchResponse]:
+        asked.append([(f.partition, f.offset, f.max_size) for f in fetches])
+        return real(self, fetches)
+
+    monkeypatch.setattr(BrokerConnection, "multifetch", spy)
+    return asked
+
+
 def test_max_bytes_cuts_at_message_boundaries(
-    broker: EmbeddedBroker, zk_connect: str, topic: str
+    broker: EmbeddedBroker, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    asked = spy_multifetch(monkeypatch)
     # partition 0: 100 messages of 40 bytes (30 + 10 header); partition 1: one 5000-byte
     # gzip wrapper, then small ones
     send(broker, topic, 0, encode_message_set(values("a", 100)))
@@ -124,10 +130,14 @@ def test_max_bytes_cuts_at_message_boundaries(
     start = r.initialOffset()
     seen: list[bytes] = []
     sizes = []
+    scans: list[Asked] = []  # the driver's scan round trips, per micro-batch
     for _ in range(50):
+        asked.clear()
         end = r.latestOffset(start, ReadMaxBytes(1000))
         if end == start:
             break
+        scans.append(list(asked))
+        assert r.last_admission.scanned_bytes == sum(n for rt in asked for _, _, n in rt)
         e, s = end[topic], start[topic]
         moved = {k: e[k] - s[k] for k in e if e[k] != s[k]}
         total = sum(moved.values())
@@ -149,8 +159,15 @@ def test_max_bytes_cuts_at_message_boundaries(
     # fair: the first micro-batch split the budget across both partitions... unless the
     # oversize message went alone first; either way every batch is full to within a message
     assert all(s >= 1000 - 2 * 40 or s > 1000 for s in sizes[:-1])
-    # the cut costs a header-only scan of at most about the budget per micro-batch
-    assert r.last_admission is not None
+    # the cut costs header-only scans, never a read of the data: micro-batch 1 water-fills
+    # 500 bytes to each partition and scans [cur, cur + share + 4) of each; 0-0 cuts at 480
+    # (12 messages of 40), 0-1's 10250-byte message does not fit; round 2 gives the 520 left
+    # to 0-0: [480, 1004), cut at 1000. Micro-batch 2: 0-1 starved, a 4-byte window at its
+    # head shows the message is larger than the budget, so it goes alone, never fetched here.
+    assert scans[:2] == [[[(0, 0, 504), (1, 0, 504)], [(0, 480, 524)]], [[(1, 0, 4)]]]
+    for batch_scans in scans:  # each round trip: at most the budget + a header per partition
+        assert len(batch_scans) <= MAX_ROUNDS + 2  # + starved heads + the progress rule
+        assert all(sum(n for _, _, n in rt) <= 1000 + 2 * HEADER for rt in batch_scans)
 
 
 def test_available_now_target(broker: EmbeddedBroker, zk_connect: str, topic: str) -> None:
@@ -234,21 +251,21 @@ def test_data_loss_log_recreated(tmp_path: Path, zk_connect: str, topic: str) ->
 
 
 def test_commit_to_group_writes_0_7_nodes(
-    broker: EmbeddedBroker, zk_connect: str, topic: str, zk_client: Any
+    broker: EmbeddedBroker, zk_connect: str, topic: str, kz: Any
 ) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 3)))
     r = make(zk_connect, subscribe=topic, commitToGroup="true", **{"group.id": "grp"})
     r.commit({topic: {"0-0": 120, "0-1": 0}})
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"120"
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-1")[0] == b"0"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"120"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-1")[0] == b"0"
     r.commit({topic: {"0-0": 80, "0-1": 0}})  # overwritten, even backwards (a reset)
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"80"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"80"
     with pytest.raises(OffsetFormatError):
         r.commit({topic: {"0-0": -1}})
     # without commitToGroup nothing is written
     other = make(zk_connect, subscribe=topic, **{"group.id": "quiet"})
     other.commit({topic: {"0-0": 120}})
-    assert zk_client.exists("/consumers/quiet") is None
+    assert kz.exists("/consumers/quiet") is None
     r.stop()
 
 

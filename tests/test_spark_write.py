@@ -12,49 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _cluster import java_hash, java_index, read_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
 
-def java_hash(s: str) -> int:
-    """Reference String.hashCode (UTF-16 code units, int32 wrap), independent of the package."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def java_index(key: str, n: int) -> int:
-    """0.7 DefaultPartitioner: Math.abs(hashCode) % n, Java semantics."""
-    h = java_hash(key)
-    a = h if h == -(2**31) else abs(h)
-    r = abs(a) % n
-    return -r if a < 0 else r
-
-
-Found = dict[tuple[int, int], list[tuple[bytes, str]]]
+Found = dict[tuple[int, int], list[tuple[Any, ...]]]  # (value, compression) per message
 
 
 def read_topic(brokers: Sequence[Any], topic: str) -> Found:
     """Every (value, compression) per (broker, partition), in log order."""
-    from kafka_pyspark.client import BrokerConnection, iter_range, latest
-
-    out: Found = {}
-    for b in brokers:
-        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
-            for p in range(b.partitions_for(topic)):
-                end = latest(conn, topic, p)
-                got: list[tuple[bytes, str]] = []
-                for res in iter_range(conn, topic, p, 0, end):
-                    got += zip(
-                        res.batch.column("value").to_pylist(),
-                        res.batch.column("compression").to_pylist(),
-                        strict=True,
-                    )
-                if got:
-                    out[(b.broker_id, p)] = got
-    return out
+    return read_log(brokers, topic, "value", "compression")
 
 
 def values_of(found: Found) -> Counter[bytes]:

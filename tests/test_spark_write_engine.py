@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from _cluster import read_topic
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from kafka_pyspark.errors import (
@@ -79,21 +80,6 @@ def create_topic(zk: str, brokers: Sequence[Any], topic: str) -> None:
     assert result.error is None
     for b in brokers:
         b.wait_for_topic(topic)
-
-
-def read_topic(brokers: Sequence[Any], topic: str) -> dict[tuple[int, int], list[bytes]]:
-    from kafka_pyspark.client import BrokerConnection, iter_range, latest
-
-    out: dict[tuple[int, int], list[bytes]] = {}
-    for b in brokers:
-        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
-            for p in range(b.partitions_for(topic)):
-                end = latest(conn, topic, p)
-                got = [v for r in iter_range(conn, topic, p, 0, end)
-                       for v in r.batch.column("value").to_pylist()]
-                if got:
-                    out[(b.broker_id, p)] = got
-    return out
 
 
 def wrapper_payloads(broker: Any, topic: str, partition: int) -> list[int]:

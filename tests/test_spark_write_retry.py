@@ -16,11 +16,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import count_values, read_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -72,19 +72,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def read_topic(brokers: list[Any], topic: str) -> Counter[bytes]:
-    from kafka_pyspark.client import BrokerConnection, iter_range, latest
-
-    got: Counter[bytes] = Counter()
-    for b in brokers:
-        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
-            for p in range(b.partitions_for(topic)):
-                end = latest(conn, topic, p)
-                for r in iter_range(conn, topic, p, 0, end):
-                    got.update(r.batch.column("value").to_pylist())
-    return got
-
-
 def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + WAIT
     while not path.exists():
@@ -129,7 +116,7 @@ def test_broker_stopped_mid_write_spark_retries(brokers: list[Any], zk_connect: 
     # the failed attempt's error, as Spark reported it
     assert "DeliveryError" in err and "broker 1" in err
     assert "Spark retries the task" in err
-    got = read_topic(brokers, topic)
+    got = count_values(read_topic(brokers, topic))
     expected = {b"r%d" % i + b"." * 150 for i in range(ROWS)}
     assert set(got) == expected  # nothing missing, nothing foreign
     duplicates = sum(got.values()) - ROWS

@@ -9,35 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import count_values, java_index, read_topic
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
-
-def java_index(key: str, n: int) -> int:
-    """0.7 DefaultPartitioner over Java String.hashCode (independent reference loop)."""
-    h = 0
-    data = key.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
-    h = h - (1 << 32) if h >= 1 << 31 else h
-    a = h if h == -(2**31) else abs(h)
-    r = abs(a) % n
-    return -r if a < 0 else r
-
-
-def read_topic(brokers: list[Any], topic: str) -> dict[tuple[int, int], list[bytes]]:
-    from kafka_pyspark.client import BrokerConnection, iter_range, latest
-
-    out: dict[tuple[int, int], list[bytes]] = {}
-    for b in brokers:
-        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
-            for p in range(b.partitions_for(topic)):
-                end = latest(conn, topic, p)
-                got = [v for r in iter_range(conn, topic, p, 0, end)
-                       for v in r.batch.column("value").to_pylist()]
-                if got:
-                    out[(b.broker_id, p)] = got
-    return out
-
 
 def add_file(folder: Path, name: str, lines: list[str]) -> None:
     tmp = folder / f".{name}.tmp"  # hidden: the file source skips it until renamed
@@ -69,7 +43,7 @@ def test_stream_sink_micro_batches(spark: Any, brokers: list[Any], zk_connect: s
         first = read_topic(brokers, topic)
         # micro-batch 0: a new topic -> partition 0 of every live broker
         assert set(first) <= {(0, 0), (1, 0)}
-        assert Counter(v for vals in first.values() for v in vals) == Counter(
+        assert count_values(first) == Counter(
             line.encode() for line in files[0]
         )
         holders = [b for b in brokers if any(bp[0] == b.broker_id for bp in first)]
@@ -87,7 +61,7 @@ def test_stream_sink_micro_batches(spark: Any, brokers: list[Any], zk_connect: s
         query.stop()
     found = read_topic(brokers, topic)
     everything = [line.encode() for f in files for line in f]
-    assert Counter(v for vals in found.values() for v in vals) == Counter(everything)
+    assert count_values(found) == Counter(everything)
     # later micro-batches saw the refreshed registry: all partitions, Java hash routing
     later = {line.encode(): line.split("|")[0] for f in files[1:] for line in f}
     for bp, vals in found.items():

@@ -20,7 +20,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -153,6 +153,13 @@ def no_brokers_hint(cluster: Cluster) -> str:
     root = registry.chroot or "/"
     hint = "check the chroot" if registry.chroot else "is the cluster up, or does it use a chroot?"
     return f"no brokers registered under {root} in ZooKeeper {registry.zk_connect}: {hint}"
+
+
+def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int, int]]) -> None:
+    """Every broker named by a ``(broker, partition)`` key is live, else a usage error."""
+    for broker_id, _ in keys:
+        if broker_id not in brokers:
+            raise CliError(f"broker {broker_id} is not live (live: {sorted(brokers)})")
 
 
 def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ from kafka_pyspark.cli.common import (
     parse_broker_partition,
     payload_fields,
     positive_int,
+    require_live,
     topic_partitions,
 )
 from kafka_pyspark.errors import MessageError
@@ -263,8 +264,7 @@ def _dump_live(args: argparse.Namespace) -> int:
     key = args.partition
     with open_cluster(args) as cluster:
         brokers = live_brokers(cluster)
-        if key[0] not in brokers:
-            raise CliError(f"broker {key[0]} is not live (live: {sorted(brokers)})")
+        require_live(brokers, [key])
         if cluster.registry() is not None and key not in topic_partitions(cluster, args.topic):
             raise CliError(f"topic {args.topic!r} has no partition {key[0]}-{key[1]}", EXIT_DATA)
         with broker_connection(key[0], brokers[key[0]], args.timeout_ms) as conn:

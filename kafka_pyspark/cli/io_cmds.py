@@ -31,6 +31,7 @@ from kafka_pyspark.cli.common import (
     parse_broker_partition,
     payload_fields,
     positive_int,
+    require_live,
     topic_partitions,
 )
 from kafka_pyspark.errors import KafkaError, MessageError
@@ -182,9 +183,7 @@ class _Consumer:
             else cluster.partitions(args.topic)
         )
         self.keys = sorted(set(keys))
-        for k in self.keys:
-            if k[0] not in self.brokers:
-                raise CliError(f"broker {k[0]} is not live (live: {sorted(self.brokers)})")
+        require_live(self.brokers, self.keys)
         self.shown = 0
         self.code = EXIT_OK
         self.failed: set[tuple[int, int]] = set()

@@ -1,15 +1,16 @@
 """Record batches (magic 2) -> Arrow columns (layout: :mod:`.layout`).
 
 Per batch (Python, one header unpack): CRC-32C check, decompression, control batches turned
-into :class:`Marker` s. Then all records of all batches are parsed together: one walk over the
-record lengths (a Python loop, one varint each), then every field of every record at once with
-numpy (:func:`.varint.read_many`), key and value bytes gathered into Arrow in one ``take``.
-Only records that carry headers are parsed one by one for their headers.
+into :class:`Marker` s. Then all records of all batches are walked together
+(:func:`.records.walk`: the compiled kernel, or its pure-Python twin), and the columns are
+built from the walked fields with numpy; key, value and header bytes are gathered into Arrow
+with one ``take`` each.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import crc32c
@@ -17,8 +18,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark.errors import CorruptMessageError, InvalidMessageSizeError, UnknownCodecError
-from kafka_pyspark.formats import codecs
+from kafka_pyspark.errors import (
+    CorruptMessageError,
+    InvalidMessageSizeError,
+    MessageError,
+    UnknownCodecError,
+)
+from kafka_pyspark.formats import codecs, records
 from kafka_pyspark.formats.layout import (
     BATCH_CODEC_MASK,
     BATCH_CONTROL,
@@ -40,14 +46,12 @@ from kafka_pyspark.formats.layout import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE,
 )
-from kafka_pyspark.formats.varint import VARINT_MAX, VARLONG_MAX, read_many, read_one
+from kafka_pyspark.formats.varint import read_one
 from kafka_pyspark.wire.protocol import INT32_MAX
 
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
-_MIN_RECORD = 6  # attributes + 5 one-byte varints (empty key and value, no headers)
-_RUN_MIN = 8  # records of one size from which the walk confirms them in bulk
 Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp
@@ -112,7 +116,8 @@ def _control_markers(data: bytes | memoryview, h: tuple[int, ...], pos: int) -> 
         except CorruptMessageError:
             raise CorruptMessageError("control batch holds a malformed control record",
                                       offset=pos) from None
-        if length < _MIN_RECORD or rec_end > end or klen < CONTROL_KEY.size or q + klen > rec_end:
+        if (length < records.MIN_RECORD or rec_end > end or klen < CONTROL_KEY.size
+                or q + klen > rec_end):
             raise CorruptMessageError("control batch holds a malformed control record",
                                       offset=pos)
         _, kind = CONTROL_KEY.unpack_from(data, q)
@@ -165,117 +170,6 @@ def _read_batches(
     return b, markers
 
 
-def _length(buf: Buffer, p: int, e: int, i: int, k: int, b: _Batches) -> tuple[int, int]:
-    """The length varint of record ``i`` of batch ``k`` at ``p``, and where the record body
-    starts; checked against the piece's end ``e``."""
-    c = buf[p] if p < e else 0x80
-    if c < 0x80:
-        length, q = (c >> 1) ^ -(c & 1), p + 1
-    elif p + 1 < e and buf[p + 1] < 0x80:
-        raw = (c & 0x7F) | (buf[p + 1] << 7)
-        length, q = (raw >> 1) ^ -(raw & 1), p + 2
-    else:
-        try:
-            length, q = read_one(buf, p, e)
-        except CorruptMessageError:
-            raise CorruptMessageError(f"record {i} of {b.count[k]}: malformed or missing length",
-                                      offset=b.position[k]) from None
-    if length < _MIN_RECORD or q + length > e:
-        raise InvalidMessageSizeError(
-            f"record {i} of {b.count[k]}: length {length} does not fit the batch",
-            offset=b.position[k])
-    return length, q
-
-
-def _walk(buf: Buffer, arr: npt.NDArray[np.uint8], b: _Batches, piece_start: list[int]
-          ) -> tuple[I64, I64]:
-    """Body start and end of every record. One length varint per record in Python, except in
-    runs of records of one size: those are confirmed together by comparing every record's
-    length bytes with numpy (a record's length bytes fix where the next one starts)."""
-    parts: list[I64] = []
-    singles: list[int] = []
-    sizes: list[int] = []
-    for k, piece in enumerate(b.pieces):
-        p = piece_start[k]
-        e = p + len(piece)
-        count = b.count[k]
-        i, prev = 0, -1
-        while i < count:
-            length, q = _length(buf, p, e, i, k, b)
-            size = q - p + length
-            n = min(count - i, (e - p) // size)
-            if size == prev and n >= _RUN_MIN:
-                pos = p + size * np.arange(n, dtype=np.int64)
-                same = (arr[pos[:, None] + np.arange(q - p)] == arr[p:q]).all(axis=1)
-                run = n if same.all() else int(np.argmin(same))
-                if singles:
-                    parts.append(np.asarray(singles, dtype=np.int64))
-                    parts.append(np.asarray(sizes, dtype=np.int64))
-                    singles, sizes = [], []
-                parts.append(pos[:run] + (q - p))
-                parts.append(np.full(run, length, dtype=np.int64))
-                p += run * size
-                i += run
-                prev = -1
-                continue
-            singles.append(q)
-            sizes.append(length)
-            p = q + length
-            i += 1
-            prev = size
-        if p != e:
-            raise InvalidMessageSizeError(
-                f"{e - p} bytes after the batch's {b.count[k]} records", offset=b.position[k])
-    if singles:
-        parts.append(np.asarray(singles, dtype=np.int64))
-        parts.append(np.asarray(sizes, dtype=np.int64))
-    starts = np.concatenate(parts[0::2]) if parts else np.zeros(0, np.int64)
-    lengths = np.concatenate(parts[1::2]) if parts else np.zeros(0, np.int64)
-    return starts, starts + lengths
-
-
-class _Fields:
-    """Lock-step parse of every record's fields; errors name the record and its batch."""
-
-    def __init__(self, arr: npt.NDArray[np.uint8], b: _Batches, ends: I64, rb: I64) -> None:
-        self.arr = arr
-        self.b = b
-        self.ends = ends
-        self.rb = rb
-        self.first = np.cumsum([0, *b.count[:-1]]).astype(np.int64)
-
-    def fail(self, i: int, what: str) -> CorruptMessageError:
-        k = int(self.rb[i])
-        return CorruptMessageError(
-            f"record {i - int(self.first[k])} of {self.b.count[k]}: {what}",
-            offset=self.b.position[k])
-
-    def varint(self, p: I64, width: int, what: str) -> tuple[I64, I64]:
-        values, lengths, bad = read_many(self.arr, p, width)
-        if bad < len(p):
-            raise self.fail(bad, f"malformed {what} varint")
-        p = p + lengths
-        self.within(p, what)
-        return values, p
-
-    def within(self, p: I64, what: str) -> None:
-        over = p > self.ends
-        if over.any():
-            raise self.fail(int(np.argmax(over)), f"{what} runs past the record's end")
-
-    def blob(self, p: I64, what: str) -> tuple[I64, I64, Bool, I64]:
-        length, p = self.varint(p, VARINT_MAX, f"{what} length")
-        if (length < -1).any():
-            i = int(np.argmax(length < -1))
-            raise self.fail(i, f"{what} length {int(length[i])}")
-        present = length >= 0
-        size = np.where(present, length, 0)
-        start = p
-        p = p + size
-        self.within(p, what)
-        return start, size, present, p
-
-
 def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array:
     """The slices ``[start, start + size)`` of ``buffer`` (in order, not overlapping) as one
     binary column, null where not ``present``: a zero-copy array tiling the buffer (gap, slice,
@@ -296,34 +190,54 @@ def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array
     return out if small else out.cast(pa.binary())
 
 
-def _headers(buf: Buffer, f: _Fields, p: I64, count: I64) -> tuple[pa.Array, I64]:
-    """The headers column; ``p`` moved past each record's headers."""
-    offsets = np.zeros(len(p) + 1, dtype=np.int32)
+def _problem(w: records.Walk, b: _Batches) -> MessageError:
+    """The typed error for the problem :func:`records.walk` found, naming record and batch."""
+    k, count = w.piece, b.count[w.piece]
+    if w.status == records.ST_TRAILING:
+        return InvalidMessageSizeError(f"{w.value} bytes after the batch's {count} records",
+                                       offset=b.position[k])
+    name = records.WHAT[w.what]
+    if w.status == records.ST_LENGTH:
+        return InvalidMessageSizeError(
+            f"record {w.record} of {count}: length {w.value} does not fit the batch",
+            offset=b.position[k])
+    if w.status == records.ST_MALFORMED or (w.status == records.ST_PAST
+                                            and w.what == records.W_LENGTH):
+        what = ("malformed or missing length" if w.what == records.W_LENGTH
+                else f"malformed {name} varint")
+    elif w.status == records.ST_PAST:
+        what = f"{name} runs past the record's end"
+    elif w.status == records.ST_NEGATIVE:
+        what = f"{name} {w.value}"
+    else:  # ST_LEFT
+        what = f"{w.value} bytes left after its fields"
+    return CorruptMessageError(f"record {w.record} of {count}: {what}", offset=b.position[k])
+
+
+def _headers(buf: Buffer, buffer: pa.Buffer, fields: I64,
+             fail: Callable[[int, str], MessageError]) -> pa.Array:
+    """The headers column of the walked records ``fields`` of ``buf`` (``buffer``: the
+    same bytes as an Arrow buffer)."""
+    count = fields[records.F_HEADER_COUNT]
+    offsets = np.zeros(len(count) + 1, dtype=np.int32)
     np.cumsum(count, out=offsets[1:])
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    p = p.copy()
-    for i in np.flatnonzero(count).tolist():
-        q, end = int(p[i]), int(f.ends[i])
-        try:
-            for _ in range(int(count[i])):
-                klen, q = read_one(buf, q, end)
-                if klen < 0 or q + klen > end:
-                    raise CorruptMessageError(f"header key length {klen}")
-                keys.append(bytes(buf[q : q + klen]).decode("utf-8"))
-                q += klen
-                vlen, q = read_one(buf, q, end)
-                if vlen < -1 or q + max(vlen, 0) > end:
-                    raise CorruptMessageError(f"header value length {vlen}")
-                values.append(None if vlen < 0 else bytes(buf[q : q + vlen]))
-                q += max(vlen, 0)
-        except (CorruptMessageError, UnicodeDecodeError) as e:
-            raise f.fail(i, f"bad header: {e}") from None
-        p[i] = q
-    child = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())], fields=list(HEADER_TYPE)
-    )
-    return pa.ListArray.from_arrays(pa.array(offsets), child, type=HEADERS_TYPE), p
+    h = records.header_positions(buf, fields)
+    keys = _binary(buffer, h[records.H_KEY_POS], h[records.H_KEY_LEN],
+                   np.ones(h.shape[1], dtype=np.bool_))
+    try:
+        keys = keys.cast(pa.string())
+    except pa.ArrowInvalid:
+        for j, key in enumerate(keys.to_pylist()):
+            try:
+                key.decode("utf-8")
+            except UnicodeDecodeError:
+                i = int(np.searchsorted(offsets, j, side="right")) - 1
+                raise fail(i, "bad header: header key is not UTF-8") from None
+        raise  # pragma: no cover - Arrow and Python disagree on UTF-8
+    vlen = h[records.H_VALUE_LEN]
+    values = _binary(buffer, h[records.H_VALUE_POS], np.maximum(vlen, 0), vlen >= 0)
+    child = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
+    return pa.ListArray.from_arrays(pa.array(offsets), child, type=HEADERS_TYPE)
 
 
 def _timestamps(b: _Batches, rb: I64, delta: I64) -> pa.Array:
@@ -341,38 +255,47 @@ def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
     else:  # decompressed and raw pieces, one after another
         buf = b"".join(b.pieces)
         piece_start = list(itertools.accumulate((len(x) for x in b.pieces[:-1]), initial=0))
-    arr = np.frombuffer(buf, dtype=np.uint8)
-    starts, ends = _walk(buf, arr, b, piece_start)
     counts = np.asarray(b.count, dtype=np.int64)
+    starts = np.asarray(piece_start, dtype=np.int64)
+    ends = starts + np.asarray([len(x) for x in b.pieces], dtype=np.int64)
+    w = records.walk(buf, starts, ends, counts)
+    if w.status != records.ST_OK:
+        raise _problem(w, b)
+    f = w.fields
     rb = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    f = _Fields(arr, b, ends, rb)
-    p = starts + 1  # attributes (unused)
-    ts_delta, p = f.varint(p, VARLONG_MAX, "timestampDelta")
-    off_delta, p = f.varint(p, VARINT_MAX, "offsetDelta")
-    kstart, ksize, kpresent, p = f.blob(p, "key")
-    vstart, vsize, vpresent, p = f.blob(p, "value")
-    hcount, p = f.varint(p, VARINT_MAX, "header count")
-    if (hcount < 0).any():
-        raise f.fail(int(np.argmax(hcount < 0)), "negative header count")
-    headers, p = _headers(buf, f, p, hcount)
-    if (p != ends).any():
-        i = int(np.argmax(p != ends))
-        raise f.fail(i, f"{int(ends[i] - p[i])} bytes left after its fields")
+    first = np.cumsum([0, *b.count[:-1]]).astype(np.int64)
+
+    def fail(i: int, what: str) -> MessageError:
+        k = int(rb[i])
+        return CorruptMessageError(f"record {i - int(first[k])} of {b.count[k]}: {what}",
+                                   offset=b.position[k])
+
     buffer = pa.py_buffer(buf)
-    offsets = np.asarray(b.base_offset, dtype=np.int64)[rb] + off_delta
+    offsets = np.asarray(b.base_offset, dtype=np.int64)[rb] + f[records.F_OFFSET]
     codec = _CODEC_STRINGS.take(pa.array(np.asarray(b.codec, dtype=np.int64)[rb]))
+    klen, vlen = f[records.F_KEY_LEN], f[records.F_VALUE_LEN]
+    headers = (_headers(buf, buffer, f, fail) if f[records.F_HEADER_COUNT].any()
+               else _no_headers(len(rb)))
     columns = [
         pa.array(offsets, pa.int64()),
         pa.array(offsets + 1, pa.int64()),
-        pa.array((np.arange(len(rb), dtype=np.int64) - f.first[rb]).astype(np.int32)),
+        pa.array((np.arange(len(rb), dtype=np.int64) - first[rb]).astype(np.int32)),
         codec,
-        _binary(buffer, vstart, vsize, vpresent),
-        _binary(buffer, kstart, ksize, kpresent),
-        _timestamps(b, rb, ts_delta),
+        _binary(buffer, f[records.F_VALUE_POS], np.maximum(vlen, 0), vlen >= 0),
+        _binary(buffer, f[records.F_KEY_POS], np.maximum(klen, 0), klen >= 0),
+        _timestamps(b, rb, f[records.F_TIMESTAMP]),
         pa.array(np.asarray(b.ts_type, dtype=np.int32)[rb], pa.int32()),
         headers,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=LOG_SCHEMA)
+
+
+def _no_headers(n: int) -> pa.Array:
+    """``n`` empty header arrays."""
+    child = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
+                                       fields=list(HEADER_TYPE))
+    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), child,
+                                    type=HEADERS_TYPE)
 
 
 def decode_batches(

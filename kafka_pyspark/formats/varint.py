@@ -1,5 +1,11 @@
 """Zigzag varints (Protobuf ``sint32``/``sint64``, Kafka's ``ByteUtils.readVarint``): one at a
-time, or one per position for many positions at once (numpy)."""
+time, or one per position for many positions at once (numpy).
+
+A varint (int32) has at most :data:`VARINT_MAX` bytes and a raw value below 2**32, a varlong
+(int64) at most :data:`VARLONG_MAX` bytes and 64 bits (the last byte may carry only the bits
+that fit); anything else is malformed (:func:`read_one_checked`, :func:`read_many`, and the
+kernel's ``varint`` in ``_v2kernel.c`` agree on this).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,33 @@ U8 = npt.NDArray[np.uint8]
 
 VARINT_MAX = 5  # bytes of a varint (int32)
 VARLONG_MAX = 10  # bytes of a varlong (int64)
+VARINT_MALFORMED = 1  # longer than its width or out of its range (records.ST_MALFORMED)
+VARINT_PAST = 2  # runs past the end it must stay before (records.ST_PAST)
+# bits the last byte of a full-width varint may carry: 32 - 28 = 4, 64 - 63 = 1
+_LAST_BITS = {VARINT_MAX: 4, VARLONG_MAX: 1}
+
+
+def read_one_checked(buf: bytes | bytearray | memoryview, pos: int, end: int, width: int
+                     ) -> tuple[int, int, int]:
+    """(status, value, position after) of the zigzag varint of at most ``width`` bytes at
+    ``buf[pos]``, ending before ``end``: status 0, :data:`VARINT_MALFORMED` or
+    :data:`VARINT_PAST` (then value 0 and ``pos``)."""
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            return 0, (b >> 1) ^ -(b & 1), pos + 1
+    raw = 0
+    for k in range(width):
+        i = pos + k
+        if i >= end:
+            return VARINT_PAST, 0, pos
+        b = buf[i]
+        raw |= (b & 0x7F) << (7 * k)
+        if b < 0x80:
+            if k == width - 1 and b >> _LAST_BITS[width]:
+                return VARINT_MALFORMED, 0, pos
+            return 0, (raw >> 1) ^ -(raw & 1), i + 1
+    return VARINT_MALFORMED, 0, pos
 
 
 def read_one(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
@@ -31,7 +64,7 @@ def read_one(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[i
 
 def read_many(buf: U8, pos: I64, width: int) -> tuple[I64, I64, int]:
     """The zigzag varints at every ``pos`` of ``buf``: values, byte lengths, and the index of
-    the first malformed one (longer than ``width`` bytes, or running past ``buf``;
+    a malformed one (longer than ``width`` bytes or out of range, or running past ``buf``;
     ``len(pos)`` when there is none). One numpy pass per byte of the longest varint, over the
     varints still going (most Kafka varints are 1 or 2 bytes)."""
     n = len(pos)
@@ -55,6 +88,8 @@ def read_many(buf: U8, pos: I64, width: int) -> tuple[I64, I64, int]:
         if k >= width or (at >= len(buf)).any():
             return np.zeros(0, np.int64), lengths, int(going[0])
         byte = buf[at]
+        if k == width - 1 and ((byte < 0x80) & (byte >> _LAST_BITS[width] != 0)).any():
+            return np.zeros(0, np.int64), lengths, int(going[0])
         raw[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
         lengths[going] += 1
         going = going[byte >= 0x80]

@@ -28,36 +28,9 @@
  * capacity of its target. Bad input data is reported by status; a record or a buffer that
  * does not fit (a caller's bug) raises ValueError.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
 #include <string.h>
 
-/* keep in step with kafka_pyspark/messages/layout.py and walk.py */
-#define LENGTH_SIZE 4
-#define MIN_LENGTH 5          /* MAGIC + CRC32, empty payload (magic 0) */
-#define MIN_LENGTH_V1 6       /* MAGIC + ATTRIBUTES + CRC32 (magic 1) */
-#define MAX_MESSAGE_LENGTH (1 << 30)
-#define CODEC_MASK 0x03
-
-enum {
-    ST_END = 0,        /* reached min(end, stop) */
-    ST_SHORT = 1,      /* fewer than 4 bytes left: LENGTH unreadable */
-    ST_PARTIAL = 2,    /* LENGTH readable (value), the message continues past `end` */
-    ST_BAD_LENGTH = 3, /* LENGTH (value) out of range */
-    ST_BAD_MAGIC = 4,  /* MAGIC (value) not 0 or 1 */
-    ST_BAD_CODEC = 5,  /* ATTRIBUTES (value) name codec 3 */
-    ST_SHORT_V1 = 6    /* magic 1 with LENGTH (value) below its 6-byte header */
-};
-
-typedef struct {
-    int64_t start;  /* position of LENGTH in the buffer */
-    int32_t length; /* LENGTH */
-    uint32_t crc;   /* stored CRC32 */
-    uint8_t magic;
-    uint8_t codec;  /* ATTRIBUTES & 3 (magic 1), else 0 */
-    uint8_t pad[6];
-} rec_t;
+#include "_kernel.h"
 
 /* The walk is a chain of dependent loads (each LENGTH gives the next position), so a buffer
  * that is not in cache costs a full memory latency per message. Messages are back to back, so
@@ -68,21 +41,6 @@ typedef struct {
 #else
 #define PREFETCH(addr) ((void)0)
 #endif
-
-static inline uint32_t be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline int64_t payload_start(const rec_t *r)
-{
-    return r->start + LENGTH_SIZE + 1 + r->magic + 4;
-}
-
-static inline int64_t payload_size(const rec_t *r)
-{
-    return (int64_t)r->length - 1 - r->magic - 4;
-}
 
 /* --- CRC-32 of runs of zero bytes ---------------------------------------------------------
  * zlib's reflected CRC-32 (polynomial 0xEDB88320). Feeding n zero bytes multiplies the register
@@ -107,7 +65,7 @@ static uint32_t mulmod(uint32_t a, uint32_t b)
     return product;
 }
 
-static uint32_t zeros_crc(int64_t n)
+uint32_t kp_zeros_crc(int64_t n)
 {
     if (n < ZERO_TABLE)
         return zero_table[n];
@@ -137,6 +95,58 @@ static void init_tables(void)
         x2n[k] = mulmod(x2n[k - 1], x2n[k - 1]);
 }
 
+/* --- one header --------------------------------------------------------------------------- */
+
+typedef struct {
+    int32_t length;
+    uint32_t crc;
+    uint8_t magic, attributes, codec;
+} head_t;
+
+/* The message at pos (pos < end): ST_END when it is complete and well-formed (its fields in
+ * *h), else the status that stops a walk there (*value says why). */
+static inline int read_head(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, head_t *h,
+                            long long *value)
+{
+    if (end - pos < LENGTH_SIZE)
+        return ST_SHORT;
+    int32_t length = (int32_t)be32(p + pos);
+    *value = length;
+    if (length < MIN_LENGTH || length > MAX_MESSAGE_LENGTH)
+        return ST_BAD_LENGTH;
+    if ((Py_ssize_t)length > end - pos - LENGTH_SIZE)
+        return ST_PARTIAL;
+    const uint8_t *m = p + pos + LENGTH_SIZE;
+    h->length = length;
+    h->magic = m[0];
+    h->attributes = h->codec = 0;
+    if (m[0] == 1) {
+        if (length < MIN_LENGTH_V1)
+            return ST_SHORT_V1;
+        h->attributes = m[1];
+        h->codec = m[1] & CODEC_MASK;
+        *value = m[1];
+        if (h->codec == 3)
+            return ST_BAD_CODEC;
+        h->crc = be32(m + 2);
+    } else if (m[0] == 0) {
+        h->crc = be32(m + 1);
+    } else {
+        *value = m[0];
+        return ST_BAD_MAGIC;
+    }
+    *value = 0;
+    return ST_END;
+}
+
+static inline void prefetch_to(const uint8_t *p, Py_ssize_t *fetched, Py_ssize_t pos,
+                               Py_ssize_t end)
+{
+    Py_ssize_t ahead = pos + PREFETCH_AHEAD < end ? pos + PREFETCH_AHEAD : end;
+    for (; *fetched < ahead; *fetched += 64)
+        PREFETCH(p + *fetched);
+}
+
 /* --- scan --------------------------------------------------------------------------------- */
 
 static PyObject *scan(PyObject *self, PyObject *args)
@@ -155,73 +165,141 @@ static PyObject *scan(PyObject *self, PyObject *args)
     rec_t *recs = (rec_t *)out.buf;
     Py_ssize_t cap = out.len / (Py_ssize_t)sizeof(rec_t);
     Py_ssize_t limit = stop < end ? stop : end;
-    Py_ssize_t n = 0, leaves = 0;
+    Py_ssize_t n = 0, leaves = 0, fetched = pos;
     long long leaf_bytes = 0, value = 0;
     int status = ST_END;
-    Py_ssize_t fetched = pos; /* lines before this one are prefetched */
+    head_t h;
     while (pos < limit) {
-        Py_ssize_t ahead = pos + PREFETCH_AHEAD < end ? pos + PREFETCH_AHEAD : end;
-        for (; fetched < ahead; fetched += 64)
-            PREFETCH(p + fetched);
-        if (end - pos < LENGTH_SIZE) {
-            status = ST_SHORT;
+        prefetch_to(p, &fetched, pos, end);
+        status = read_head(p, pos, end, &h, &value);
+        if (status != ST_END)
             break;
-        }
-        int32_t length = (int32_t)be32(p + pos);
-        if (length < MIN_LENGTH || length > MAX_MESSAGE_LENGTH) {
-            status = ST_BAD_LENGTH;
-            value = length;
-            break;
-        }
-        if ((Py_ssize_t)length > end - pos - LENGTH_SIZE) {
-            status = ST_PARTIAL;
-            value = length;
-            break;
-        }
-        const uint8_t *m = p + pos + LENGTH_SIZE;
-        uint8_t magic = m[0], codec = 0;
-        uint32_t crc;
-        if (magic == 1) {
-            if (length < MIN_LENGTH_V1) {
-                status = ST_SHORT_V1;
-                value = length;
-                break;
-            }
-            codec = m[1] & CODEC_MASK;
-            if (codec == 3) {
-                status = ST_BAD_CODEC;
-                value = m[1];
-                break;
-            }
-            crc = be32(m + 2);
-        } else if (magic == 0) {
-            crc = be32(m + 1);
-        } else {
-            status = ST_BAD_MAGIC;
-            value = magic;
-            break;
-        }
         if (n >= cap) {
             PyErr_Format(PyExc_ValueError, "scan: more than %zd messages for the output", cap);
             goto done;
         }
         rec_t *r = &recs[n++];
         r->start = pos;
-        r->length = length;
-        r->crc = crc;
-        r->magic = magic;
-        r->codec = codec;
+        r->length = h.length;
+        r->crc = h.crc;
+        r->magic = h.magic;
+        r->codec = h.codec;
         memset(r->pad, 0, sizeof(r->pad));
-        if (codec == 0) {
+        if (h.codec == 0) {
             leaves++;
             leaf_bytes += payload_size(r);
         }
-        pos += LENGTH_SIZE + (Py_ssize_t)length;
+        pos += LENGTH_SIZE + (Py_ssize_t)h.length;
     }
     result = Py_BuildValue("(nniLnL)", n, pos, status, value, leaves, leaf_bytes);
 done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&out);
+    return result;
+}
+
+/* --- take: scan and gather in one pass ------------------------------------------------------ */
+
+/* Walks plain messages from *pos as scan does, copying each payload into the sink (memmove:
+ * the sink's data may be the very buffer walked, behind the walk), until min(end, stop), a
+ * problem (its status), a compressed message (ST_WRAPPER) or a full sink (ST_FULL). */
+int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
+            long long *value)
+{
+    Py_ssize_t pos = *at, limit = stop < end ? stop : end, fetched = pos;
+    int status = ST_END;
+    head_t h;
+    while (pos < limit) {
+        prefetch_to(p, &fetched, pos, end);
+        status = read_head(p, pos, end, &h, value);
+        if (status != ST_END)
+            break;
+        if (h.codec) {
+            status = ST_WRAPPER;
+            *value = h.attributes;
+            break;
+        }
+        Py_ssize_t skip = LENGTH_SIZE + 1 + h.magic + 4;
+        Py_ssize_t size = (Py_ssize_t)h.length - 1 - h.magic - 4;
+        if (size > s->dcap - s->dpos || s->dpos + size > INT32_MAX || s->k + 1 >= s->ocap ||
+            s->k >= s->wcap || (s->starts && s->m + 1 >= s->scap)) {
+            status = ST_FULL;
+            break;
+        }
+        memmove(s->data + s->dpos, p + pos + skip, (size_t)size);
+        s->dpos += size;
+        s->words[s->k] = h.crc ^ kp_zeros_crc(size);
+        s->offsets[++s->k] = (int32_t)s->dpos;
+        if (s->starts)
+            s->starts[s->m] = s->base + pos;
+        s->m++;
+        pos += LENGTH_SIZE + (Py_ssize_t)h.length;
+    }
+    if (s->starts)
+        s->starts[s->m] = s->base + pos; /* scap > m: checked at parse and per message */
+    *at = pos;
+    return status;
+}
+
+/* data, offsets, words as a sink at (dpos, k); sets offsets[k] = dpos. 0, or -1 raised. */
+int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
+                  Py_buffer *wbuf, Py_ssize_t k)
+{
+    memset(s, 0, sizeof(*s));
+    s->data = (uint8_t *)data->buf;
+    s->dcap = data->len;
+    s->offsets = (int32_t *)offs->buf;
+    s->ocap = offs->len / (Py_ssize_t)sizeof(int32_t);
+    s->words = (uint32_t *)wbuf->buf;
+    s->wcap = wbuf->len / (Py_ssize_t)sizeof(uint32_t);
+    if (dpos < 0 || dpos > s->dcap || dpos > INT32_MAX || k < 0 || k >= s->ocap) {
+        PyErr_SetString(PyExc_ValueError, "take: sink position out of range");
+        return -1;
+    }
+    s->dpos = dpos;
+    s->k = k;
+    s->offsets[k] = (int32_t)dpos;
+    return 0;
+}
+
+static PyObject *take(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, data, offs, wbuf, sbuf = {0};
+    Py_ssize_t pos, end, stop, dpos, k;
+    long long base;
+    PyObject *starts, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnLw*nw*w*nO", &buf, &pos, &end, &stop, &base, &data,
+                          &dpos, &offs, &wbuf, &k, &starts))
+        return NULL;
+    sink_t s;
+    if (kp_sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+        goto done;
+    if (pos < 0 || end < pos || end > buf.len) {
+        PyErr_Format(PyExc_ValueError, "take: bad range [%zd, %zd) of a %zd-byte buffer", pos,
+                     end, buf.len);
+        goto done;
+    }
+    if (starts != Py_None) {
+        if (PyObject_GetBuffer(starts, &sbuf, PyBUF_WRITABLE) < 0)
+            goto done;
+        s.starts = (int64_t *)sbuf.buf;
+        s.scap = sbuf.len / (Py_ssize_t)sizeof(int64_t);
+        s.base = base;
+        if (s.scap < 1) {
+            PyErr_SetString(PyExc_ValueError, "take: no room for the starts");
+            goto done;
+        }
+    }
+    long long value = 0;
+    int status = kp_take((const uint8_t *)buf.buf, &pos, end, stop, &s, &value);
+    result = Py_BuildValue("(nniLnn)", s.m, pos, status, value, s.dpos, s.k);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    if (sbuf.obj)
+        PyBuffer_Release(&sbuf);
     return result;
 }
 
@@ -261,7 +339,7 @@ static PyObject *gather(PyObject *self, PyObject *args)
         }
         memcpy(d + dpos, p + start, (size_t)size);
         dpos += size;
-        words[k] = r->crc ^ zeros_crc(size);
+        words[k] = r->crc ^ kp_zeros_crc(size);
         offsets[++k] = (int32_t)dpos;
     }
     result = Py_BuildValue("(nn)", dpos, k);
@@ -274,22 +352,24 @@ done:
     return result;
 }
 
+/* xor_words(data, offsets, words, k0, k1): xors words[k] after the end offsets[k + 1] of every
+ * payload k0 <= k < k1 (an involution: calling it twice restores data) */
 static PyObject *xor_words(PyObject *self, PyObject *args)
 {
     Py_buffer data, offs, wbuf;
-    Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "w*y*y*n", &data, &offs, &wbuf, &count))
+    Py_ssize_t k0, k1;
+    if (!PyArg_ParseTuple(args, "w*y*y*nn", &data, &offs, &wbuf, &k0, &k1))
         return NULL;
     PyObject *result = NULL;
     uint8_t *d = (uint8_t *)data.buf;
     const int32_t *offsets = (const int32_t *)offs.buf;
     const uint32_t *words = (const uint32_t *)wbuf.buf;
-    if (count < 0 || count + 1 > offs.len / (Py_ssize_t)sizeof(int32_t) ||
-        count > wbuf.len / (Py_ssize_t)sizeof(uint32_t)) {
-        PyErr_SetString(PyExc_ValueError, "xor_words: count out of range");
+    if (k0 < 0 || k1 < k0 || k1 + 1 > offs.len / (Py_ssize_t)sizeof(int32_t) ||
+        k1 > wbuf.len / (Py_ssize_t)sizeof(uint32_t)) {
+        PyErr_SetString(PyExc_ValueError, "xor_words: range out of bounds");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
+    for (Py_ssize_t i = k0; i < k1; i++) {
         Py_ssize_t at = offsets[i + 1];
         if (at < 0 || at > data.len - 4) {
             PyErr_Format(PyExc_ValueError, "xor_words: end %zd outside the data", at);
@@ -319,13 +399,19 @@ static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
         PyErr_SetString(PyExc_ValueError, "zeros_crc: negative size");
         return NULL;
     }
-    return PyLong_FromUnsignedLong(zeros_crc(n));
+    return PyLong_FromUnsignedLong(kp_zeros_crc(n));
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk and check the messages of a buffer into records."},
     {"gather", gather, METH_VARARGS, "Copy uncompressed payloads; their ends and CRC words."},
     {"xor_words", xor_words, METH_VARARGS, "Xor CRC words after the payload ends."},
+    {"take", take, METH_VARARGS, "Walk plain messages, copying payloads: scan + gather."},
+    {"snappy_size", kp_snappy_size, METH_O, "Bytes a snappy-java wrapper payload announces."},
+    {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
+    {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
+    {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
+    {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
     {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},
     {NULL, NULL, 0, NULL},
 };

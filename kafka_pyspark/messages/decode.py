@@ -40,16 +40,14 @@ from kafka_pyspark.errors import (
     UnknownCodecError,
     UnknownMagicError,
 )
-from kafka_pyspark.messages import compression, walk
+from kafka_pyspark.messages import columns, compression, flat, walk
 from kafka_pyspark.messages.crc import crc32
 from kafka_pyspark.messages.layout import (
     CODEC_GZIP,
-    CODEC_NAMES,
     HEADER_V1_SIZE,
     LENGTH_SIZE,
     MAX_MESSAGE_LENGTH,
     MAX_NESTING_DEPTH,
-    MESSAGE_SCHEMA,
     MIN_LENGTH,
 )
 from kafka_pyspark.messages.walk import Piece, Scan
@@ -299,63 +297,6 @@ class _Decoder:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-# --- assembly ------------------------------------------------------------------------------
-
-_constant_cache: dict[int | str, pa.Array] = {}  # immutable arrays: slices are safe to share
-_CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
-
-
-def _codec_column(code: int, n: int) -> pa.Array:
-    cached = _constant_cache.get(code)
-    if cached is None or len(cached) < n:
-        size = max(n, 8192)
-        name = CODEC_NAMES[code].encode()
-        offsets = np.arange(0, (size + 1) * len(name), len(name), dtype=np.int32)
-        cached = _constant_cache[code] = pa.Array.from_buffers(
-            pa.string(), size, [None, pa.py_buffer(offsets), pa.py_buffer(name * size)]
-        )
-    return cached.slice(0, n)
-
-
-def _zeros_column(n: int) -> pa.Array:
-    cached = _constant_cache.get("zeros")
-    if cached is None or len(cached) < n:
-        cached = _constant_cache["zeros"] = pa.array(np.zeros(max(n, 8192), dtype=np.int32))
-    return cached.slice(0, n)
-
-
-def _rank_in_group(keys: I64) -> npt.NDArray[np.int32]:
-    """For sorted ``keys``: each element's position among the elements with the same key."""
-    n = len(keys)
-    first = np.zeros(n, dtype=np.int64)
-    if n:
-        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        first[change] = change
-    return (np.arange(n, dtype=np.int64) - np.maximum.accumulate(first)).astype(np.int32)
-
-
-def _assemble(outer: Scan, row_root: I64 | None, values: pa.Array, base: int) -> pa.RecordBatch:
-    """The batch; ``row_root`` is the outer message of every row (None: row i is outer i)."""
-    recs = outer.recs
-    offset = recs["start"] + base
-    next_offset = offset + LENGTH_SIZE + recs["length"]
-    n = len(recs) if row_root is None else len(row_root)
-    if row_root is None:
-        return pa.RecordBatch.from_arrays(
-            [pa.array(offset), pa.array(next_offset), _zeros_column(n), _codec_column(0, n),
-             values],
-            schema=MESSAGE_SCHEMA,
-        )
-    codes = recs["codec"][row_root]
-    if n and int(codes.min()) == int(codes.max()):
-        codec_column = _codec_column(int(codes[0]), n)
-    else:
-        codec_column = _CODEC_STRINGS.take(pa.array(codes.astype(np.int32)))
-    arrays = [pa.array(offset[row_root]), pa.array(next_offset[row_root]),
-              pa.array(_rank_in_group(row_root)), codec_column, values]
-    return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
-
-
 # --- public API ----------------------------------------------------------------------------
 
 
@@ -391,6 +332,10 @@ def decode_message_set(
     mv = _as_bytes_view(data)
     size = len(mv)
     stop = size if stop_at is None else max(0, min(size, stop_at - base_offset))
+    if walk.kernel is not None:
+        fast = _decode_flat(mv, base_offset, stop, verify_crc, max_decompressed_size)
+        if fast is not None:
+            return fast
     outer = walk.scan(mv, 0, size, stop)
     n = len(outer.recs)
     fault: _Fault | None = None
@@ -411,11 +356,43 @@ def decode_message_set(
         raise fault.error
     partial = LENGTH_SIZE + outer.value if outer.status == walk.PARTIAL else None
     return DecodeResult(
-        batch=_assemble(outer, decoder.row_roots(), values, base_offset),
+        batch=columns.batch(outer.recs, decoder.row_roots(), values, base_offset),
         next_offset=base_offset + outer.end,
         bytes_consumed=outer.end,
         message_count=n,
         partial_size=partial,
+    )
+
+
+def _decode_flat(
+    mv: memoryview, base: int, stop: int, verify_crc: bool, max_decompressed: int
+) -> DecodeResult | None:
+    """:func:`decode_message_set` by :mod:`.flat`'s fast lane; None: the general path decides."""
+    taken = flat.plain(mv, base, stop, verify_crc)
+    if taken is None:
+        return None
+    if taken.values is not None:  # plain messages only
+        n = len(taken.starts) - 1
+        return DecodeResult(
+            batch=columns.plain_batch(taken.starts, taken.values),
+            next_offset=base + taken.end,
+            bytes_consumed=taken.end,
+            message_count=n,
+            partial_size=LENGTH_SIZE + taken.value if taken.status == walk.PARTIAL else None,
+        )
+    outer = walk.scan(mv, 0, len(mv), stop)  # wrappers first
+    if outer.status not in (walk.END, walk.SHORT, walk.PARTIAL):
+        return None
+    wrapped = flat.wrapped(mv, outer, verify_crc, max_decompressed)
+    if wrapped is None:
+        return None
+    values, counts = wrapped
+    return DecodeResult(
+        batch=columns.wrapped_batch(outer.recs, counts, values, base),
+        next_offset=base + outer.end,
+        bytes_consumed=outer.end,
+        message_count=len(outer.recs),
+        partial_size=LENGTH_SIZE + outer.value if outer.status == walk.PARTIAL else None,
     )
 
 

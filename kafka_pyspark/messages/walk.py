@@ -10,22 +10,22 @@ their CRC-32s at once (one CRC call over the column's data, see :mod:`.crc`).
 Which engine runs: the compiled kernel when it imports (``make setup`` builds it; a wheel
 without it, or one built where no compiler was found, runs the pure path), unless the
 environment variable ``KAFKA_PYSPARK_PURE`` is set to a non-empty value other than ``0``
-(read once, at import). :data:`ENGINE` names the one in use. Both raise nothing on bad data:
+(read once, at import; :mod:`kafka_pyspark._native` loads both kernels). :data:`ENGINE`
+names the one in use. Both raise nothing on bad data:
 a problem in the input is a ``status`` of the scan, turned into a typed error by the caller.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
@@ -63,19 +63,11 @@ _CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC 
 _BINARY = pa.binary()
 
 
-def _load_kernel() -> ModuleType | None:
-    if os.environ.get("KAFKA_PYSPARK_PURE", "") not in ("", "0"):
-        return None
-    try:
-        from kafka_pyspark.messages import _kernel  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    if RECORD.itemsize != _kernel.RECORD_SIZE:  # pragma: no cover - a stale build
-        return None
-    return _kernel  # type: ignore[no-any-return]
-
-
-kernel = _load_kernel()
+# a stale build (another record size, or without the fast lane's functions) is not used
+kernel = load_kernel(
+    "kafka_pyspark.messages._kernel",
+    lambda m: RECORD.itemsize == m.RECORD_SIZE and hasattr(m, "snappy_fetch"),
+)
 ENGINE = "kernel" if kernel is not None else "python"
 
 
@@ -216,9 +208,9 @@ def gather(pieces: Sequence[Piece], verify_crc: bool) -> tuple[pa.Array, Bad | N
             dpos, k = kernel.gather(p.scan.buf, p.scan.recs, p.lo, p.hi, data, dpos, offsets,
                                     words, k)
         if verify_crc and count:
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             ok = crc32(data, _CHECK_OK) == _CHECK_OK
-            kernel.xor_words(data, offsets, words, count)
+            kernel.xor_words(data, offsets, words, 0, count)
             if not ok:
                 bad = _first_bad(pieces)
     else:

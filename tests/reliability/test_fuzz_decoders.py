@@ -18,12 +18,13 @@ import struct
 import subprocess
 import sys
 import tracemalloc
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _bytes import message
+from _fuzz import assert_deliberate, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,6 @@ from kafka_pyspark import wire
 from kafka_pyspark.errors import (
     DecompressedSizeError,
     DecompressionError,
-    KafkaError,
     MessageError,
     ProtocolError,
 )
@@ -50,8 +50,6 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-INTERNAL = (IndexError, struct.error, ValueError, OverflowError, TypeError, KeyError,
-            AttributeError, AssertionError, ArithmeticError, MemoryError)
 
 
 @pytest.fixture(params=["kernel", "python"])
@@ -61,31 +59,6 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     if request.param == "python":
         monkeypatch.setattr(walk, "kernel", None)
     yield request.param
-
-
-def clean(exc: BaseException, domain: type[KafkaError]) -> None:
-    """``exc`` is a deliberate ``domain`` error: no internal error in it or behind it."""
-    assert isinstance(exc, domain), f"{type(exc).__name__} escaped: {exc!r}"
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        e = stack.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        assert not isinstance(e, INTERNAL) or isinstance(e, KafkaError), (
-            f"{type(exc).__name__} wraps an internal {type(e).__name__}: {e!r}"
-        )
-        assert "undecodable message set" not in str(e) and "unreadable message set" not in str(e)
-        stack += [e.__cause__, e.__context__]
-
-
-def run(fn: Callable[[], Any], domain: type[KafkaError]) -> Any:
-    try:
-        return fn()
-    except Exception as e:
-        clean(e, domain)
-        return None
 
 
 def decode_all_ways(data: bytes, rnd: random.Random) -> None:
@@ -143,7 +116,7 @@ def rewrap(rnd: random.Random, inner: bytes) -> bytes:
     """``inner`` (garbage or not) in a wrapper with a valid CRC: the inner decoder faces it."""
     codec = rnd.choice([1, 2])
     payload = comp.gzip_compress(inner) if codec == 1 else comp.snappy_compress(inner)
-    return struct.pack(">iBBI", 6 + len(payload), 1, codec, zlib.crc32(payload)) + payload
+    return message(payload, codec=codec)
 
 
 # --- the message-set codec -----------------------------------------------------------------
@@ -190,7 +163,7 @@ def bounded(fn: Callable[[], Any], limit: int) -> BaseException:
     finally:
         tracemalloc.stop()
     assert peak < 4 * limit + (2 << 20), peak
-    clean(info.value, MessageError)
+    assert_deliberate(info.value, MessageError)
     return info.value
 
 
@@ -277,32 +250,19 @@ def test_wire_mutated_frames(seed: int) -> None:
 _ATHERIS = r"""
 import sys, atheris
 with atheris.instrument_imports(include=["kafka_pyspark"]):
-    from kafka_pyspark.errors import KafkaError, MessageError
+    from kafka_pyspark.errors import MessageError
     from kafka_pyspark.messages import decode_message_set, scan_boundaries
-INTERNAL = (IndexError, ValueError, OverflowError, TypeError, KeyError, ArithmeticError)
-
-def check(e):
-    seen = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, INTERNAL) and not isinstance(x, KafkaError):
-            raise RuntimeError("internal error behind a domain error") from e
-        stack += [x.__cause__, x.__context__]
-
+from _fuzz import assert_deliberate  # tests/ is on PYTHONPATH
 def one(data):
     for kw in ({}, {"max_decompressed_size": 300}):
         try:
             decode_message_set(data, 0, **kw)
         except MessageError as e:
-            check(e)
+            assert_deliberate(e)
     try:
         scan_boundaries(data)
     except MessageError as e:
-        check(e)
+        assert_deliberate(e)
 
 atheris.Setup(sys.argv, one)
 atheris.Fuzz()
@@ -318,6 +278,8 @@ def test_atheris_coverage_guided(tmp_path: Path) -> None:
         log = sample_log(rnd)
         (corpus / f"seed{i}").write_bytes(log if i % 2 else rewrap(rnd, log))
     env = dict(os.environ)
+    tests_dir = str(Path(__file__).resolve().parent.parent)  # for _fuzz
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (tests_dir, env.get("PYTHONPATH")) if p)
     for pure in ("", "1"):
         env["KAFKA_PYSPARK_PURE"] = pure
         done = subprocess.run(

@@ -141,17 +141,22 @@ class EmbeddedBroker(RequestHandlers, Service):
         self._zk_session_timeout = zk_session_timeout
         self._zk_connection_timeout = zk_connection_timeout
         self._fsync = fsync
+        self._log_dir, self._finalizer = self._open_log_dir(log_dir)
+        self._init_runtime_state()
 
-        self._own_log_dir = log_dir is None
-        if log_dir is None:
-            self._log_dir = Path(tempfile.mkdtemp(prefix=f"kafka07-broker-{broker_id}-"))
-            self._finalizer: weakref.finalize[Any, Any] | None = weakref.finalize(
-                self, shutil.rmtree, str(self._log_dir), True
-            )
-        else:
-            self._log_dir = Path(log_dir)
-            self._finalizer = None
+    def _open_log_dir(
+        self, log_dir: str | Path | None
+    ) -> tuple[Path, weakref.finalize[Any, Any] | None]:
+        """The log directory, and for a temporary one (``log_dir=None``) the finalizer that
+        removes it (at :meth:`close`, or when the broker is collected)."""
+        if log_dir is not None:
+            return Path(log_dir), None
+        path = Path(tempfile.mkdtemp(prefix=f"kafka07-broker-{self._broker_id}-"))
+        return path, weakref.finalize(self, shutil.rmtree, str(path), True)
 
+    def _init_runtime_state(self) -> None:
+        """The state :meth:`start` and :meth:`stop` change (lock, listener, ZooKeeper session,
+        threads, connections), empty until the first start."""
         self._lifecycle = threading.Lock()
         self._running = False
         self._stopping = threading.Event()

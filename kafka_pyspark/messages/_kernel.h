@@ -1,0 +1,81 @@
+/* Shared by _kernel.c (the walk) and _snappy.c (snappy-java wrappers): see _kernel.c. */
+#ifndef KAFKA_PYSPARK_KERNEL_H
+#define KAFKA_PYSPARK_KERNEL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* keep in step with kafka_pyspark/messages/layout.py and walk.py */
+#define LENGTH_SIZE 4
+#define MIN_LENGTH 5          /* MAGIC + CRC32, empty payload (magic 0) */
+#define MIN_LENGTH_V1 6       /* MAGIC + ATTRIBUTES + CRC32 (magic 1) */
+#define MAX_MESSAGE_LENGTH (1 << 30)
+#define CODEC_MASK 0x03
+
+enum {
+    ST_END = 0,        /* reached min(end, stop) */
+    ST_SHORT = 1,      /* fewer than 4 bytes left: LENGTH unreadable */
+    ST_PARTIAL = 2,    /* LENGTH readable (value), the message continues past `end` */
+    ST_BAD_LENGTH = 3, /* LENGTH (value) out of range */
+    ST_BAD_MAGIC = 4,  /* MAGIC (value) not 0 or 1 */
+    ST_BAD_CODEC = 5,  /* ATTRIBUTES (value) name codec 3 */
+    ST_SHORT_V1 = 6,   /* magic 1 with LENGTH (value) below its 6-byte header */
+    ST_WRAPPER = 7,    /* take only: a compressed message (ATTRIBUTES in value) */
+    ST_FULL = 8,       /* take only: an output buffer is full */
+    ST_BAD_SNAPPY = 9, /* snappy_take only: not a snappy payload this kernel decodes */
+    ST_BAD_CRC = 10    /* snappy_fetch only: a CRC32 does not match */
+};
+
+typedef struct {
+    int64_t start;  /* position of LENGTH in the buffer */
+    int32_t length; /* LENGTH */
+    uint32_t crc;   /* stored CRC32 */
+    uint8_t magic;
+    uint8_t codec;  /* ATTRIBUTES & 3 (magic 1), else 0 */
+    uint8_t pad[6];
+} rec_t;
+
+static inline int64_t payload_start(const rec_t *r)
+{
+    return r->start + LENGTH_SIZE + 1 + r->magic + 4;
+}
+
+static inline int64_t payload_size(const rec_t *r)
+{
+    return (int64_t)r->length - 1 - r->magic - 4;
+}
+
+/* Where `take` puts what it finds: payloads back to back in data[dpos:dcap], their end
+ * positions in offsets[k+1:], their CRC words in words[k:] and (when starts is not NULL) the
+ * absolute offset base + position of every message in starts[m:], then of the end. */
+typedef struct {
+    uint8_t *data;
+    Py_ssize_t dpos, dcap;
+    int32_t *offsets;
+    Py_ssize_t k, ocap;
+    uint32_t *words;
+    Py_ssize_t wcap;
+    int64_t *starts;
+    Py_ssize_t m, scap;
+    int64_t base;
+} sink_t;
+
+static inline uint32_t be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+uint32_t kp_zeros_crc(int64_t n);
+int kp_take(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
+            long long *value);
+int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
+                  Py_buffer *wbuf, Py_ssize_t k);
+int64_t kp_snappy_payload_size(const uint8_t *p, Py_ssize_t n);
+PyObject *kp_snappy_size(PyObject *self, PyObject *arg);
+PyObject *kp_snappy_take(PyObject *self, PyObject *args);
+PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
+PyObject *kp_snappy_total(PyObject *self, PyObject *args);
+PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
+
+#endif

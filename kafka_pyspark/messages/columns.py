@@ -1,0 +1,99 @@
+"""The columns of a decoded batch (``layout.MESSAGE_SCHEMA``) from the outer messages' records
+and the value column: offset, next_offset and the codec come from the outer message each row
+belongs to; inner_index is the row's position inside its wrapper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafka_pyspark.messages.layout import CODEC_NAMES, LENGTH_SIZE, MESSAGE_SCHEMA
+
+I64 = npt.NDArray[np.int64]
+
+# --- assembly ------------------------------------------------------------------------------
+
+_constant_cache: dict[int | str, pa.Array] = {}  # immutable arrays: slices are safe to share
+_CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
+
+
+def _codec_column(code: int, n: int) -> pa.Array:
+    cached = _constant_cache.get(code)
+    if cached is None or len(cached) < n:
+        size = max(n, 8192)
+        name = CODEC_NAMES[code].encode()
+        offsets = np.arange(0, (size + 1) * len(name), len(name), dtype=np.int32)
+        cached = _constant_cache[code] = pa.Array.from_buffers(
+            pa.string(), size, [None, pa.py_buffer(offsets), pa.py_buffer(name * size)]
+        )
+    return cached.slice(0, n)
+
+
+def _zeros_column(n: int) -> pa.Array:
+    cached = _constant_cache.get("zeros")
+    if cached is None or len(cached) < n:
+        cached = _constant_cache["zeros"] = pa.array(np.zeros(max(n, 8192), dtype=np.int32))
+    return cached.slice(0, n)
+
+
+def _rank_in_group(keys: I64) -> npt.NDArray[np.int32]:
+    """For sorted ``keys``: each element's position among the elements with the same key."""
+    n = len(keys)
+    first = np.zeros(n, dtype=np.int64)
+    if n:
+        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        first[change] = change
+    return (np.arange(n, dtype=np.int64) - np.maximum.accumulate(first)).astype(np.int32)
+
+
+def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.RecordBatch:
+    """The batch of the outer messages ``recs`` (``walk.RECORD``); ``row_root`` is the outer
+    message of every row (None: row i is outer i)."""
+    offset = recs["start"] + base
+    next_offset = offset + LENGTH_SIZE + recs["length"]
+    n = len(recs) if row_root is None else len(row_root)
+    if row_root is None:
+        return pa.RecordBatch.from_arrays(
+            [pa.array(offset), pa.array(next_offset), _zeros_column(n), _codec_column(0, n),
+             values],
+            schema=MESSAGE_SCHEMA,
+        )
+    codes = recs["codec"][row_root]
+    if n and int(codes.min()) == int(codes.max()):
+        codec_column = _codec_column(int(codes[0]), n)
+    else:
+        codec_column = _CODEC_STRINGS.take(pa.array(codes.astype(np.int32)))
+    arrays = [pa.array(offset[row_root]), pa.array(next_offset[row_root]),
+              pa.array(_rank_in_group(row_root)), codec_column, values]
+    return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
+
+
+def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.RecordBatch:
+    """:func:`batch` for outer wrappers ``recs`` holding ``counts`` rows each, in order."""
+    offset = recs["start"] + base
+    rows = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    inner_index = np.arange(rows, dtype=np.int32) - np.repeat(first.astype(np.int32), counts)
+    codes = recs["codec"]
+    if int(codes.min()) == int(codes.max()):
+        codec_column = _codec_column(int(codes[0]), rows)
+    else:
+        codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
+    arrays = [pa.array(np.repeat(offset, counts)),
+              pa.array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
+              pa.array(inner_index), codec_column, values]
+    return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
+
+
+
+
+def plain_batch(starts: I64, values: pa.Array) -> pa.RecordBatch:
+    """The batch of plain outer messages at the absolute offsets ``starts[:-1]`` (the last
+    entry: the offset after them), one row each."""
+    n = len(starts) - 1
+    arrays = [pa.array(starts[:n]), pa.array(starts[1:]), _zeros_column(n), _codec_column(0, n),
+              values]
+    return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)

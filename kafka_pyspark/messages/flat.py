@@ -1,0 +1,200 @@
+"""The decoder's fast lane on the compiled kernel: sets as producers write them, in one pass.
+
+Almost every message set is one of two shapes: plain messages only, or wrappers (gzip or
+snappy) that each hold plain messages only. For those, the kernel's ``take`` walks the
+messages and copies their payloads into the Arrow value column in the same pass (no record
+array in between), and a snappy wrapper is decompressed by the kernel straight into the value
+column and compacted there in place (``snappy_take``): one call per wrapper, no intermediate
+bytes. gzip wrappers are inflated by :mod:`.compression` (ISA-L), then taken the same way.
+
+These functions return ``None`` for anything else (a mixed or nested set, a malformed message,
+a CRC mismatch, a payload the kernel does not decode, a decompression budget exceeded):
+:mod:`.decode` then decodes the same bytes on its general path (:mod:`.walk`), which finds the
+same rows and raises the exact error. So this lane never decides an error, and the results
+are those of the pure-Python path by construction (the tests compare both on random and
+corrupted sets).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafka_pyspark.errors import MessageError
+from kafka_pyspark.messages import compression, walk
+from kafka_pyspark.messages.crc import crc32
+from kafka_pyspark.messages.layout import CODEC_GZIP, LENGTH_SIZE, MIN_LENGTH
+
+_MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
+_CHECK_OK = 0xFFFFFFFF  # see walk.gather
+_BINARY = pa.binary()
+WRAPPER = 7  # the kernel's ST_WRAPPER: take stopped at a compressed message
+_scratch = threading.local()
+
+
+class Plain(NamedTuple):
+    """What :func:`plain` found: the complete plain messages from the start of a buffer."""
+
+    values: pa.Array | None  # None when the walk stopped at a wrapper
+    starts: npt.NDArray[np.int64]  # base + position of every message, then of the end
+    end: int  # position after the last message taken
+    status: int  # walk.END, SHORT or PARTIAL; or WRAPPER (then nothing was taken)
+    value: int  # the LENGTH of a PARTIAL message
+
+
+def _arrays(count: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32],
+                                 npt.NDArray[np.int64]]:
+    """Per-thread scratch for ``count`` messages: value ends (count + 1), CRC words, starts
+    (count + 1). Reused from call to call: only the ends are copied out."""
+    offsets: npt.NDArray[np.int32] | None = getattr(_scratch, "offsets", None)
+    if offsets is None or len(offsets) < count + 1:
+        size = max(count + 1, 1 << 14)
+        _scratch.offsets = offsets = np.empty(size, dtype=np.int32)
+        _scratch.words = np.empty(size, dtype=np.uint32)
+        _scratch.starts = np.empty(size, dtype=np.int64)
+    return offsets, _scratch.words, _scratch.starts
+
+
+# Payload bytes checked at a time, right after they are written (still in cache).
+_CHUNK = 256 << 10
+
+
+def _check(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32], words: Any, k0: int,
+           k1: int) -> bool:
+    """Whether payloads k0..k1-1 (back to back in ``data``) all match their CRC words: one
+    CRC call over them (:mod:`.crc` says why). ``data`` has 4 bytes to spare after them."""
+    if k0 == k1:
+        return True
+    kernel = walk.kernel
+    assert kernel is not None
+    lo, hi = int(offsets[k0]), int(offsets[k1])
+    data[hi : hi + 4] = 0
+    kernel.xor_words(data, offsets, words, k0, k1)
+    ok = crc32(data[lo : hi + 4], _CHECK_OK) == _CHECK_OK
+    kernel.xor_words(data, offsets, words, k0, k1)
+    return ok
+
+
+def _values(data_buffer: pa.Buffer, dpos: int, offsets: npt.NDArray[np.int32],
+            count: int) -> pa.Array:
+    ends = pa.py_buffer(offsets[: count + 1].copy())
+    return pa.Array.from_buffers(_BINARY, count, [None, ends, data_buffer.slice(0, dpos)])
+
+
+def plain(buf: memoryview, base: int, stop: int, verify_crc: bool) -> Plain | None:
+    """The plain messages of ``buf`` that start before ``stop``, taken by the kernel (a
+    :data:`_CHUNK` at a time, each checked while in cache)."""
+    kernel = walk.kernel
+    assert kernel is not None
+    end = len(buf)
+    limit = max(0, min(end, stop))
+    offsets, words, starts = _arrays(limit // _MIN_SIZE + 1)
+    data_buffer = pa.allocate_buffer(end + 4)  # payloads are fewer bytes than the set
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
+    pos = dpos = k = m = 0
+    while True:
+        taken, pos, status, value, dpos, k1 = kernel.take(
+            buf, pos, end, min(limit, pos + _CHUNK), base, data_buffer, dpos, offsets, words, k,
+            starts[m:])
+        if status == WRAPPER and m + taken == 0:
+            return Plain(None, starts[:1].copy(), 0, WRAPPER, value)
+        if verify_crc and not _check(data, offsets, words, k, k1):
+            return None
+        k, m = k1, m + taken
+        if status != walk.END or pos >= limit:
+            break
+    if status not in (walk.END, walk.SHORT, walk.PARTIAL):
+        return None  # a fault, or wrappers after plain messages: the general path
+    return Plain(_values(data_buffer, dpos, offsets, k), starts[: m + 1].copy(), pos, status,
+                 value)
+
+
+def wrapped(
+    buf: memoryview, outer: walk.Scan, verify_crc: bool, max_decompressed: int
+) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
+    """The value column of an outer set of wrappers that hold plain messages only, and the
+    number of rows of each wrapper."""
+    kernel = walk.kernel
+    assert kernel is not None
+    recs = outer.recs
+    if outer.leaves or not len(recs):
+        return None
+    total = kernel.snappy_total(buf, recs)  # snappy wrappers only: their sizes in one call
+    if 0 <= total <= max_decompressed:  # (so each one is within the budget too)
+        offsets, words, _ = _arrays(total // _MIN_SIZE + 1)
+        data_buffer = pa.allocate_buffer(total + 4)
+        counts = np.empty(len(recs), dtype=np.int64)
+        status, _, dpos, k = kernel.snappy_fetch(buf, recs, data_buffer, offsets, words, counts,
+                                                 crc32, verify_crc)
+        if status != walk.END:
+            return None
+        return _values(data_buffer, dpos, offsets, k), counts
+    inflated: list[Any] = []
+    sizes = _sizes(buf, recs, max_decompressed, inflated)
+    if sizes is None:
+        return None
+    return _take_wrapped(buf, recs, inflated, sum(sizes), verify_crc)
+
+
+def _sizes(buf: memoryview, recs: Any, max_decompressed: int,
+           inflated: list[Any]) -> list[int] | None:
+    """The decompressed size of every wrapper (gzip ones inflated into ``inflated``)."""
+    kernel = walk.kernel
+    assert kernel is not None
+    sizes: list[int] = []
+    for start, size, codec in zip(walk.payload_start(recs).tolist(),
+                                  walk.payload_size(recs).tolist(), recs["codec"].tolist(),
+                                  strict=True):
+        payload = buf[start : start + size]
+        if codec == CODEC_GZIP:
+            try:
+                inner = compression.gzip_decompress(payload, max_decompressed)
+            except MessageError:
+                return None
+            inflated.append(inner)
+            sizes.append(len(inner))
+        else:
+            announced = kernel.snappy_size(payload)
+            if not 0 <= announced <= max_decompressed:
+                return None
+            sizes.append(announced)
+    return sizes
+
+
+def _take_wrapped(buf: memoryview, recs: Any, inflated: list[Any], total: int,
+                  verify_crc: bool) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
+    """:func:`wrapped`'s second step: every inner set taken into one value column."""
+    kernel = walk.kernel
+    assert kernel is not None
+    offsets, words, _ = _arrays(total // _MIN_SIZE + 1)
+    data_buffer = pa.allocate_buffer(total + 4)
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
+    dpos = k = checked = 0
+    counts = np.empty(len(recs), dtype=np.int64)
+    gzipped = iter(inflated)
+    for i, (start, size, stored, codec) in enumerate(zip(
+            walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
+            recs["crc"].tolist(), recs["codec"].tolist(), strict=True)):
+        payload = buf[start : start + size]
+        if verify_crc and crc32(payload) != stored:
+            return None
+        before = k
+        if codec == CODEC_GZIP:
+            inner = next(gzipped)
+            _, _, status, _, dpos, k = kernel.take(inner, 0, len(inner), len(inner), 0,
+                                                   data_buffer, dpos, offsets, words, k, None)
+        else:
+            status, _, dpos, k, _ = kernel.snappy_take(payload, data_buffer, dpos, offsets,
+                                                       words, k)
+        if status != walk.END:
+            return None
+        counts[i] = k - before
+        if verify_crc and (dpos - int(offsets[checked]) >= _CHUNK or i == len(recs) - 1):
+            if not _check(data, offsets, words, checked, k):
+                return None
+            checked = k
+    return _values(data_buffer, dpos, offsets, k), counts

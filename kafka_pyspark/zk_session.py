@@ -1,0 +1,313 @@
+"""One kazoo session, started lazily, whose every call is bounded in time and fails typed.
+
+:class:`~kafka_pyspark.registry.Registry` knows 0.7's nodes; this module knows how to talk to
+ZooKeeper: starting the session within ``connection_timeout_ms``, sending many requests at
+once and collecting their answers (pipelined), retrying those lost with the connection (a lost
+connection or an expired session: the registry holds no ephemeral nodes, so a new session is
+as good as the old one) until ``max(session_timeout_ms, connection_timeout_ms)`` has passed,
+and turning kazoo's exceptions into ours:
+
+- not reached in time -> :class:`RegistryUnavailableError` (transient);
+- the node's ACL refuses the session -> :class:`RegistryPermissionError` naming the node;
+- the session was closed -> :class:`RegistryError` saying so; anything else kazoo raises ->
+  :class:`RegistryError` naming the request and ZooKeeper.
+
+An answer a caller expects (no such node, the node exists already) is not an error: each
+method below says what it answers instead. kazoo's log goes to
+:data:`kafka_pyspark.zk_auth.KAZOO_LOG`; credentials never appear in a message or a repr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
+from kafka_pyspark.zk_auth import KAZOO_LOG
+
+__all__ = ["Created", "ZkSession"]
+
+_FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
+_MAX_DELAY = 0.5
+
+
+class Created(enum.Enum):
+    """What :meth:`ZkSession.create` did."""
+
+    CREATED = "created"
+    EXISTS = "the node exists already"
+    NO_PARENT = "its parent does not exist"
+
+
+@dataclass(frozen=True)
+class _Request:
+    node: str  # the node it is about (named when its ACL refuses it)
+    send: Callable[[Any], Any]  # kazoo client -> its IAsyncResult
+
+
+def _get(path: str) -> _Request:
+    return _Request(path, lambda client: client.get_async(path))
+
+
+def _set(path: str, value: bytes) -> _Request:
+    return _Request(path, lambda client: client.set_async(path, value))
+
+
+def _create(path: str, value: bytes, acl: list[Any] | None) -> _Request:
+    return _Request(path, lambda client: client.create_async(path, value, acl))
+
+
+class ZkSession:
+    """A kazoo session to ``zk_connect`` (may carry a chroot). Thread-safe; idempotent close.
+
+    ``auth_data``: kazoo's ``(scheme, credential)`` pairs, added to the session.
+    """
+
+    def __init__(
+        self,
+        zk_connect: str,
+        *,
+        session_timeout_ms: int,
+        connection_timeout_ms: int,
+        auth_data: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.zk_connect = zk_connect
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self.op_timeout = max(session_timeout_ms, connection_timeout_ms) / 1000.0
+        self.has_auth = bool(auth_data)
+        self._auth_data = list(auth_data)  # never logged, never in a message or repr
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ZkSession({self.zk_connect!r})"
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the session. Idempotent; later calls raise :class:`RegistryError`."""
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            _stop_quietly(client)
+
+    @property
+    def connected(self) -> bool:
+        """True while the session is connected (False before first use and while kazoo is
+        reconnecting): a call made now is likely to be answered promptly."""
+        client = self._client
+        return client is not None and bool(client.connected)
+
+    def _zk(self) -> Any:
+        """The kazoo client, started on first use (bounded by the connection timeout)."""
+        with self._lock:
+            if self._closed:
+                raise RegistryError(f"ZooKeeper {self.zk_connect}: the registry is closed")
+            if self._client is None:
+                self._client = self._start()
+            return self._client
+
+    def _start(self) -> Any:
+        from kazoo.client import KazooClient
+        from kazoo.retry import KazooRetry
+
+        client = KazooClient(
+            hosts=self.zk_connect,
+            timeout=self.session_timeout_ms / 1000.0,
+            # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
+            connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+            auth_data=self._auth_data or None,
+            logger=KAZOO_LOG,
+        )
+        try:
+            with warnings.catch_warnings():
+                # kazoo warns when the chroot does not exist; the registry reports missing nodes
+                warnings.simplefilter("ignore")
+                client.start(timeout=self.connection_timeout_ms / 1000.0)
+        except Exception as e:
+            _stop_quietly(client)
+            raise RegistryUnavailableError(
+                f"ZooKeeper {self.zk_connect}: could not connect within "
+                f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
+            ) from e
+        return client
+
+    # --- the requests (each a kazoo method called directly) ----------------------------------
+
+    def children(self, path: str) -> list[str] | None:
+        """The children of ``path``; None if it does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        req = _Request(path, lambda c: c.get_children_async(path))
+        answer = self._pipeline("listing", path, [req], {NoNodeError: None})[0]
+        return None if answer is None else list(answer)
+
+    def values(self, paths: Sequence[str], where: str) -> list[bytes | None]:
+        """The values of ``paths`` (b"" for a node without one), None for a node that does
+        not exist (it vanished since it was listed). ``where`` names the batch in errors."""
+        from kazoo.exceptions import NoNodeError
+
+        reqs = [_get(p) for p in paths]
+        answers = self._pipeline("reading", where, reqs, {NoNodeError: None})
+        return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
+
+    def set_values(self, items: Sequence[tuple[str, bytes]], where: str) -> list[bool]:
+        """Overwrite each node's value; False for a node that does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        reqs = [_set(p, v) for p, v in items]
+        answers = self._pipeline("writing", where, reqs, {NoNodeError: False})
+        return [a is not False for a in answers]
+
+    def create(
+        self, items: Sequence[tuple[str, bytes]], acl: list[Any] | None, where: str
+    ) -> list[Created]:
+        """Create each node (persistent) with its value and ``acl`` (None: ZooKeeper's default
+        open ACL)."""
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        reqs = [_create(p, v, acl) for p, v in items]
+        answers = self._pipeline(
+            "creating", where, reqs,
+            {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS},
+        )
+        return [a if isinstance(a, Created) else Created.CREATED for a in answers]
+
+    def acls(self, path: str) -> list[Any] | None:
+        """The ACL of ``path``; None if it does not exist."""
+        from kazoo.exceptions import NoNodeError
+
+        req = _Request(path, lambda c: c.get_acls_async(path))
+        answer = self._pipeline("reading the ACL of", path, [req], {NoNodeError: None})[0]
+        return None if answer is None else list(answer[0])
+
+    # --- bounded, pipelined, typed -----------------------------------------------------------
+
+    def _pipeline(
+        self,
+        what: str,
+        where: str,
+        requests: Sequence[_Request],
+        expected: Mapping[type[BaseException], Any],
+    ) -> list[Any]:
+        """Send all ``requests``, then collect the answers in order, within the op timeout;
+        those lost with the connection are sent again (backing off). An exception of a class
+        in ``expected`` answers its value; ``what`` and ``where`` name the batch in errors."""
+        if not requests:
+            return []
+        deadline = time.monotonic() + self.op_timeout
+        answers: list[Any] = [None] * len(requests)
+        pending = list(range(len(requests)))
+        delay = _FIRST_DELAY
+        while True:
+            sent = self._send(what, where, requests, pending)
+            pending, lost = self._collect(what, where, requests, sent, answers, expected, deadline)
+            if not pending:
+                return answers
+            if time.monotonic() + delay >= deadline:
+                raise RegistryUnavailableError(
+                    f"ZooKeeper {self.zk_connect}: {what} {where} failed after retrying for "
+                    f"{self.op_timeout * 1000:.0f} ms: {_describe(lost)}"
+                ) from lost
+            time.sleep(delay)
+            delay = min(delay * 2, _MAX_DELAY)
+
+    def _send(
+        self, what: str, where: str, requests: Sequence[_Request], pending: Sequence[int]
+    ) -> list[tuple[int, Any]]:
+        client = self._zk()
+        sent = []
+        for i in pending:
+            try:
+                sent.append((i, requests[i].send(client)))
+            except (ValueError, TypeError) as e:  # kazoo validates paths eagerly
+                raise RegistryError(f"ZooKeeper {self.zk_connect}: {what} {where}: {e}") from e
+        return sent
+
+    def _collect(
+        self,
+        what: str,
+        where: str,
+        requests: Sequence[_Request],
+        sent: Sequence[tuple[int, Any]],
+        answers: list[Any],
+        expected: Mapping[type[BaseException], Any],
+        deadline: float,
+    ) -> tuple[list[int], BaseException | None]:
+        """Fill ``answers`` from ``sent``; the indexes lost with the connection, and why."""
+        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+
+        retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+        lost: list[int] = []
+        why: BaseException | None = None
+        for i, async_result in sent:
+            try:
+                answers[i] = async_result.get(timeout=max(deadline - time.monotonic(), 0.001))
+            except retryable as e:  # ConnectionClosedError too (close() meanwhile): the
+                why = e  # next _send then raises "the registry is closed"
+                lost.append(i)
+            except Exception as e:
+                cls = next((c for c in expected if isinstance(e, c)), None)
+                if cls is not None:
+                    answers[i] = expected[cls]
+                    continue
+                error = self._translate(e, what, where, requests[i].node)
+                if error is None:
+                    raise
+                raise error from e
+        return lost, why
+
+    def _translate(
+        self, e: Exception, what: str, where: str, node: str
+    ) -> RegistryError | None:
+        """kazoo's exception (not a lost connection) as ours; None for one not kazoo's."""
+        from kazoo.exceptions import KazooException, NoAuthError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if isinstance(e, NoAuthError):
+            return self._denied(what, node)
+        if isinstance(e, KazooTimeoutError):
+            return RegistryUnavailableError(
+                f"ZooKeeper {self.zk_connect}: {what} {where} timed out after "
+                f"{self.op_timeout * 1000:.0f} ms"
+            )
+        if isinstance(e, KazooException):
+            return RegistryError(
+                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {_describe(e)}"
+            )
+        return None
+
+    def _denied(self, what: str, node: str) -> RegistryPermissionError:
+        if what == "creating":
+            node = f"{node.rsplit('/', 1)[0] or '/'} (creating {node})"
+        how = (
+            "the credentials given in zk.auth lack that permission"
+            if self.has_auth
+            else "no zk.auth credentials were given"
+        )
+        return RegistryPermissionError(
+            f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL "
+            f"({how})"
+        )
+
+
+def _describe(e: BaseException | None) -> str:
+    if e is None:
+        return "unknown error"
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _stop_quietly(client: Any) -> None:
+    with contextlib.suppress(Exception):  # best-effort shutdown of a kazoo session
+        client.stop()
+        client.close()

@@ -1,0 +1,74 @@
+"""Shared helpers of the tests against the embedded cluster: a kazoo session (the tests play a
+0.7.2 broker or consumer in ZooKeeper with it), reading a topic back with the low-level client
+(never through the Spark read path under test), and an independent reference of where Kafka
+0.7's ``DefaultPartitioner`` sends a key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kazoo.client import KazooClient
+
+BrokerPartition = tuple[int, int]
+IO_TIMEOUT = 10.0
+
+
+def kazoo_client(connect: str, **options: Any) -> KazooClient:
+    """A started kazoo session on ``connect`` (``host:port[/chroot]``), every wait bounded by
+    ``IO_TIMEOUT``; the caller stops and closes it (the ``kz`` fixture does)."""
+    client = KazooClient(hosts=connect, timeout=IO_TIMEOUT, **options)
+    client.start(timeout=IO_TIMEOUT)
+    return client
+
+
+def read_log(
+    brokers: Sequence[Any], topic: str, *columns: str
+) -> dict[BrokerPartition, list[tuple[Any, ...]]]:
+    """``columns`` (of the message schema) of every message of ``topic``, per ``(broker id,
+    partition)`` in log order, from offset 0 to the log end; partitions without a message
+    are left out."""
+    from kafka_pyspark.client import BrokerConnection, iter_range, latest
+
+    out: dict[BrokerPartition, list[tuple[Any, ...]]] = {}
+    for b in brokers:
+        with BrokerConnection(b.host, b.port, timeout=IO_TIMEOUT) as conn:
+            for p in range(b.partitions_for(topic)):
+                end = latest(conn, topic, p)
+                got: list[tuple[Any, ...]] = []
+                for res in iter_range(conn, topic, p, 0, end):
+                    got += zip(*(res.batch.column(c).to_pylist() for c in columns), strict=True)
+                if got:
+                    out[(b.broker_id, p)] = got
+    return out
+
+
+def read_topic(brokers: Sequence[Any], topic: str) -> dict[BrokerPartition, list[bytes]]:
+    """Every value of ``topic`` per ``(broker id, partition)``, in log order."""
+    return {bp: [v for (v,) in rows] for bp, rows in read_log(brokers, topic, "value").items()}
+
+
+def count_values(found: Mapping[BrokerPartition, Iterable[bytes]]) -> Counter[bytes]:
+    """The values of :func:`read_topic`'s answer as a multiset (where they landed forgotten)."""
+    return Counter(v for vals in found.values() for v in vals)
+
+
+def java_hash(s: str) -> int:
+    """Java ``String.hashCode`` (UTF-16 code units, int32 wrap), a loop independent of
+    ``kafka_pyspark.partitioner``."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_index(key: str, n: int) -> int:
+    """0.7 ``DefaultPartitioner``: ``Math.abs(key.hashCode) % n`` with Java semantics
+    (``Math.abs(Integer.MIN_VALUE)`` stays negative, ``%`` keeps the dividend's sign)."""
+    h = java_hash(key)
+    a = h if h == -(2**31) else abs(h)
+    r = abs(a) % n
+    return -r if a < 0 else r
