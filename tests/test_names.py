@@ -9,7 +9,7 @@ import pytest
 from kafka_pyspark.errors import OffsetFormatError, OptionError
 from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.spark.options import parse_offsets_json
-from kafka_pyspark.spark.stream_offsets import from_offset_dict
+from kafka_pyspark.spark.stream_checkpoint import from_offset_dict
 
 # keys the options always refused and the checkpoint parser (r"^(\d+)-(\d+)$") used to accept:
 # a trailing newline ($ matches before it) and digits of other scripts (\d is Unicode)

@@ -4,7 +4,8 @@ Driver (the planning Python worker Spark starts at ``load()``/action time):
 ``Kafka07BatchReader.__init__`` parses the options (:mod:`.options`); ``pushFilters`` records
 what planning can use (:func:`.planning.plan_filter`; only where Spark keeps the plan to that
 one query, see :data:`NARROW_PLAN`); ``partitions()`` discovers the
-broker-partitions, asks OFFSETS for their bounds (:mod:`.offsets`), fixes every range's end
+broker-partitions (:mod:`.discovery`), asks OFFSETS for their bounds (:mod:`.log_bounds`),
+resolves starts and ends (:mod:`.start_end`), fixes every range's end
 (the read is a snapshot) and plans (:func:`.planning.plan_partitions`).
 
 Executors: :func:`read_partition` (shared with the streaming reader; it knows nothing of the
@@ -35,14 +36,8 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
 )
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.spark.offsets import (
-    LogBounds,
-    OffsetLookup,
-    discover,
-    group_offsets,
-    resolve_ends,
-    resolve_starts,
-)
+from kafka_pyspark.spark.discovery import discover, group_offsets
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
     FetchSettings,
@@ -53,6 +48,7 @@ from kafka_pyspark.spark.planning import (
     plan_partitions,
 )
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+from kafka_pyspark.spark.start_end import resolve_ends, resolve_starts
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
