@@ -52,6 +52,7 @@ from typing import Any, NoReturn
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
+from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
 from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.wire.topics import validate_topic_name
@@ -106,34 +107,34 @@ class Registry(Closing):
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
         auth: str | None = None,
     ) -> None:
-        from kazoo.hosts import collect_hosts
-
-        if not isinstance(zk_connect, str) or not zk_connect.strip():
-            raise OptionError(
-                "zk.connect", "must be a non-empty 'host:port[,host:port...][/chroot]'"
+        self._setup(
+            cluster_options(  # the one check of the cluster options (OptionError)
+                zk_connect=zk_connect,
+                zk_session_timeout_ms=session_timeout_ms,
+                zk_connection_timeout_ms=connection_timeout_ms,
+                zk_auth=auth,
             )
-        for name, value in (
-            ("zk.sessiontimeout.ms", session_timeout_ms),
-            ("zk.connectiontimeout.ms", connection_timeout_ms),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise OptionError(name, f"must be a positive number of milliseconds, got {value!r}")
-        try:
-            hosts, chroot = collect_hosts(zk_connect.strip())
-        except ValueError as e:
-            raise OptionError("zk.connect", f"cannot parse {zk_connect!r}: {e}") from e
-        if not hosts:
-            raise OptionError("zk.connect", f"no host in {zk_connect!r}")
-        if chroot is not None and (chroot.endswith("/") or "//" in chroot):
-            raise OptionError("zk.connect", f"malformed chroot {chroot!r} in {zk_connect!r}")
-        self.zk_connect = zk_connect.strip()
-        self.chroot: str | None = chroot
-        self.session_timeout_ms = session_timeout_ms
-        self.connection_timeout_ms = connection_timeout_ms
+        )
+
+    @classmethod
+    def from_options(cls, options: ClusterOptions) -> Registry:
+        """The registry ``options.zk_connect`` names; ``options`` were checked when parsed."""
+        registry = cls.__new__(cls)
+        registry._setup(options)
+        return registry
+
+    def _setup(self, options: ClusterOptions) -> None:
+        if options.zk_connect is None:
+            raise OptionError("zk.connect", "is required by the ZooKeeper registry")
+        self.zk_connect = options.zk_connect
+        self.chroot: str | None = zk_chroot(options.zk_connect)
+        self.session_timeout_ms = options.zk_session_timeout_ms
+        self.connection_timeout_ms = options.zk_connection_timeout_ms
+        auth = options.zk_auth
         self._zk = ZkSession(
             self.zk_connect,
-            session_timeout_ms=session_timeout_ms,
-            connection_timeout_ms=connection_timeout_ms,
+            session_timeout_ms=self.session_timeout_ms,
+            connection_timeout_ms=self.connection_timeout_ms,
             # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
             auth_data=[parse_zk_auth(auth)] if auth is not None else [],
         )
@@ -205,9 +206,10 @@ class Registry(Closing):
         creator, host, port_text = fields
         if not host or host != host.strip():
             self._raise(path, f"empty or padded host in {text!r}")
-        if not _DECIMAL.match(port_text) or not 0 < int(port_text) < 65536:
+        port = port_number(port_text)
+        if port is None:
             self._raise(path, f"bad port {port_text!r} in {text!r}")
-        return BrokerInfo(id=broker_id, host=host, port=int(port_text), creator=creator)
+        return BrokerInfo(id=broker_id, host=host, port=port, creator=creator)
 
     def topics(self) -> list[str]:
         """Topic names under ``/brokers/topics``, sorted ([] if none)."""

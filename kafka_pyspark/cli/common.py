@@ -29,7 +29,8 @@ from kafka_pyspark.names import parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
-    from kafka_pyspark.cluster import BrokerAddress, Cluster
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 EXIT_OK = 0
 EXIT_DATA = 1
@@ -125,12 +126,15 @@ def bp(key: tuple[int, int]) -> str:
 
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import cluster_options
 
     return Cluster(
-        zk_connect=args.zk,
-        broker_list=getattr(args, "broker_list", None),
-        zk_connection_timeout_ms=args.timeout_ms,
-        socket_timeout_ms=args.timeout_ms,
+        cluster_options(
+            zk_connect=args.zk,
+            broker_list=getattr(args, "broker_list", None),
+            zk_connection_timeout_ms=args.timeout_ms,
+            socket_timeout_ms=args.timeout_ms,
+        )
     )
 
 

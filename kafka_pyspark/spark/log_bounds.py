@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_pyspark._closing import Closing
+from kafka_pyspark.cluster_options import ClusterOptions
 from kafka_pyspark.errors import TopicNotFoundError
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.spark.options import ClusterOptions
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
-    from kafka_pyspark.cluster import BrokerAddress
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 __all__ = ["LogBounds", "OffsetLookup"]
 

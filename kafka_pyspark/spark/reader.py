@@ -289,7 +289,7 @@ def plan_batch(
     """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
     from kafka_pyspark.cluster import Cluster
 
-    factory = cluster_factory or (lambda: Cluster(**options.cluster.cluster_kwargs()))
+    factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
         discovered = discover(cluster, options.subscription)
         tps = discovered

@@ -126,7 +126,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         from kafka_pyspark.cluster import Cluster
 
         if self._cluster is None:
-            self._cluster = Cluster(**self.options.cluster.cluster_kwargs())
+            self._cluster = Cluster(self.options.cluster)
         return self._cluster
 
     def _brokers(self) -> dict[int, Any]:
