@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TopicPartition", "parse_partition_key", "partition_key"]
+__all__ = ["TopicPartition", "not_a_partition_key", "parse_partition_key", "partition_key"]
 
 TopicPartition = tuple[str, int, int]
 """``(topic, broker id, partition)``: one broker-partition log."""
@@ -32,3 +32,8 @@ def parse_partition_key(key: object) -> tuple[int, int] | None:
     own error naming where the key came from)."""
     m = _KEY.match(key) if isinstance(key, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def not_a_partition_key(key: object) -> str:
+    """The one wording of a malformed key (callers say where it came from)."""
+    return f"{key!r} is not 'brokerId-partition' (e.g. '0-1', as 0.7 names broker-partitions)"

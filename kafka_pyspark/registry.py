@@ -54,7 +54,7 @@ from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
 from kafka_pyspark.errors import OptionError, RegistryError
-from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
 from kafka_pyspark.wire.topics import validate_topic_name
 from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
@@ -278,7 +278,7 @@ class Registry(Closing):
         for name, path in zip(names, paths, strict=True):
             key = parse_partition_key(name)
             if key is None:
-                self._raise(path, f"name {name!r} is not '[brokerId]-[partition]'")
+                self._raise(path, f"node name {not_a_partition_key(name)}")
             else:
                 keys.append(key)
         for key, path, raw in zip(keys, paths, self._values(paths), strict=True):

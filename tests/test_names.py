@@ -43,3 +43,19 @@ def test_checkpoint_and_options_refuse_the_same_keys(key: str) -> None:
     with pytest.raises(OffsetFormatError, match="is not 'brokerId-partition'"):
         from_offset_dict({"t": {key: 5}})
     assert from_offset_dict({"t": {"0-1": 5}}) == {("t", 0, 1): 5}
+
+
+def test_every_path_words_a_bad_key_the_same_way() -> None:
+    import argparse
+    import re
+
+    from kafka_pyspark.cli.common import parse_broker_partition
+    from kafka_pyspark.names import not_a_partition_key
+
+    wording = re.escape(not_a_partition_key("0_1"))
+    with pytest.raises(OptionError, match=wording):
+        parse_offsets_json("startingOffsets", '{"t": {"0_1": 5}}')
+    with pytest.raises(OffsetFormatError, match=wording):
+        from_offset_dict({"t": {"0_1": 5}})
+    with pytest.raises(argparse.ArgumentTypeError, match=wording):
+        parse_broker_partition("0_1")
