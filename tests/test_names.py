@@ -59,3 +59,21 @@ def test_every_path_words_a_bad_key_the_same_way() -> None:
         from_offset_dict({"t": {"0_1": 5}})
     with pytest.raises(argparse.ArgumentTypeError, match=wording):
         parse_broker_partition("0_1")
+
+
+@pytest.mark.parametrize("group", ["", ".", "..", "a/b", "g\x01", "g\x7f", "g\ufff0"])
+def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
+    from kafka_pyspark.names import check_group_id
+    from kafka_pyspark.spark.options import parse_read_options
+
+    # the options refused '/' and '..' but let control characters through to the registry,
+    # which refused them only when the stream committed; both now ask check_group_id
+    with pytest.raises(OptionError, match="is not a legal group id") as info:
+        parse_read_options(
+            {"zk.connect": "127.0.0.1:2181", "subscribe": "t", "group.id": group,
+             "startingOffsets": "group"}
+        )
+    assert info.value.option == "group.id"
+    with pytest.raises(OptionError, match="is not a legal group id"):
+        check_group_id(group)
+    assert check_group_id("my-group.v2") == "my-group.v2"

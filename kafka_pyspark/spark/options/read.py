@@ -24,6 +24,7 @@ from typing import Any, Literal
 from kafka_pyspark import defaults
 from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
+from kafka_pyspark.names import check_group_id
 from kafka_pyspark.option_values import (
     bool_option,
     int_option,
@@ -325,11 +326,7 @@ def _parse_group_id(opts: Mapping[str, str]) -> str | None:
     group_id = opts.get("group.id")
     if group_id is None:
         return None
-    group_id = group_id.strip()
-    if not group_id or group_id in (".", "..") or "/" in group_id:
-        raise OptionError("group.id", f"{opts['group.id']!r} is not a legal group id "
-                          "(a ZooKeeper node name)")
-    return group_id
+    return check_group_id(group_id.strip())
 
 
 def _check_group_needs(
