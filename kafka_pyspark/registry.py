@@ -54,7 +54,12 @@ from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
 from kafka_pyspark.errors import OptionError, RegistryError
-from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.names import (
+    check_group_id,
+    not_a_partition_key,
+    parse_partition_key,
+    partition_key,
+)
 from kafka_pyspark.wire.topics import validate_topic_name
 from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
@@ -66,8 +71,6 @@ BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
 _DECIMAL = re.compile(r"[0-9]+\Z")
-# characters ZooKeeper refuses in a node name (PathUtils.validatePath)
-_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
 @dataclass(frozen=True)
@@ -78,17 +81,6 @@ class BrokerInfo:
     host: str
     port: int
     creator: str
-
-
-def _path_component(value: str, option: str) -> str:
-    """A name used as one ZooKeeper path component (group ids; topics use wire's rules)."""
-    if not isinstance(value, str) or value == "":
-        raise OptionError(option, "must be a non-empty string")
-    if value in (".", "..") or "/" in value:
-        raise OptionError(option, f"{value!r} is not a legal ZooKeeper node name")
-    if _ZK_FORBIDDEN.search(value):
-        raise OptionError(option, f"{value!r} contains characters ZooKeeper does not allow")
-    return value
 
 
 class Registry(Closing):
@@ -240,12 +232,12 @@ class Registry(Closing):
 
     def consumer_ids(self, group: str) -> list[str]:
         """Registered (live) consumer ids of ``group``: ``/consumers/[group]/ids``, sorted."""
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         return sorted(self._zk.children(f"{CONSUMERS}/{group}/ids") or [])
 
     def group_topics(self, group: str) -> list[str]:
         """Topics ``group`` committed offsets for: ``/consumers/[group]/offsets``, sorted."""
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         return sorted(self._zk.children(f"{CONSUMERS}/{group}/offsets") or [])
 
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
@@ -267,7 +259,7 @@ class Registry(Closing):
         return dict(sorted(out.items()))
 
     def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
@@ -278,7 +270,7 @@ class Registry(Closing):
         for name, path in zip(names, paths, strict=True):
             key = parse_partition_key(name)
             if key is None:
-                self._raise(path, f"name {name!r} is not '[brokerId]-[partition]'")
+                self._raise(path, f"node name {not_a_partition_key(name)}")
             else:
                 keys.append(key)
         for key, path, raw in zip(keys, paths, self._values(paths), strict=True):

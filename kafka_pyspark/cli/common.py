@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
-from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -113,7 +113,7 @@ def parse_broker_partition(text: str) -> tuple[int, int]:
     """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
     key = parse_partition_key(text.strip())
     if key is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not brokerId-partition, e.g. 0-1")
+        raise argparse.ArgumentTypeError(not_a_partition_key(text))
     return key
 
 

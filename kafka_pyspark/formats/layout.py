@@ -169,3 +169,4 @@ LOG_SCHEMA = pa.schema(
         pa.field("headers", HEADERS_TYPE, True),  # null for magic 0/1 (no headers)
     ]
 )
+EMPTY_LOG_BATCH = pa.RecordBatch.from_pylist([], schema=LOG_SCHEMA)  # immutable: shared

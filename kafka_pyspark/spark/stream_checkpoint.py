@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_pyspark.errors import OffsetFormatError
-from kafka_pyspark.names import TopicPartition, partition_key
+from kafka_pyspark.names import TopicPartition, not_a_partition_key, partition_key
 from kafka_pyspark.names import parse_partition_key as _parse_key
 
 __all__ = ["Offsets", "from_offset_dict", "parse_partition_key", "to_offset_dict"]
@@ -34,7 +34,7 @@ def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
     parsed = _parse_key(key)
     if parsed is None:
         raise OffsetFormatError(
-            f"topic {topic!r}: key {key!r} is not 'brokerId-partition' (e.g. '0-1')"
+            f"topic {topic!r}: key {not_a_partition_key(key)}"
         )
     return parsed
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.names import parse_partition_key
+from kafka_pyspark.names import not_a_partition_key, parse_partition_key
 from kafka_pyspark.option_values import json_value, topic_value
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -82,8 +82,7 @@ def partition_key_value(option: str, topic: str, key: Any) -> tuple[int, int]:
     if parsed is None:
         raise OptionError(
             option,
-            f"topic {topic!r}: {key!r} is not 'brokerId-partition' (e.g. \"0-1\", as 0.7 names "
-            "broker-partitions)",
+            f"topic {topic!r}: {not_a_partition_key(key)}",
         )
     broker, partition = parsed
     if broker > INT32_MAX or partition > INT32_MAX:
