@@ -427,6 +427,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
+    kp_snappy_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0) {
         Py_DECREF(m);
