@@ -5,14 +5,24 @@ ZooKeeper registry (``/brokers/topics``, ``/consumers/[group]/offsets/[topic]/0-
 ``startingOffsets``/``endingOffsets``/``assign`` options and in the stream offsets Spark
 checkpoints. All of them format with :func:`partition_key` and parse with
 :func:`parse_partition_key`, so the three agree on what a key is: ASCII decimal digits only
-(no sign, no whitespace, no trailing newline, no other scripts' digits). Pure.
+(no sign, no whitespace, no trailing newline, no other scripts' digits). Also the one check
+of a consumer group id (:func:`check_group_id`), a ZooKeeper node name under ``/consumers``.
+Pure.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["TopicPartition", "parse_partition_key", "partition_key"]
+from kafka_pyspark.errors import OptionError
+
+__all__ = [
+    "TopicPartition",
+    "check_group_id",
+    "not_a_partition_key",
+    "parse_partition_key",
+    "partition_key",
+]
 
 TopicPartition = tuple[str, int, int]
 """``(topic, broker id, partition)``: one broker-partition log."""
@@ -20,6 +30,8 @@ TopicPartition = tuple[str, int, int]
 # [0-9], not \d (which matches every script's digits); \Z, not $ (which also matches before
 # a final newline).
 _KEY = re.compile(r"([0-9]+)-([0-9]+)\Z")
+# characters ZooKeeper refuses in a node name (PathUtils.validatePath)
+_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
 def partition_key(broker: int, partition: int) -> str:
@@ -32,3 +44,26 @@ def parse_partition_key(key: object) -> tuple[int, int] | None:
     own error naming where the key came from)."""
     m = _KEY.match(key) if isinstance(key, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def not_a_partition_key(key: object) -> str:
+    """The one wording of a malformed key (callers say where it came from)."""
+    return f"{key!r} is not 'brokerId-partition' (e.g. '0-1', as 0.7 names broker-partitions)"
+
+
+def check_group_id(value: object, option: str = "group.id") -> str:
+    """``value`` if it can name a consumer group: one ZooKeeper node under ``/consumers`` (not
+    empty, not ``.``/``..``, no ``/``, no character ZooKeeper refuses); else
+    :class:`OptionError` naming ``option``."""
+    if (
+        not isinstance(value, str)
+        or value in ("", ".", "..")
+        or "/" in value
+        or _ZK_FORBIDDEN.search(value)
+    ):
+        raise OptionError(
+            option,
+            f"{value!r} is not a legal group id (a ZooKeeper node name: not empty, '.' or '..', "
+            "no '/' or control characters)",
+        )
+    return value

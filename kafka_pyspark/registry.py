@@ -52,8 +52,14 @@ from typing import Any, NoReturn
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
+from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
 from kafka_pyspark.errors import OptionError, RegistryError
-from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.names import (
+    check_group_id,
+    not_a_partition_key,
+    parse_partition_key,
+    partition_key,
+)
 from kafka_pyspark.wire.topics import validate_topic_name
 from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
@@ -65,8 +71,6 @@ BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
 _DECIMAL = re.compile(r"[0-9]+\Z")
-# characters ZooKeeper refuses in a node name (PathUtils.validatePath)
-_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
 @dataclass(frozen=True)
@@ -77,17 +81,6 @@ class BrokerInfo:
     host: str
     port: int
     creator: str
-
-
-def _path_component(value: str, option: str) -> str:
-    """A name used as one ZooKeeper path component (group ids; topics use wire's rules)."""
-    if not isinstance(value, str) or value == "":
-        raise OptionError(option, "must be a non-empty string")
-    if value in (".", "..") or "/" in value:
-        raise OptionError(option, f"{value!r} is not a legal ZooKeeper node name")
-    if _ZK_FORBIDDEN.search(value):
-        raise OptionError(option, f"{value!r} contains characters ZooKeeper does not allow")
-    return value
 
 
 class Registry(Closing):
@@ -106,34 +99,34 @@ class Registry(Closing):
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
         auth: str | None = None,
     ) -> None:
-        from kazoo.hosts import collect_hosts
-
-        if not isinstance(zk_connect, str) or not zk_connect.strip():
-            raise OptionError(
-                "zk.connect", "must be a non-empty 'host:port[,host:port...][/chroot]'"
+        self._setup(
+            cluster_options(  # the one check of the cluster options (OptionError)
+                zk_connect=zk_connect,
+                zk_session_timeout_ms=session_timeout_ms,
+                zk_connection_timeout_ms=connection_timeout_ms,
+                zk_auth=auth,
             )
-        for name, value in (
-            ("zk.sessiontimeout.ms", session_timeout_ms),
-            ("zk.connectiontimeout.ms", connection_timeout_ms),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise OptionError(name, f"must be a positive number of milliseconds, got {value!r}")
-        try:
-            hosts, chroot = collect_hosts(zk_connect.strip())
-        except ValueError as e:
-            raise OptionError("zk.connect", f"cannot parse {zk_connect!r}: {e}") from e
-        if not hosts:
-            raise OptionError("zk.connect", f"no host in {zk_connect!r}")
-        if chroot is not None and (chroot.endswith("/") or "//" in chroot):
-            raise OptionError("zk.connect", f"malformed chroot {chroot!r} in {zk_connect!r}")
-        self.zk_connect = zk_connect.strip()
-        self.chroot: str | None = chroot
-        self.session_timeout_ms = session_timeout_ms
-        self.connection_timeout_ms = connection_timeout_ms
+        )
+
+    @classmethod
+    def from_options(cls, options: ClusterOptions) -> Registry:
+        """The registry ``options.zk_connect`` names; ``options`` were checked when parsed."""
+        registry = cls.__new__(cls)
+        registry._setup(options)
+        return registry
+
+    def _setup(self, options: ClusterOptions) -> None:
+        if options.zk_connect is None:
+            raise OptionError("zk.connect", "is required by the ZooKeeper registry")
+        self.zk_connect = options.zk_connect
+        self.chroot: str | None = zk_chroot(options.zk_connect)
+        self.session_timeout_ms = options.zk_session_timeout_ms
+        self.connection_timeout_ms = options.zk_connection_timeout_ms
+        auth = options.zk_auth
         self._zk = ZkSession(
             self.zk_connect,
-            session_timeout_ms=session_timeout_ms,
-            connection_timeout_ms=connection_timeout_ms,
+            session_timeout_ms=self.session_timeout_ms,
+            connection_timeout_ms=self.connection_timeout_ms,
             # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
             auth_data=[parse_zk_auth(auth)] if auth is not None else [],
         )
@@ -205,9 +198,10 @@ class Registry(Closing):
         creator, host, port_text = fields
         if not host or host != host.strip():
             self._raise(path, f"empty or padded host in {text!r}")
-        if not _DECIMAL.match(port_text) or not 0 < int(port_text) < 65536:
+        port = port_number(port_text)
+        if port is None:
             self._raise(path, f"bad port {port_text!r} in {text!r}")
-        return BrokerInfo(id=broker_id, host=host, port=int(port_text), creator=creator)
+        return BrokerInfo(id=broker_id, host=host, port=port, creator=creator)
 
     def topics(self) -> list[str]:
         """Topic names under ``/brokers/topics``, sorted ([] if none)."""
@@ -238,12 +232,12 @@ class Registry(Closing):
 
     def consumer_ids(self, group: str) -> list[str]:
         """Registered (live) consumer ids of ``group``: ``/consumers/[group]/ids``, sorted."""
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         return sorted(self._zk.children(f"{CONSUMERS}/{group}/ids") or [])
 
     def group_topics(self, group: str) -> list[str]:
         """Topics ``group`` committed offsets for: ``/consumers/[group]/offsets``, sorted."""
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         return sorted(self._zk.children(f"{CONSUMERS}/{group}/offsets") or [])
 
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
@@ -265,7 +259,7 @@ class Registry(Closing):
         return dict(sorted(out.items()))
 
     def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
-        group = _path_component(group, "group.id")
+        group = check_group_id(group)
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
@@ -276,7 +270,7 @@ class Registry(Closing):
         for name, path in zip(names, paths, strict=True):
             key = parse_partition_key(name)
             if key is None:
-                self._raise(path, f"name {name!r} is not '[brokerId]-[partition]'")
+                self._raise(path, f"node name {not_a_partition_key(name)}")
             else:
                 keys.append(key)
         for key, path, raw in zip(keys, paths, self._values(paths), strict=True):

@@ -63,11 +63,12 @@ from dataclasses import asdict
 
 from kafka_pyspark.cli.cluster_cmds import group_lag
 from kafka_pyspark.cluster import Cluster
+from kafka_pyspark.cluster_options import cluster_options
 
 
 def show_lag() -> list:
     """`kafka07 lag --zk ZK --group GROUP --topic TOPIC`, as rows."""
-    with Cluster(zk_connect=ZK) as cluster:
+    with Cluster(cluster_options(zk_connect=ZK)) as cluster:
         rows = group_lag(cluster, GROUP, [TOPIC])
     print("\n".join(f"{r.broker}-{r.partition}: offset={r.offset} latest={r.latest} "
                     f"lag={r.lag} {r.status}" for r in rows))

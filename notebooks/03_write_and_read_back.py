@@ -44,8 +44,9 @@ print(f"zk.connect={ZK} topic={TOPIC}")
 from pyspark.sql import functions as F
 
 from kafka_pyspark.cluster import Cluster
+from kafka_pyspark.cluster_options import cluster_options
 
-with Cluster(zk_connect=ZK) as cluster:
+with Cluster(cluster_options(zk_connect=ZK)) as cluster:
     broker_ids = sorted(cluster.brokers())
 # one message to partition 0 of each broker (explicit `broker`/`partition` columns)
 (spark.createDataFrame([(b, 0, "hello") for b in broker_ids],
@@ -99,7 +100,7 @@ rows_back = back.count()
 
 from kafka_pyspark.partitioner import java_partition, java_string_hashcode
 
-with Cluster(zk_connect=ZK) as cluster:
+with Cluster(cluster_options(zk_connect=ZK)) as cluster:
     partitions = cluster.partitions(TOPIC)
 places = back.select("customer", "broker", "partition").distinct().collect()
 placed = {r.customer: (r.broker, r.partition) for r in places}

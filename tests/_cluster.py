@@ -1,6 +1,7 @@
-"""Shared helpers of the tests that write to the embedded cluster: read a topic back with the
-low-level client (never through the Spark read path under test), and an independent reference
-of where Kafka 0.7's ``DefaultPartitioner`` sends a key.
+"""Shared helpers of the tests against the embedded cluster: a kazoo session (the tests play a
+0.7.2 broker or consumer in ZooKeeper with it), reading a topic back with the low-level client
+(never through the Spark read path under test), and an independent reference of where Kafka
+0.7's ``DefaultPartitioner`` sends a key.
 """
 
 from __future__ import annotations
@@ -9,8 +10,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kazoo.client import KazooClient
+
 BrokerPartition = tuple[int, int]
 IO_TIMEOUT = 10.0
+
+
+def kazoo_client(connect: str, **options: Any) -> KazooClient:
+    """A started kazoo session on ``connect`` (``host:port[/chroot]``), every wait bounded by
+    ``IO_TIMEOUT``; the caller stops and closes it (the ``kz`` fixture does)."""
+    client = KazooClient(hosts=connect, timeout=IO_TIMEOUT, **options)
+    client.start(timeout=IO_TIMEOUT)
+    return client
 
 
 def read_log(

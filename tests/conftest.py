@@ -6,6 +6,7 @@ Fixture contract (used by every test module; keep names stable):
   ``"127.0.0.1:<port>"``.
 - ``zk_connect``: a fresh chroot per test on that server, ``"127.0.0.1:<port>/t-<hex>"``, so
   tests never see each other's registry nodes.
+- ``kz``: a started kazoo session inside that chroot (stopped and closed after the test).
 - ``broker``: one started :class:`EmbeddedBroker` (id 0, 2 partitions) registered under
   ``zk_connect``.
 - ``brokers``: two started brokers (ids 0 and 1, 2 and 3 partitions) under ``zk_connect``.
@@ -39,6 +40,18 @@ def zookeeper() -> Iterator[Any]:
 @pytest.fixture
 def zk_connect(zookeeper: Any) -> Iterator[str]:
     yield zookeeper.new_chroot("t")
+
+
+@pytest.fixture
+def kz(zk_connect: str) -> Iterator[Any]:
+    from _cluster import kazoo_client
+
+    client = kazoo_client(zk_connect)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from _bytes import message
-from kazoo.client import KazooClient
-from test_broker_helpers import THREE, TIMEOUT, Conn, fetch_frame, wait_until
+from _cluster import kazoo_client
+from test_broker_helpers import THREE, Conn, fetch_frame, wait_until
 
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError
@@ -236,8 +236,7 @@ def test_cli_with_zookeeper(tmp_path: Path, zk_connect: str) -> None:
     port = _free_port()
     proc = _run_cli(["--port", str(port), "--log-dir", str(tmp_path), "--broker-id", "2",
                      "--zk", zk_connect, "--partitions", "2", "--flush-interval", "1"])
-    zk = KazooClient(hosts=zk_connect, timeout=TIMEOUT)
-    zk.start(timeout=TIMEOUT)
+    zk = kazoo_client(zk_connect)
     try:
         assert wait_until(lambda: zk.exists("/brokers/ids/2") is not None
                           or proc.poll() is not None, timeout=30)

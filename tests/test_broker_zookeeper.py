@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 from kazoo.client import KazooClient
 from test_broker_helpers import THREE, Conn, wait_until
 
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError
 
 pytestmark = pytest.mark.zk
-
-
-@pytest.fixture
-def zk(zk_connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def free_port() -> int:
@@ -35,10 +24,10 @@ def free_port() -> int:
         return port
 
 
-def node(zk: KazooClient, path: str) -> tuple[bytes, Any] | None:
-    if zk.exists(path) is None:
+def node(kz: KazooClient, path: str) -> tuple[bytes, Any] | None:
+    if kz.exists(path) is None:
         return None
-    data, stat = zk.get(path)
+    data, stat = kz.get(path)
     return data, stat
 
 
@@ -48,57 +37,57 @@ def produce(b: EmbeddedBroker, topic: str, partition: int = 0) -> None:
         c.barrier()
 
 
-def test_broker_id_node(broker: EmbeddedBroker, zk: KazooClient) -> None:
-    data, stat = zk.get("/brokers/ids/0")
+def test_broker_id_node(broker: EmbeddedBroker, kz: KazooClient) -> None:
+    data, stat = kz.get("/brokers/ids/0")
     # BROKER-FACTS: 127.0.0.1-1795304894516:127.0.0.1:9092 (host-ms:host:port)
     assert re.fullmatch(rb"127\.0\.0\.1-\d{13}:127\.0\.0\.1:%d" % broker.port, data)
     assert stat.ephemeralOwner != 0
-    assert zk.get_children("/brokers/ids") == ["0"]
+    assert kz.get_children("/brokers/ids") == ["0"]
 
 
-def test_topic_node_on_first_produce(broker: EmbeddedBroker, zk: KazooClient) -> None:
-    assert zk.exists("/brokers/topics/t/0") is None
+def test_topic_node_on_first_produce(broker: EmbeddedBroker, kz: KazooClient) -> None:
+    assert kz.exists("/brokers/topics/t/0") is None
     produce(broker, "t")
     broker.wait_for_topic("t", timeout=10.0)
-    assert wait_until(lambda: zk.exists("/brokers/topics/t/0") is not None)
-    data, stat = zk.get("/brokers/topics/t/0")
+    assert wait_until(lambda: kz.exists("/brokers/topics/t/0") is not None)
+    data, stat = kz.get("/brokers/topics/t/0")
     assert data == b"2"
     assert stat.ephemeralOwner != 0
     produce(broker, "t", 1)  # another partition of a known topic: nothing new
-    assert zk.get_children("/brokers/topics") == ["t"]
-    assert zk.get_children("/brokers/topics/t") == ["0"]
+    assert kz.get_children("/brokers/topics") == ["t"]
+    assert kz.get_children("/brokers/topics/t") == ["0"]
 
 
 def test_nodes_vanish_on_stop_and_return_on_start(
-    broker: EmbeddedBroker, zk: KazooClient
+    broker: EmbeddedBroker, kz: KazooClient
 ) -> None:
     produce(broker, "t")
     broker.wait_for_topic("t")
     broker.stop()
-    assert zk.exists("/brokers/ids/0") is None
-    assert zk.exists("/brokers/topics/t/0") is None
-    assert zk.exists("/brokers/topics/t") is not None  # the persistent parent stays
+    assert kz.exists("/brokers/ids/0") is None
+    assert kz.exists("/brokers/topics/t/0") is None
+    assert kz.exists("/brokers/topics/t") is not None  # the persistent parent stays
     broker.start()  # topics on disk are registered during start
-    assert zk.get("/brokers/topics/t/0")[0] == b"2"
-    assert zk.exists("/brokers/ids/0") is not None
+    assert kz.get("/brokers/topics/t/0")[0] == b"2"
+    assert kz.exists("/brokers/ids/0") is not None
     broker.restart()
-    assert zk.get("/brokers/topics/t/0")[0] == b"2"
+    assert kz.get("/brokers/topics/t/0")[0] == b"2"
 
 
-def test_two_brokers(brokers: list[EmbeddedBroker], zk: KazooClient) -> None:
+def test_two_brokers(brokers: list[EmbeddedBroker], kz: KazooClient) -> None:
     b0, b1 = brokers
     produce(b0, "t")
     produce(b1, "t", 2)
     b0.wait_for_topic("t")
     b1.wait_for_topic("t")
-    assert sorted(zk.get_children("/brokers/ids")) == ["0", "1"]
-    assert zk.get("/brokers/ids/1")[0].endswith(b":127.0.0.1:%d" % b1.port)
-    assert zk.get("/brokers/topics/t/0")[0] == b"2"
-    assert zk.get("/brokers/topics/t/1")[0] == b"3"
+    assert sorted(kz.get_children("/brokers/ids")) == ["0", "1"]
+    assert kz.get("/brokers/ids/1")[0].endswith(b":127.0.0.1:%d" % b1.port)
+    assert kz.get("/brokers/topics/t/0")[0] == b"2"
+    assert kz.get("/brokers/topics/t/1")[0] == b"3"
 
 
 def test_topic_partitions_override_is_registered(
-    tmp_path: Path, zk_connect: str, zk: KazooClient
+    tmp_path: Path, zk_connect: str, kz: KazooClient
 ) -> None:
     with EmbeddedBroker(
         3, log_dir=tmp_path, zk_connect=zk_connect, topic_partitions={"big": 5}
@@ -107,61 +96,60 @@ def test_topic_partitions_override_is_registered(
         produce(b, "small")
         b.wait_for_topic("big")
         b.wait_for_topic("small")
-        assert zk.get("/brokers/topics/big/3")[0] == b"5"
-        assert zk.get("/brokers/topics/small/3")[0] == b"1"
+        assert kz.get("/brokers/topics/big/3")[0] == b"5"
+        assert kz.get("/brokers/topics/small/3")[0] == b"1"
 
 
 def test_stale_own_node_from_previous_session_is_replaced(
-    tmp_path: Path, zk_connect: str, zk: KazooClient
+    tmp_path: Path, zk_connect: str, kz: KazooClient
 ) -> None:
     port = free_port()
     # a node left by "this broker" (same host:port) in a session that has not expired yet
-    zk.create("/brokers/ids/7", b"127.0.0.1-1:127.0.0.1:%d" % port, ephemeral=True,
+    kz.create("/brokers/ids/7", b"127.0.0.1-1:127.0.0.1:%d" % port, ephemeral=True,
               makepath=True)
-    zk.create("/brokers/topics/t/7", b"99", ephemeral=True, makepath=True)
+    kz.create("/brokers/topics/t/7", b"99", ephemeral=True, makepath=True)
     (tmp_path / "t-0").mkdir()
     with EmbeddedBroker(7, port=port, log_dir=tmp_path, zk_connect=zk_connect) as b:
-        data, stat = zk.get("/brokers/ids/7")
+        data, stat = kz.get("/brokers/ids/7")
         assert data != b"127.0.0.1-1:127.0.0.1:%d" % port
         assert data.endswith(b":127.0.0.1:%d" % b.port)
-        assert stat.ephemeralOwner != zk.client_id[0]
-        data, stat = zk.get("/brokers/topics/t/7")
-        assert data == b"1" and stat.ephemeralOwner != zk.client_id[0]
+        assert stat.ephemeralOwner != kz.client_id[0]
+        data, stat = kz.get("/brokers/topics/t/7")
+        assert data == b"1" and stat.ephemeralOwner != kz.client_id[0]
 
 
 def test_id_held_by_another_broker_fails_start(
-    tmp_path: Path, zk_connect: str, zk: KazooClient
+    tmp_path: Path, zk_connect: str, kz: KazooClient
 ) -> None:
-    zk.create("/brokers/ids/5", b"10.0.0.9-1:10.0.0.9:9092", ephemeral=True, makepath=True)
+    kz.create("/brokers/ids/5", b"10.0.0.9-1:10.0.0.9:9092", ephemeral=True, makepath=True)
     b = EmbeddedBroker(5, log_dir=tmp_path, zk_connect=zk_connect, zk_session_timeout=1.0)
     with pytest.raises(EmbeddedBrokerError, match="another broker"):
         b.start()
     assert not b.running
-    assert zk.get("/brokers/ids/5")[0] == b"10.0.0.9-1:10.0.0.9:9092"
+    assert kz.get("/brokers/ids/5")[0] == b"10.0.0.9-1:10.0.0.9:9092"
     b.close()
 
 
 def test_session_expiry_reregisters(broker: EmbeddedBroker, zk_connect: str,
-                                    zk: KazooClient) -> None:
+                                    kz: KazooClient) -> None:
     produce(broker, "t")
     broker.wait_for_topic("t")
-    owner = zk.get("/brokers/ids/0")[1].ephemeralOwner
+    owner = kz.get("/brokers/ids/0")[1].ephemeralOwner
     # expire the broker's session: open the same session elsewhere and close it
     session_id, password = broker._zk._client.client_id  # type: ignore[union-attr]
-    thief = KazooClient(hosts=zk_connect, client_id=(session_id, password), timeout=10.0)
-    thief.start(timeout=10.0)
+    thief = kazoo_client(zk_connect, client_id=(session_id, password))
     thief.stop()
     thief.close()
 
     def registered_again() -> bool:
         for path in ("/brokers/ids/0", "/brokers/topics/t/0"):
-            n = node(zk, path)
+            n = node(kz, path)
             if n is None or n[1].ephemeralOwner in (0, owner):
                 return False
         return True
 
     assert wait_until(registered_again, timeout=20.0)
-    assert zk.get("/brokers/topics/t/0")[0] == b"2"
+    assert kz.get("/brokers/topics/t/0")[0] == b"2"
     produce(broker, "u")  # a new topic on the new session
     broker.wait_for_topic("u")
-    assert wait_until(lambda: zk.exists("/brokers/topics/u/0") is not None)
+    assert wait_until(lambda: kz.exists("/brokers/topics/u/0") is not None)

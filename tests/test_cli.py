@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
@@ -36,14 +37,12 @@ def _out(capsys: pytest.CaptureFixture[str]) -> list[str]:
 def hung_broker(zk_connect: str) -> Iterator[int]:
     """Broker 1 registered with topic ``t`` (1 partition) at a port that accepts connections
     and never answers: the kernel completes the handshake, nobody reads."""
-    from kazoo.client import KazooClient
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(16)
     port = srv.getsockname()[1]
-    zk = KazooClient(hosts=zk_connect, timeout=10.0)
-    zk.start(timeout=10.0)
+    zk = kazoo_client(zk_connect)
     zk.create("/brokers/ids/1", f"h-1:127.0.0.1:{port}".encode(), makepath=True)
     zk.create("/brokers/topics/t/1", b"1", makepath=True)
     try:

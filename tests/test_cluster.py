@@ -1,17 +1,18 @@
-"""cluster.py: broker.list parsing, and Cluster over ZooKeeper and over probed brokers."""
+"""cluster.py (and cluster_options.py: broker.list parsing, the checks of the cluster options),
+and Cluster over ZooKeeper and over probed brokers."""
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _bytes import message
 from kazoo.client import KazooClient
 
-from kafka_pyspark.cluster import BrokerAddress, Cluster, parse_broker_list
+from kafka_pyspark.cluster import Cluster
+from kafka_pyspark.cluster_options import BrokerAddress, cluster_options, parse_broker_list
 from kafka_pyspark.errors import KafkaError, OptionError, TopicNameError
 from kafka_pyspark.registry import Registry
 
@@ -74,10 +75,10 @@ def test_parse_broker_list_errors(value: str, needle: str) -> None:
 
 def test_exactly_one_source() -> None:
     with pytest.raises(OptionError) as info:
-        Cluster(zk_connect="127.0.0.1:2181", broker_list="0:h:1")
+        Cluster(cluster_options(zk_connect="127.0.0.1:2181", broker_list="0:h:1"))
     assert "zk.connect" in str(info.value) and info.value.option == "broker.list"
     with pytest.raises(OptionError) as info:
-        Cluster()
+        Cluster(cluster_options())
     assert info.value.option == "zk.connect"
     assert "broker.list" in str(info.value)
 
@@ -96,12 +97,12 @@ def test_exactly_one_source() -> None:
 def test_bad_arguments(kwargs: dict[str, Any], option: str) -> None:
     args: dict[str, Any] = {"broker_list": "0:h:1", **kwargs}
     with pytest.raises(OptionError) as info:
-        Cluster(**args)
+        Cluster(cluster_options(**args))
     assert info.value.option == option
 
 
 def test_broker_list_mode_without_contacting_anything() -> None:
-    with Cluster(broker_list="1:h1:9092,0:h0:9093") as cluster:
+    with Cluster(cluster_options(broker_list="1:h1:9092,0:h0:9093")) as cluster:
         assert cluster.registry() is None
         assert cluster.brokers() == {
             0: BrokerAddress(0, "h0", 9093),
@@ -118,15 +119,6 @@ def test_broker_list_mode_without_contacting_anything() -> None:
 # --- ZooKeeper mode (nodes written as 0.7.2 does) ------------------------------------------
 
 
-@pytest.fixture
-def kz(zk_connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=10.0)
-    client.start(timeout=10.0)
-    yield client
-    client.stop()
-    client.close()
-
-
 @pytest.mark.zk
 def test_zookeeper_mode(zk_connect: str, kz: KazooClient) -> None:
     kz.create("/brokers/ids/0", b"127.0.0.1-1795304894516:127.0.0.1:9092",
@@ -137,7 +129,7 @@ def test_zookeeper_mode(zk_connect: str, kz: KazooClient) -> None:
     kz.create("/brokers/topics/audit/1", b"1", ephemeral=True, makepath=True)
     # a topic node of a broker no longer in /brokers/ids: nothing to connect to
     kz.create("/brokers/topics/events/9", b"4", ephemeral=True)
-    with Cluster(zk_connect=zk_connect) as cluster:
+    with Cluster(cluster_options(zk_connect=zk_connect)) as cluster:
         registry = cluster.registry()
         assert isinstance(registry, Registry)
         assert cluster.brokers() == {
@@ -155,7 +147,7 @@ def test_zookeeper_mode(zk_connect: str, kz: KazooClient) -> None:
 
 @pytest.mark.zk
 def test_zookeeper_mode_empty(zk_connect: str) -> None:
-    with Cluster(zk_connect=zk_connect) as cluster:
+    with Cluster(cluster_options(zk_connect=zk_connect)) as cluster:
         assert cluster.brokers() == {}
         assert cluster.topics() == []
         assert cluster.partitions("events") == []
@@ -184,7 +176,7 @@ def _wait_registered(registry: Registry, topic: str, brokers: int) -> dict[int, 
 
 @pytest.mark.zk
 def test_broker_list_probes_the_embedded_broker(broker: Any) -> None:
-    with Cluster(broker_list=broker.broker_list_entry) as cluster:
+    with Cluster(cluster_options(broker_list=broker.broker_list_entry)) as cluster:
         assert cluster.brokers() == {0: BrokerAddress(0, broker.host, broker.port)}
         _produce(broker.host, broker.port, "events", 1)
         assert cluster.partitions("events") == [(0, 0), (0, 1)]
@@ -196,14 +188,14 @@ def test_broker_list_probes_the_embedded_broker(broker: Any) -> None:
 @pytest.mark.zk
 def test_broker_list_two_brokers(brokers: list[Any]) -> None:
     broker_list = ",".join(b.broker_list_entry for b in reversed(brokers))
-    with Cluster(broker_list=broker_list, socket_timeout_ms=10000) as cluster:
+    with Cluster(cluster_options(broker_list=broker_list, socket_timeout_ms=10000)) as cluster:
         assert list(cluster.brokers()) == [0, 1]
         assert cluster.partitions("t") == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
 
 
 @pytest.mark.zk
 def test_zookeeper_mode_against_embedded_brokers(zk_connect: str, brokers: list[Any]) -> None:
-    with Cluster(zk_connect=zk_connect) as cluster:
+    with Cluster(cluster_options(zk_connect=zk_connect)) as cluster:
         assert cluster.brokers() == {
             b.broker_id: BrokerAddress(b.broker_id, b.host, b.port) for b in brokers
         }
@@ -223,7 +215,9 @@ def test_broker_list_unreachable_broker_is_a_clear_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with (
-        Cluster(broker_list=f"0:127.0.0.1:{port}", socket_timeout_ms=2000) as cluster,
+        Cluster(
+            cluster_options(broker_list=f"0:127.0.0.1:{port}", socket_timeout_ms=2000)
+        ) as cluster,
         pytest.raises(KafkaError) as info,
     ):
         cluster.partitions("events")

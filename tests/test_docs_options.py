@@ -1,6 +1,6 @@
 """The option tables in docs/ name exactly the options the parsers know, so they cannot drift.
 
-Every ``frozenset`` named ``*_OPTIONS`` in any module of ``kafka_pyspark/spark/`` is picked up,
+Every ``frozenset`` named ``*_OPTIONS`` in any module under ``kafka_pyspark/spark/`` is picked up,
 so an option added to a parser fails here until a docs table lists it (and a table naming an
 option no parser knows fails too).
 """
@@ -11,12 +11,12 @@ import importlib
 import re
 from pathlib import Path
 
-from kafka_pyspark.spark import options, segment_options, write_options
+from kafka_pyspark.spark import options, segment_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _NAME = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`")
 #: Spark's own sink option, accepted and passed through; documented by Spark
-SPARKS_OWN = write_options.SPARK_SINK_OPTIONS
+SPARKS_OWN = options.SPARK_SINK_OPTIONS
 
 
 def table_options(doc: str) -> list[str]:
@@ -36,11 +36,12 @@ def table_options(doc: str) -> list[str]:
 
 def _known_sets() -> dict[str, frozenset[str]]:
     found = {}
-    package = Path(options.__file__).parent
-    for source in sorted(package.glob("*.py")):
+    spark = Path(segment_options.__file__).parent
+    for source in sorted(spark.rglob("*.py")):
         if not re.search(r"^[A-Z_]+_OPTIONS = frozenset", source.read_text(), re.M):
             continue
-        module = importlib.import_module(f"kafka_pyspark.spark.{source.stem}")
+        parts = source.relative_to(spark).with_suffix("").parts
+        module = importlib.import_module(".".join(("kafka_pyspark.spark", *parts)))
         for attr, value in vars(module).items():
             if attr.endswith("_OPTIONS") and isinstance(value, frozenset):
                 found[f"{module.__name__}.{attr}"] = value

@@ -276,6 +276,8 @@ def test_legacy_corruption_names_position() -> None:
     with pytest.raises(CorruptMessageError, match="logical offset 1: message CRC32") as e:
         decode_log(bytes(bad), base_position=100)
     assert e.value.offset == 100 + first
+    assert str(e.value).endswith(f"(at offset {100 + first})")
+    assert str(e.value).count("(at offset") == 1
     # an lz4 frame whose header checksum is neither the right one nor KAFKA-3160's
     lz = bytearray(wrapper(0, [message(0, b"x")], LZ4))
     hc = 12 + 4 + 2 + 4 + 4 + 6  # entry, CRC, magic+attributes, 2 lengths, LZ4 magic+FLG+BD

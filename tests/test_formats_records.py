@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from kafka_pyspark.errors import CorruptMessageError, InvalidMessageSizeError
@@ -282,3 +283,33 @@ def test_pure_env_forces_the_python_engine_for_both_kernels() -> None:
                          capture_output=True, text=True).stdout.split()
     built = importlib.util.find_spec("kafka_pyspark.formats._v2kernel") is not None
     assert out[0] == ("kernel" if built else "python")
+
+
+def test_binary_column_kernel_and_arrow_agree() -> None:
+    buf = bytes(range(256)) * 4
+    start = np.asarray([0, 10, 10, 40, 300, 1000], dtype=np.int64)
+    length = np.asarray([3, 0, -1, 200, 1, 24], dtype=np.int64)
+    expected = [buf[0:3], b"", None, buf[40:240], buf[300:301], buf[1000:1024]]
+    got = records.binary_column(buf, start, length)
+    assert got.type == "binary" and got.to_pylist() == expected
+    arrow = records._binary_take(pa.py_buffer(buf), start, np.maximum(length, 0), length >= 0)
+    assert arrow.to_pylist() == expected
+    assert got.equals(arrow)
+    assert records.binary_column(buf, start[:2], np.asarray([-1, -1])).to_pylist() == [None] * 2
+
+
+def test_kernel_gather_refuses_slices_that_do_not_fit() -> None:
+    kernel = records.kernel
+    if kernel is None:
+        pytest.skip("the compiled kernel is not built (pure path only)")
+    one = np.ones(1, dtype=np.int64)
+    data, offsets = pa.allocate_buffer(16), pa.allocate_buffer(8)
+    with pytest.raises(ValueError, match="slice 0 does not fit"):  # past the buffer
+        kernel.gather(b"abcd", one * 3, one * 2, 1, data, offsets)
+    with pytest.raises(ValueError, match="slice 0 does not fit"):  # past the output
+        kernel.gather(b"a" * 64, one * 0, one * 17, 1, data, offsets)
+    with pytest.raises(ValueError, match="sizes"):  # offsets too short for n + 1
+        kernel.gather(b"a" * 64, one * 0, one, 1, data, pa.allocate_buffer(4))
+    assert kernel.gather(b"abcd", one, one * 2, 1, data, offsets) == 2
+    assert data.to_pybytes()[:2] == b"bc"
+    assert np.frombuffer(offsets, dtype=np.int32).tolist() == [0, 2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from _fuzz import assert_deliberate, run
+from _fuzz import assert_deliberate, mutate, run, sample_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +14,6 @@ from kafka_pyspark.messages import (
     MESSAGE_SCHEMA,
     decode_message_set,
     encode_message,
-    encode_message_set,
     scan_boundaries,
 )
 
@@ -41,19 +40,6 @@ def check(data: bytes, base: int = 0, **kw: object) -> None:
     run(lambda: scan_boundaries(data, base))
 
 
-def sample_log(rnd: random.Random) -> bytes:
-    parts = []
-    for _ in range(rnd.randrange(1, 6)):
-        codec = rnd.choice(["none", "gzip", "snappy"])
-        values = [rnd.randbytes(rnd.randrange(0, 20)) for _ in range(rnd.randrange(1, 4))]
-        if codec == "none":
-            parts.append(b"".join(encode_message(v, magic=rnd.choice([0, 1])) for v in values))
-        else:
-            parts.append(encode_message_set(values, compression=codec,
-                                            magic=rnd.choice([0, 1])))
-    return b"".join(parts)
-
-
 @FUZZ
 @given(data=st.binary(max_size=300))
 def test_random_bytes(data: bytes) -> None:
@@ -65,20 +51,9 @@ def test_random_bytes(data: bytes) -> None:
 @given(seed=st.integers(0, 2**32), flips=st.integers(1, 4))
 def test_mutated_logs(seed: int, flips: int) -> None:
     rnd = random.Random(seed)
-    data = bytearray(sample_log(rnd))
-    for _ in range(flips):
-        kind = rnd.randrange(4)
-        pos = rnd.randrange(len(data))
-        if kind == 0:
-            data[pos] ^= 1 << rnd.randrange(8)
-        elif kind == 1:
-            data[pos] = rnd.choice([0, 1, 2, 3, 0x7F, 0x80, 0xFF])
-        elif kind == 2:
-            del data[pos : pos + rnd.randrange(1, 5)]
-        else:
-            data[pos:pos] = rnd.randbytes(rnd.randrange(1, 5))
-    check(bytes(data), rnd.randrange(1 << 20))
-    check(bytes(data), verify_crc=False, max_decompressed_size=rnd.randrange(0, 200))
+    data = mutate(rnd, sample_log(rnd), flips)
+    check(data, rnd.randrange(1 << 20))
+    check(data, verify_crc=False, max_decompressed_size=rnd.randrange(0, 200))
 
 
 @FUZZ

@@ -9,7 +9,7 @@ import pytest
 from kafka_pyspark.errors import OffsetFormatError, OptionError
 from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.spark.options import parse_offsets_json
-from kafka_pyspark.spark.stream_offsets import from_offset_dict
+from kafka_pyspark.spark.stream_checkpoint import from_offset_dict
 
 # keys the options always refused and the checkpoint parser (r"^(\d+)-(\d+)$") used to accept:
 # a trailing newline ($ matches before it) and digits of other scripts (\d is Unicode)
@@ -43,3 +43,37 @@ def test_checkpoint_and_options_refuse_the_same_keys(key: str) -> None:
     with pytest.raises(OffsetFormatError, match="is not 'brokerId-partition'"):
         from_offset_dict({"t": {key: 5}})
     assert from_offset_dict({"t": {"0-1": 5}}) == {("t", 0, 1): 5}
+
+
+def test_every_path_words_a_bad_key_the_same_way() -> None:
+    import argparse
+    import re
+
+    from kafka_pyspark.cli.common import parse_broker_partition
+    from kafka_pyspark.names import not_a_partition_key
+
+    wording = re.escape(not_a_partition_key("0_1"))
+    with pytest.raises(OptionError, match=wording):
+        parse_offsets_json("startingOffsets", '{"t": {"0_1": 5}}')
+    with pytest.raises(OffsetFormatError, match=wording):
+        from_offset_dict({"t": {"0_1": 5}})
+    with pytest.raises(argparse.ArgumentTypeError, match=wording):
+        parse_broker_partition("0_1")
+
+
+@pytest.mark.parametrize("group", ["", ".", "..", "a/b", "g\x01", "g\x7f", "g\ufff0"])
+def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
+    from kafka_pyspark.names import check_group_id
+    from kafka_pyspark.spark.options import parse_read_options
+
+    # the options refused '/' and '..' but let control characters through to the registry,
+    # which refused them only when the stream committed; both now ask check_group_id
+    with pytest.raises(OptionError, match="is not a legal group id") as info:
+        parse_read_options(
+            {"zk.connect": "127.0.0.1:2181", "subscribe": "t", "group.id": group,
+             "startingOffsets": "group"}
+        )
+    assert info.value.option == "group.id"
+    with pytest.raises(OptionError, match="is not a legal group id"):
+        check_group_id(group)
+    assert check_group_id("my-group.v2") == "my-group.v2"

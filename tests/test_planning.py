@@ -22,7 +22,7 @@ from pyspark.sql.datasource import (
 )
 
 from kafka_pyspark.errors import DataLossError, OptionError
-from kafka_pyspark.spark.offsets import LogBounds, resolve_ends, resolve_starts
+from kafka_pyspark.spark.log_bounds import LogBounds
 from kafka_pyspark.spark.options import OffsetSpec
 from kafka_pyspark.spark.planning import (
     FetchSettings,
@@ -34,6 +34,7 @@ from kafka_pyspark.spark.planning import (
     plan_partitions,
     split_ranges,
 )
+from kafka_pyspark.spark.start_end import resolve_ends, resolve_starts
 
 BROKERS = {0: ("h0", 9000), 1: ("h1", 9001)}
 SETTINGS = FetchSettings(fetch_size=1000)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
 from kafka_pyspark.errors import OptionError, RegistryError, TopicNameError
@@ -25,21 +26,6 @@ pytestmark = pytest.mark.zk
 BROKER0 = b"127.0.0.1-1795304894516:127.0.0.1:9092"
 # seed 003 "Kafka Broker": broker 2 at 10.0.0.12:9092
 BROKER2 = b"10.0.0.12-1324306324402:10.0.0.12:9092"
-
-
-def _kazoo(connect: str) -> KazooClient:
-    client = KazooClient(hosts=connect, timeout=10.0)
-    client.start(timeout=10.0)
-    return client
-
-
-@pytest.fixture
-def kz(zk_connect: str) -> Iterator[KazooClient]:
-    """A kazoo session inside the test's chroot, playing the 0.7.2 broker / consumer."""
-    client = _kazoo(zk_connect)
-    yield client
-    client.stop()
-    client.close()
 
 
 @pytest.fixture
@@ -112,7 +98,7 @@ def test_empty_registry(registry: Registry) -> None:
 def test_ephemeral_nodes_vanish_with_the_broker_session(
     zk_connect: str, registry: Registry
 ) -> None:
-    broker_session = _kazoo(zk_connect)
+    broker_session = kazoo_client(zk_connect)
     register_broker(broker_session, 0, BROKER0)
     register_topic(broker_session, "events", 0, 2)
     assert set(registry.brokers()) == {0}
@@ -245,7 +231,7 @@ def test_bad_topic_names(registry: Registry, topic: str) -> None:
 def test_chroot_isolates_and_prefixes_paths(zookeeper: ZooKeeperServer, zk_connect: str) -> None:
     chroot = zk_connect[len(zookeeper.connect_string) :]
     other_chroot = chroot + "-other"
-    root = _kazoo(zookeeper.connect_string)
+    root = kazoo_client(zookeeper.connect_string)
     try:
         root.create(f"{other_chroot}/brokers/ids/5", BROKER0, makepath=True)
         with Registry(zk_connect) as mine, Registry(
@@ -400,7 +386,7 @@ def test_bad_constructor_arguments(kwargs: dict[str, Any], option: str) -> None:
 
 def test_survives_a_zookeeper_restart_and_is_bounded_while_it_hangs(tmp_path: Path) -> None:
     with ZooKeeperServer(data_dir=tmp_path / "zk") as server:
-        setup = _kazoo(server.connect_string)
+        setup = kazoo_client(server.connect_string)
         setup.create("/brokers/ids/0", BROKER0, makepath=True)  # persistent here: survives
         setup.stop()
         setup.close()

@@ -603,3 +603,27 @@ def test_pushed_filters_and_json_offsets_for_filtered_out_partitions(
                                endingOffsets=f'{{"{MIXED}": {{"0-0": 0}}}}'))
     assert list(r.pushFilters([EqualTo(("broker",), 1)])) == []
     assert {x.broker for p in r.partitions() for x in p.ranges} == {1}  # type: ignore[attr-defined]
+
+
+def test_executor_socket_buffers_hold_one_fetch_answer(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kafka_pyspark.client as client_module
+
+    asked: list[int] = []
+
+    class Recording(client_module.BrokerConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            asked.append(kwargs["buffer_size"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(client_module, "BrokerConnection", Recording)
+    b0 = cluster.brokers[0]
+    lg = cluster.data.logs[(MIXED, 0, 0)]
+    ranges = (OffsetRange(MIXED, 0, 0, 0, lg.end),)
+    for socket_buffer, fetch, expected in ((65536, 1 << 20, 1 << 20), (4 << 20, 1 << 20, 4 << 20),
+                                           (65536, 4096, 65536)):
+        settings = FetchSettings(fetch_size=fetch, socket_buffer_size=socket_buffer)
+        got = list(read_partition(Kafka07InputPartition(0, b0.host, b0.port, ranges, settings)))
+        assert keyed(batches_rows(got)) == keyed(lg.rows)
+        assert asked.pop() == expected

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 
 from kafka_pyspark.client import Producer
 from kafka_pyspark.messages import encode_message_set
@@ -291,15 +292,13 @@ def test_commit_to_group_then_resume_from_group(
     """commitToGroup: while micro-batch N runs, ZooKeeper holds the end of N-1 (decimal
     bytes, 0.7's format); after the query, the final end. A second query with
     startingOffsets=group starts exactly there."""
-    from kazoo.client import KazooClient
 
     topic = f"g{uuid.uuid4().hex[:8]}"
     group = f"grp{uuid.uuid4().hex[:6]}"
     produce([broker], topic, [(0, 0, payloads("a", 40, 30), "none"),
                               (0, 1, payloads("b", 30, 30), "gzip")])
     chroot = zk_connect[len(zookeeper.connect_string):]
-    kz = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=10.0)
-    kz.start(timeout=10.0)
+    kz = kazoo_client(zookeeper.connect_string + chroot)
     seen: list[tuple[int, dict[str, bytes | None]]] = []
 
     def node(key: str) -> bytes | None:

@@ -8,21 +8,20 @@ The end-to-end behaviour under Spark is in ``test_spark_stream.py``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from kazoo.client import KazooClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 
 from kafka_pyspark.client import BrokerConnection, Producer
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
 from kafka_pyspark.messages import encode_message_set
+from kafka_pyspark.spark.admission import HEADER, MAX_ROUNDS
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.stream import Kafka07StreamReader
-from kafka_pyspark.spark.stream_offsets import HEADER, MAX_ROUNDS
 from kafka_pyspark.testing.broker import EmbeddedBroker
 from kafka_pyspark.wire import FetchRequest, FetchResponse
 
@@ -48,18 +47,6 @@ def make(zk: str, **options: str) -> Kafka07StreamReader:
 @pytest.fixture
 def topic() -> str:
     return f"r{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def zk_client(zookeeper: Any, zk_connect: str) -> Iterator[Any]:
-    chroot = zk_connect[len(zookeeper.connect_string) :]
-    client = KazooClient(hosts=zookeeper.connect_string + chroot, timeout=10.0)
-    client.start(timeout=10.0)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def read_all(
@@ -98,13 +85,13 @@ def test_initial_offsets_and_read(broker: EmbeddedBroker, zk_connect: str, topic
 
 
 def test_json_and_group_starting_offsets(
-    broker: EmbeddedBroker, zk_connect: str, topic: str, zk_client: Any
+    broker: EmbeddedBroker, zk_connect: str, topic: str, kz: Any
 ) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 10)))
     spec = f'{{"{topic}": {{"0-0": 60, "0-1": -2}}}}'
     r = make(zk_connect, subscribe=topic, startingOffsets=spec)
     assert r.initialOffset() == {topic: {"0-0": 60, "0-1": 0}}
-    zk_client.create(f"/consumers/g1/offsets/{topic}/0-0", b"120", makepath=True)
+    kz.create(f"/consumers/g1/offsets/{topic}/0-0", b"120", makepath=True)
     g = make(zk_connect, subscribe=topic, startingOffsets="group", **{"group.id": "g1"})
     assert g.initialOffset() == {topic: {"0-0": 120, "0-1": 0}}  # never committed: earliest
     with pytest.raises(OptionError, match=r"group\.id"):
@@ -264,21 +251,21 @@ def test_data_loss_log_recreated(tmp_path: Path, zk_connect: str, topic: str) ->
 
 
 def test_commit_to_group_writes_0_7_nodes(
-    broker: EmbeddedBroker, zk_connect: str, topic: str, zk_client: Any
+    broker: EmbeddedBroker, zk_connect: str, topic: str, kz: Any
 ) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 3)))
     r = make(zk_connect, subscribe=topic, commitToGroup="true", **{"group.id": "grp"})
     r.commit({topic: {"0-0": 120, "0-1": 0}})
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"120"
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-1")[0] == b"0"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"120"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-1")[0] == b"0"
     r.commit({topic: {"0-0": 80, "0-1": 0}})  # overwritten, even backwards (a reset)
-    assert zk_client.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"80"
+    assert kz.get(f"/consumers/grp/offsets/{topic}/0-0")[0] == b"80"
     with pytest.raises(OffsetFormatError):
         r.commit({topic: {"0-0": -1}})
     # without commitToGroup nothing is written
     other = make(zk_connect, subscribe=topic, **{"group.id": "quiet"})
     other.commit({topic: {"0-0": 120}})
-    assert zk_client.exists("/consumers/quiet") is None
+    assert kz.exists("/consumers/quiet") is None
     r.stop()
 
 

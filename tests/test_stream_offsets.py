@@ -1,4 +1,5 @@
-"""Pure tests of the stream offset format, topology merging and admission control."""
+"""Pure tests of the stream offset format (stream_checkpoint), topology merging (discovery)
+and admission control (admission)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_pyspark.errors import OffsetFormatError
-from kafka_pyspark.spark.stream_offsets import (
+from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark.admission import (
     Scan,
-    TopicPartition,
     Windows,
     admit,
     cap_to_target,
-    diff_topology,
-    from_offset_dict,
-    merge_topology,
     next_ages,
+    water_fill,
+)
+from kafka_pyspark.spark.discovery import diff_topology, merge_topology
+from kafka_pyspark.spark.stream_checkpoint import (
+    from_offset_dict,
     parse_partition_key,
     to_offset_dict,
-    water_fill,
 )
 
 A: TopicPartition = ("a", 0, 0)

@@ -14,14 +14,13 @@ from pyspark.sql.types import (
 )
 
 from kafka_pyspark.errors import OptionError, SchemaError
-from kafka_pyspark.spark.write_options import (
-    ColumnLayout,
+from kafka_pyspark.spark.options import (
     WriteOptions,
     parse_codec,
     parse_write_options,
     parse_write_options_only,
-    resolve_columns,
 )
+from kafka_pyspark.spark.options.columns import ColumnLayout, resolve_columns
 
 ZK = {"zk.connect": "127.0.0.1:2181"}
 

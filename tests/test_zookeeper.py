@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
 from kafka_pyspark.testing import zookeeper as zkmod
@@ -17,15 +18,9 @@ from kafka_pyspark.testing.zookeeper import ZooKeeperServer, ZooKeeperServerErro
 pytestmark = pytest.mark.zk
 
 
-def _client(connect: str) -> KazooClient:
-    client = KazooClient(hosts=connect, timeout=10.0)
-    client.start(timeout=10.0)
-    return client
-
-
 @pytest.fixture
 def kazoo_root(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = _client(zookeeper.connect_string)
+    client = kazoo_client(zookeeper.connect_string)
     yield client
     client.stop()
     client.close()
@@ -58,7 +53,7 @@ def test_lifecycle_restart_keeps_port_and_data_stop_cleans_up(tmp_path: Path) ->
         work_dir = server.work_dir
         assert work_dir is not None and work_dir.is_dir()
         assert server.log_path is not None and server.log_path.is_file()
-        client = _client(server.connect_string)
+        client = kazoo_client(server.connect_string)
         try:
             client.create("/persisted", b"v")
         finally:
@@ -66,7 +61,7 @@ def test_lifecycle_restart_keeps_port_and_data_stop_cleans_up(tmp_path: Path) ->
             client.close()
         server.restart()
         assert server.port == port and server.running
-        client = _client(server.connect_string)
+        client = kazoo_client(server.connect_string)
         try:
             assert client.get("/persisted")[0] == b"v"
         finally:
@@ -115,7 +110,7 @@ def test_lost_port_race_is_retried_with_a_new_port(monkeypatch: pytest.MonkeyPat
     try:
         with ZooKeeperServer(start_timeout=60) as server:
             assert server.port != taken.getsockname()[1]
-            client = _client(server.connect_string)
+            client = kazoo_client(server.connect_string)
             client.stop()
             client.close()
     finally:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
-from kafka_pyspark.names import parse_partition_key, partition_key
+from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
-    from kafka_pyspark.cluster import BrokerAddress, Cluster
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 EXIT_OK = 0
 EXIT_DATA = 1
@@ -112,7 +113,7 @@ def parse_broker_partition(text: str) -> tuple[int, int]:
     """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
     key = parse_partition_key(text.strip())
     if key is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not brokerId-partition, e.g. 0-1")
+        raise argparse.ArgumentTypeError(not_a_partition_key(text))
     return key
 
 
@@ -125,12 +126,15 @@ def bp(key: tuple[int, int]) -> str:
 
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import cluster_options
 
     return Cluster(
-        zk_connect=args.zk,
-        broker_list=getattr(args, "broker_list", None),
-        zk_connection_timeout_ms=args.timeout_ms,
-        socket_timeout_ms=args.timeout_ms,
+        cluster_options(
+            zk_connect=args.zk,
+            broker_list=getattr(args, "broker_list", None),
+            zk_connection_timeout_ms=args.timeout_ms,
+            socket_timeout_ms=args.timeout_ms,
+        )
     )
 
 

@@ -10,7 +10,7 @@
  * Varints are zigzag base-128 groups: a varint (int32) has at most 5 bytes and its raw value
  * fits 32 bits; a varlong (int64) at most 10 bytes and 64 bits. Anything else is malformed.
  *
- * Two functions, on buffers (buffer protocol; no numpy C API):
+ * Three functions, on buffers (buffer protocol; no numpy C API):
  *
  *   walk(buf, starts, ends, counts, out, cap)
  *       -> (n, status, what, value, piece, record)
@@ -26,6 +26,11 @@
  *       length, -1 for null); it checks everything again and raises ValueError where the
  *       records do not match `buf` (a caller's bug, never bad data: walk() checked that).
  *
+ *   gather(buf, pos, len, n, data, offsets) -> total
+ *       copies the slices buf[pos[i]:pos[i] + len[i]] (a negative len: none) one after
+ *       another into `data` and writes their int32 end positions to offsets[1:]: the buffers
+ *       of an Arrow binary column (the value or key column) in one pass.
+ *
  * Nothing reads outside `buf`: every varint is bounded by the record's end, every length is
  * compared with the bytes left before it is used, every write is checked against `cap`.
  * kafka_pyspark/formats/records.py is the pure-Python twin; keep the two in step.
@@ -33,6 +38,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MIN_RECORD 6 /* attributes + five one-byte varints */
 #define VARINT_MAX 5
@@ -284,9 +290,53 @@ done:
     return result;
 }
 
+/* gather(buf, pos, len, n, data, offsets) -> total: buf[pos[i]:pos[i] + max(len[i], 0)] for
+ * i < n, one after another into `data`, their int32 end positions into offsets[1:n + 1]
+ * (offsets[0] = 0): an Arrow binary column's buffers. ValueError where a slice is outside
+ * `buf` or the output does not fit (int32 offsets included). */
+static PyObject *gather(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, pos, len, data, offs;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*y*nw*w*", &buf, &pos, &len, &n, &data, &offs))
+        return NULL;
+    PyObject *result = NULL;
+    if (n < 0 || pos.len / (Py_ssize_t)sizeof(int64_t) < n ||
+        len.len / (Py_ssize_t)sizeof(int64_t) < n ||
+        offs.len / (Py_ssize_t)sizeof(int32_t) < n + 1) {
+        PyErr_SetString(PyExc_ValueError, "gather: sizes do not fit the buffers");
+        goto done;
+    }
+    const uint8_t *p = buf.buf;
+    const int64_t *at = pos.buf, *size = len.buf;
+    uint8_t *d = data.buf;
+    int32_t *o = offs.buf;
+    int64_t total = 0, limit = data.len < INT32_MAX ? data.len : INT32_MAX;
+    o[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t a = at[i], l = size[i] > 0 ? size[i] : 0;
+        if (a < 0 || a > buf.len || l > buf.len - a || l > limit - total) {
+            PyErr_Format(PyExc_ValueError, "gather: slice %zd does not fit", i);
+            goto done;
+        }
+        memcpy(d + total, p + a, (size_t)l);
+        total += l;
+        o[i + 1] = (int32_t)total;
+    }
+    result = PyLong_FromLongLong((long long)total);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&pos);
+    PyBuffer_Release(&len);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Walk and check the records of record-batch pieces."},
     {"headers", headers, METH_VARARGS, "Key and value positions of the walked records' headers."},
+    {"gather", gather, METH_VARARGS, "Copy slices of a buffer into an Arrow binary column."},
     {NULL, NULL, 0, NULL},
 };
 

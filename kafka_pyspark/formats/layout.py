@@ -119,6 +119,14 @@ BATCH_TIMESTAMP_TYPE = 0x08
 BATCH_TRANSACTIONAL = 0x10
 BATCH_CONTROL = 0x20
 
+# --- offset index (``%020d.index`` beside a ``.log`` file, Kafka's OffsetIndex) ------------
+# Entries of 8 bytes, sparse (one per ~4 KiB of log), in increasing order; a file still being
+# written is preallocated, its unused tail zero; no checksum (Kafka rebuilds it after a crash)::
+#
+#     int32   relative offset   the largest offset of an append, minus the file's base offset
+#     int32   position          byte position in the .log file where that append starts
+OFFSET_INDEX_ENTRY = struct.Struct(">ii")
+
 # --- shared --------------------------------------------------------------------------------
 CODEC_NONE = 0
 CODEC_GZIP = 1
@@ -161,3 +169,4 @@ LOG_SCHEMA = pa.schema(
         pa.field("headers", HEADERS_TYPE, True),  # null for magic 0/1 (no headers)
     ]
 )
+EMPTY_LOG_BATCH = pa.RecordBatch.from_pylist([], schema=LOG_SCHEMA)  # immutable: shared

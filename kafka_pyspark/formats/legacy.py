@@ -21,6 +21,7 @@ from kafka_pyspark.errors import (
     MessageError,
     UnknownCodecError,
     UnknownMagicError,
+    with_context,
 )
 from kafka_pyspark.formats import codecs
 from kafka_pyspark.formats.layout import (
@@ -175,10 +176,18 @@ def decode_messages(
             name = CODEC_NAMES[m.codec]
             for i, leaf in enumerate(_inner(m, max_decompressed_size, verify_crc, 0)):
                 rows.add(leaf, i, name)
-        except MessageError as e:
-            text = str(e) if e.offset is None else str(e).rsplit(" (at offset", 1)[0]
-            raise type(e)(f"message at logical offset {offset}: {text}", offset=base + s) from e
+        except MessageError as e:  # raised inside the entry: with no position (all above)
+            raise _placed(e, offset, base + s) from e
     return _assemble(rows)
+
+
+def _placed(e: MessageError, offset: int, position: int) -> MessageError:
+    """``e`` (same class and attributes) naming the outer entry: its logical offset in the
+    text, its file position as ``offset``."""
+    where = MessageError("", offset=position)  # MessageError's own wording of a position
+    placed = with_context(e, f"message at logical offset {offset}", then=str(where))
+    placed.offset = position
+    return placed
 
 
 def _assemble(rows: _Rows) -> pa.RecordBatch:

@@ -24,12 +24,12 @@ from kafka_pyspark.errors import (
     UnknownMagicError,
 )
 from kafka_pyspark.formats.layout import (
+    EMPTY_LOG_BATCH,
     ENTRY_HEADER,
     ENTRY_HEADER_SIZE,
     ENTRY_PREFIX_SIZE,
     LAST_OFFSET_DELTA,
     LAST_OFFSET_DELTA_AT,
-    LOG_SCHEMA,
     MAGIC_POSITION,
     MAGIC_V2,
     MAX_ENTRY_SIZE,
@@ -135,7 +135,7 @@ def decode_log(
 def _decode_runs(
     mv: memoryview, walk: _Walk, base: int, verify: bool, limit: int
 ) -> tuple[list[pa.RecordBatch], list[TxnBatch], list[Marker]]:
-    batches: list[pa.RecordBatch] = [pa.RecordBatch.from_pylist([], schema=LOG_SCHEMA)]
+    batches: list[pa.RecordBatch] = [EMPTY_LOG_BATCH]
     txn: list[TxnBatch] = []
     markers: list[Marker] = []
     rows = 0

@@ -33,8 +33,10 @@ from kafka_pyspark.formats.varint import (
     read_many,
     read_one_checked,
 )
+from kafka_pyspark.wire.protocol import INT32_MAX
 
 I64 = npt.NDArray[np.int64]
+Bool = npt.NDArray[np.bool_]
 Buffer = bytes | bytearray | memoryview
 
 # fields of a walked record (rows of Walk.fields; the kernel's F_*)
@@ -275,3 +277,42 @@ def _walk_numpy(buf: Buffer, starts: I64, ends: I64, counts: I64, out: I64) -> b
                     return False
         p[i] = q
     return bool((p == end).all())
+
+
+def binary_column(buf: Buffer, start: I64, length: I64) -> pa.Array:
+    """The slices ``buf[start[i] : start[i] + length[i]]`` (in order, not overlapping) as one
+    binary column, null where ``length`` is negative: copied by the kernel in one pass, or
+    (pure path, or past int32 offsets) gathered by Arrow with :func:`_binary_take`."""
+    n = len(start)
+    present = length >= 0
+    if not present.any():
+        return pa.nulls(n, pa.binary())
+    size = np.maximum(length, 0)
+    total = int(size.sum())
+    if kernel is not None and total < INT32_MAX:
+        data = pa.allocate_buffer(total)
+        offsets = pa.allocate_buffer(4 * (n + 1))
+        kernel.gather(buf, np.ascontiguousarray(start), np.ascontiguousarray(length), n, data,
+                      offsets)
+        nulls = n - int(np.count_nonzero(present))
+        validity = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+        return pa.Array.from_buffers(pa.binary(), n, [validity, offsets, data],
+                                     null_count=nulls)
+    return _binary_take(pa.py_buffer(buf), start, size, present)
+
+
+def _binary_take(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array:
+    """:func:`binary_column` by Arrow: a zero-copy array tiling the buffer (gap, slice, gap,
+    slice, ...), then one ``take`` of the slices."""
+    n = len(start)
+    small = buffer.size < INT32_MAX  # tiled with int32 offsets
+    bounds = np.empty(2 * n + 1, dtype=np.int32 if small else np.int64)
+    bounds[0] = 0
+    bounds[1::2] = start
+    bounds[2::2] = start + size
+    kind = pa.binary() if small else pa.large_binary()
+    tiles = pa.Array.from_buffers(kind, 2 * n, [None, pa.py_buffer(bounds), buffer])
+    index = pa.array(np.arange(1, 2 * n, 2, dtype=np.int64), mask=None if present.all()
+                     else ~present)
+    out = tiles.take(index)
+    return out if small else out.cast(pa.binary())

@@ -38,6 +38,7 @@ from kafka_pyspark.formats.layout import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CONTROL_KEY,
+    EMPTY_LOG_BATCH,
     ENTRY_HEADER_SIZE,
     HEADER_TYPE,
     HEADERS_TYPE,
@@ -47,13 +48,14 @@ from kafka_pyspark.formats.layout import (
     TIMESTAMP_TYPE,
 )
 from kafka_pyspark.formats.varint import read_one
-from kafka_pyspark.wire.protocol import INT32_MAX
 
 I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 
 Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
+_constant_codecs: dict[int, pa.Array] = {}  # immutable arrays: slices are safe to share
+_empty_headers: pa.Array = pa.nulls(0, HEADERS_TYPE)  # grown by _no_headers
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp
 
 
@@ -170,26 +172,6 @@ def _read_batches(
     return b, markers
 
 
-def _binary(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.Array:
-    """The slices ``[start, start + size)`` of ``buffer`` (in order, not overlapping) as one
-    binary column, null where not ``present``: a zero-copy array tiling the buffer (gap, slice,
-    gap, slice, ...), then one ``take`` of the slices."""
-    n = len(start)
-    if not present.any():
-        return pa.nulls(n, pa.binary())
-    small = buffer.size < INT32_MAX  # tiled with int32 offsets
-    bounds = np.empty(2 * n + 1, dtype=np.int32 if small else np.int64)
-    bounds[0] = 0
-    bounds[1::2] = start
-    bounds[2::2] = start + size
-    kind = pa.binary() if small else pa.large_binary()
-    tiles = pa.Array.from_buffers(kind, 2 * n, [None, pa.py_buffer(bounds), buffer])
-    index = pa.array(np.arange(1, 2 * n, 2, dtype=np.int64), mask=None if present.all()
-                     else ~present)
-    out = tiles.take(index)
-    return out if small else out.cast(pa.binary())
-
-
 def _problem(w: records.Walk, b: _Batches) -> MessageError:
     """The typed error for the problem :func:`records.walk` found, naming record and batch."""
     k, count = w.piece, b.count[w.piece]
@@ -214,16 +196,13 @@ def _problem(w: records.Walk, b: _Batches) -> MessageError:
     return CorruptMessageError(f"record {w.record} of {count}: {what}", offset=b.position[k])
 
 
-def _headers(buf: Buffer, buffer: pa.Buffer, fields: I64,
-             fail: Callable[[int, str], MessageError]) -> pa.Array:
-    """The headers column of the walked records ``fields`` of ``buf`` (``buffer``: the
-    same bytes as an Arrow buffer)."""
+def _headers(buf: Buffer, fields: I64, fail: Callable[[int, str], MessageError]) -> pa.Array:
+    """The headers column of the walked records ``fields`` of ``buf``."""
     count = fields[records.F_HEADER_COUNT]
     offsets = np.zeros(len(count) + 1, dtype=np.int32)
     np.cumsum(count, out=offsets[1:])
     h = records.header_positions(buf, fields)
-    keys = _binary(buffer, h[records.H_KEY_POS], h[records.H_KEY_LEN],
-                   np.ones(h.shape[1], dtype=np.bool_))
+    keys = records.binary_column(buf, h[records.H_KEY_POS], h[records.H_KEY_LEN])
     try:
         keys = keys.cast(pa.string())
     except pa.ArrowInvalid:
@@ -234,18 +213,35 @@ def _headers(buf: Buffer, buffer: pa.Buffer, fields: I64,
                 i = int(np.searchsorted(offsets, j, side="right")) - 1
                 raise fail(i, "bad header: header key is not UTF-8") from None
         raise  # pragma: no cover - Arrow and Python disagree on UTF-8
-    vlen = h[records.H_VALUE_LEN]
-    values = _binary(buffer, h[records.H_VALUE_POS], np.maximum(vlen, 0), vlen >= 0)
+    values = records.binary_column(buf, h[records.H_VALUE_POS], h[records.H_VALUE_LEN])
     child = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
     return pa.ListArray.from_arrays(pa.array(offsets), child, type=HEADERS_TYPE)
 
 
 def _timestamps(b: _Batches, rb: I64, delta: I64) -> pa.Array:
     base = np.asarray(b.base_ts, dtype=np.int64)[rb]
-    log_append = (np.asarray(b.ts_type, dtype=np.int64) == LOG_APPEND_TIME)[rb]
-    ms = np.where(log_append, np.asarray(b.max_ts, dtype=np.int64)[rb], base + delta)
+    if LOG_APPEND_TIME in b.ts_type:
+        log_append = (np.asarray(b.ts_type, dtype=np.int64) == LOG_APPEND_TIME)[rb]
+        ms = np.where(log_append, np.asarray(b.max_ts, dtype=np.int64)[rb], base + delta)
+    else:
+        ms = base + delta
     valid = (ms != NO_TIMESTAMP) & (np.abs(ms) < _TS_LIMIT)
+    if valid.all():  # the usual case: no bitmap, no select
+        ms *= 1000
+        return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [None, pa.py_buffer(ms)])
     return pa.array(np.where(valid, ms, 0) * 1000, TIMESTAMP_TYPE, mask=~valid)
+
+
+def _codecs(b: _Batches, rb: I64) -> pa.Array:
+    """The compression column: a slice of a cached constant when every batch has one codec."""
+    first = b.codec[0]
+    if b.codec.count(first) != len(b.codec):
+        return _CODEC_STRINGS.take(pa.array(np.asarray(b.codec, dtype=np.int64)[rb]))
+    cached = _constant_codecs.get(first)
+    if cached is None or len(cached) < len(rb):
+        cached = pa.repeat(_CODEC_STRINGS[first], max(len(rb), 1 << 16))
+        _constant_codecs[first] = cached
+    return cached.slice(0, len(rb))
 
 
 def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
@@ -270,19 +266,17 @@ def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
         return CorruptMessageError(f"record {i - int(first[k])} of {b.count[k]}: {what}",
                                    offset=b.position[k])
 
-    buffer = pa.py_buffer(buf)
     offsets = np.asarray(b.base_offset, dtype=np.int64)[rb] + f[records.F_OFFSET]
-    codec = _CODEC_STRINGS.take(pa.array(np.asarray(b.codec, dtype=np.int64)[rb]))
-    klen, vlen = f[records.F_KEY_LEN], f[records.F_VALUE_LEN]
-    headers = (_headers(buf, buffer, f, fail) if f[records.F_HEADER_COUNT].any()
+    codec = _codecs(b, rb)
+    headers = (_headers(buf, f, fail) if f[records.F_HEADER_COUNT].any()
                else _no_headers(len(rb)))
     columns = [
         pa.array(offsets, pa.int64()),
         pa.array(offsets + 1, pa.int64()),
         pa.array((np.arange(len(rb), dtype=np.int64) - first[rb]).astype(np.int32)),
         codec,
-        _binary(buffer, f[records.F_VALUE_POS], np.maximum(vlen, 0), vlen >= 0),
-        _binary(buffer, f[records.F_KEY_POS], np.maximum(klen, 0), klen >= 0),
+        records.binary_column(buf, f[records.F_VALUE_POS], f[records.F_VALUE_LEN]),
+        records.binary_column(buf, f[records.F_KEY_POS], f[records.F_KEY_LEN]),
         _timestamps(b, rb, f[records.F_TIMESTAMP]),
         pa.array(np.asarray(b.ts_type, dtype=np.int32)[rb], pa.int32()),
         headers,
@@ -291,11 +285,15 @@ def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
 
 
 def _no_headers(n: int) -> pa.Array:
-    """``n`` empty header arrays."""
-    child = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
-                                       fields=list(HEADER_TYPE))
-    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), child,
-                                    type=HEADERS_TYPE)
+    """``n`` empty header arrays: a slice of a cached constant."""
+    global _empty_headers
+    if len(_empty_headers) < n:
+        child = pa.StructArray.from_arrays(
+            [pa.array([], pa.string()), pa.array([], pa.binary())], fields=list(HEADER_TYPE))
+        size = max(n, 1 << 16)
+        _empty_headers = pa.ListArray.from_arrays(
+            pa.array(np.zeros(size + 1, dtype=np.int32)), child, type=HEADERS_TYPE)
+    return _empty_headers.slice(0, n)
 
 
 def decode_batches(
@@ -305,7 +303,7 @@ def decode_batches(
     position of ``mv[0]`` in the file: errors name ``base + start`` of the batch at fault)."""
     b, markers = _read_batches(mv, starts, base, verify_crc, max_decompressed_size)
     if not b.pieces:
-        return V2Result(pa.RecordBatch.from_pylist([], schema=LOG_SCHEMA), [], markers)
+        return V2Result(EMPTY_LOG_BATCH, [], markers)
     batch = _columns(mv, b)
     first = np.cumsum([0, *b.count]).tolist()
     txn = [

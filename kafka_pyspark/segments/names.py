@@ -19,6 +19,7 @@ SEGMENT_SUFFIX = ".kafka"  # Kafka 0.7
 LOG_SUFFIX = ".log"  # Kafka 0.8 and later
 SEGMENT_NAME_DIGITS = 20
 SUFFIX_KINDS: dict[str, SegmentKind] = {SEGMENT_SUFFIX: "kafka07", LOG_SUFFIX: "log"}
+INDEX_SUFFIX = ".index"  # a .log file's offset index (Kafka 0.8 and later), same base name
 
 
 def segment_file_name(base_offset: int, kind: SegmentKind = "kafka07") -> str:
@@ -40,6 +41,11 @@ def parse_segment_file_name(name: str) -> int | None:
     """The base offset named by a 0.7 segment file name (``.kafka``), or None."""
     parsed = parse_any_segment_name(name)
     return parsed[0] if parsed is not None and parsed[1] == "kafka07" else None
+
+
+def index_path(log_path: str) -> str:
+    """The offset index beside the ``.log`` file ``log_path`` (same base offset)."""
+    return log_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

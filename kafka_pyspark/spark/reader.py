@@ -4,7 +4,8 @@ Driver (the planning Python worker Spark starts at ``load()``/action time):
 ``Kafka07BatchReader.__init__`` parses the options (:mod:`.options`); ``pushFilters`` records
 what planning can use (:func:`.planning.plan_filter`; only where Spark keeps the plan to that
 one query, see :data:`NARROW_PLAN`); ``partitions()`` discovers the
-broker-partitions, asks OFFSETS for their bounds (:mod:`.offsets`), fixes every range's end
+broker-partitions (:mod:`.discovery`), asks OFFSETS for their bounds (:mod:`.log_bounds`),
+resolves starts and ends (:mod:`.start_end`), fixes every range's end
 (the read is a snapshot) and plans (:func:`.planning.plan_partitions`).
 
 Executors: :func:`read_partition` (shared with the streaming reader; it knows nothing of the
@@ -35,14 +36,8 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
 )
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.spark.offsets import (
-    LogBounds,
-    OffsetLookup,
-    discover,
-    group_offsets,
-    resolve_ends,
-    resolve_starts,
-)
+from kafka_pyspark.spark.discovery import discover, group_offsets
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
     FetchSettings,
@@ -53,6 +48,7 @@ from kafka_pyspark.spark.planning import (
     plan_partitions,
 )
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+from kafka_pyspark.spark.start_end import resolve_ends, resolve_starts
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -148,6 +144,10 @@ class _Coalescer:
 
 
 def _connect(partition: Kafka07InputPartition) -> BrokerConnection:
+    """The executor's connection. Its socket buffers hold at least one fetch answer
+    (``fetch.size``): with 0.7's 64 KiB ``socket.buffersize`` a 1 MiB answer crossed loopback
+    in about sixteen sender/receiver hand-offs, and receiving it cost about three times the
+    system time of one that the broker can hand over at once."""
     from kafka_pyspark.client import BrokerConnection
 
     s = partition.settings
@@ -155,7 +155,7 @@ def _connect(partition: Kafka07InputPartition) -> BrokerConnection:
         partition.host,
         partition.port,
         timeout=s.socket_timeout_ms / 1000.0,
-        buffer_size=s.socket_buffer_size,
+        buffer_size=max(s.socket_buffer_size, s.fetch_size),
         broker_id=partition.broker,
     )
 
@@ -289,7 +289,7 @@ def plan_batch(
     """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
     from kafka_pyspark.cluster import Cluster
 
-    factory = cluster_factory or (lambda: Cluster(**options.cluster.cluster_kwargs()))
+    factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
         discovered = discover(cluster, options.subscription)
         tps = discovered

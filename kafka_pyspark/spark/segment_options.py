@@ -17,18 +17,19 @@ from typing import Any
 
 from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.spark.options import (
+from kafka_pyspark.option_values import bool_option, int_option
+from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
     WRITE_OPTIONS,
+    canonical_name,
+    lower,
+)
+from kafka_pyspark.spark.options.subscription import (
     Subscribe,
     SubscribePattern,
-    _bool,
-    _int,
-    _lower,
-    _parse_pattern,
-    _parse_subscribe,
-    canonical_name,
+    parse_pattern,
+    parse_subscribe,
 )
 from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX
 
@@ -99,23 +100,23 @@ def _paths(opts: Mapping[str, str]) -> tuple[str, ...]:
 def parse_segment_options(options: Mapping[str, Any]) -> SegmentOptions:
     """Parse and check the options of a segment-file read; :class:`OptionError` names the
     option at fault (conflicts name both)."""
-    opts = _lower(options)
+    opts = lower(options)
     _check_names(opts)
     sub: Subscribe | SubscribePattern | None = None
     if "subscribe" in opts and "subscribepattern" in opts:
         raise OptionError("subscribePattern", "conflicts with subscribe: give at most one")
     if "subscribe" in opts:
-        sub = _parse_subscribe(opts["subscribe"])
+        sub = parse_subscribe(opts["subscribe"])
     elif "subscribepattern" in opts:
-        sub = _parse_pattern(opts["subscribepattern"])
+        sub = parse_pattern(opts["subscribepattern"])
     return SegmentOptions(
         paths=_paths(opts),
-        broker=_int(opts, "broker", 0, 0, INT32_MAX),
+        broker=int_option(opts, "broker", 0, 0, INT32_MAX),
         subscription=sub,
-        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
-        verify_checksums=_bool(opts, "verifyChecksums", True),
-        max_decompressed_size=_int(opts, "max.decompressed.size",
-                                   defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX),
-        max_partition_bytes=_int(opts, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES,
-                                 MIN_PARTITION_BYTES, INT64_MAX),
+        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
+        verify_checksums=bool_option(opts, "verifyChecksums", True),
+        max_decompressed_size=int_option(opts, "max.decompressed.size",
+                                         defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX),
+        max_partition_bytes=int_option(opts, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES,
+                                       MIN_PARTITION_BYTES, INT64_MAX),
     )

@@ -3,9 +3,11 @@
 
 Driver: options (:mod:`.segment_options`), discovery of the files
 (:func:`kafka_pyspark.segments.files.discover`), filters on ``topic``/``broker``/
-``partition`` (exact) and ``offset`` (whole files skipped), then one input partition per file,
-or per piece of a file larger than ``maxPartitionBytes`` (cut at entry boundaries found by a
-header-only walk). Executors: :func:`kafka_pyspark.segments.read.iter_split`, Arrow batches of
+``partition`` (exact) and ``offset`` (whole files skipped; a ``.log`` file with an offset index
+is read from the last indexed entry at or below a pushed lower bound), then one input
+partition per file, or per piece of a file larger than ``maxPartitionBytes`` (cut at entry
+boundaries found by a header-only walk). Executors:
+:func:`kafka_pyspark.segments.read.iter_split`, Arrow batches of
 :data:`~kafka_pyspark.spark.schema.ARROW_SEGMENT_SCHEMA`.
 """
 
@@ -23,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
 from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
+from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark.planning import PlanFilter
 from kafka_pyspark.spark.reader import Kafka07BatchReader, _constant_int32, _constant_string
@@ -59,6 +62,13 @@ def _wanted(pushed: PlanFilter | None, span: tuple[int, int | None]) -> bool:
     return not (pushed.offset_low is not None and high is not None and high <= pushed.offset_low)
 
 
+def _start(fs: pafs.FileSystem, f: SegmentFile, pushed: PlanFilter | None) -> int:
+    """Where the rows of ``f`` that a pushed ``offset >= n`` wants begin (its offset index)."""
+    if pushed is None or pushed.offset_low is None:
+        return 0
+    return start_position(fs, f, pushed.offset_low)
+
+
 def plan_segments(
     options: SegmentOptions, pushed: PlanFilter | None = None
 ) -> list[SegmentInputPartition]:
@@ -80,7 +90,9 @@ def plan_segments(
             for i, f in enumerate(files):
                 if not _wanted(pushed, _offset_span(files, i)):
                     continue
-                bounds = [0, *cut_points(fs, f, options.max_partition_bytes), f.size]
+                start = _start(fs, f, pushed)
+                cuts = [c for c in cut_points(fs, f, options.max_partition_bytes) if c > start]
+                bounds = [start, *cuts, f.size]
                 later = tuple(files[i + 1 :]) if f.kind == "log" else ()
                 for start, end in pairwise(bounds):
                     split = SegmentSplit(f, start, end, later)

@@ -3,15 +3,16 @@
 Spark runs one long-lived Python worker per query on the driver that holds this reader and
 calls ``initialOffset`` (fresh queries only), ``latestOffset(start, limit)``, ``partitions(start,
 end)``, ``commit(end)`` and ``reportLatestOffset``; executors call ``read(partition)``.
-Everything the reader decides is in the offsets (``kafka_pyspark.spark.stream_offsets``
-documents the format) so that a restart from a checkpoint replays exactly the same ranges.
+Everything the reader decides is in the offsets (:mod:`.stream_checkpoint` documents the
+format) so that a restart from a checkpoint replays exactly the same ranges.
 
-Built on the batch reader: options (:mod:`.options`, mode ``stream``), OFFSETS lookups and
-start resolution (:mod:`.offsets`), planning (:mod:`.planning`) and the executor read path
-(:func:`.reader.read_partition`) are the batch reader's own. What is stream-only lives here
-and in :mod:`.stream_offsets`: topology changes between micro-batches, admission control
-(``maxBytesPerTrigger``), ``Trigger.AvailableNow`` targets; committing to a 0.7 consumer
-group is :mod:`.stream_group`, ZooKeeper outages :mod:`.stream_outage`.
+Built on the batch reader: options (:mod:`.options`, mode ``stream``), discovery
+(:mod:`.discovery`), OFFSETS lookups (:mod:`.log_bounds`), start resolution
+(:mod:`.start_end`), planning (:mod:`.planning`) and the executor read path
+(:func:`.reader.read_partition`) are the batch reader's own. Stream-only: this module (the
+micro-batch steps, ``Trigger.AvailableNow`` targets), topology changes (:mod:`.discovery`),
+admission control for ``maxBytesPerTrigger`` (:mod:`.admission`), committing to a 0.7 consumer
+group (:mod:`.stream_group`) and ZooKeeper outages (:mod:`.stream_outage`).
 ``docs/streaming.md`` is the user-facing description.
 """
 
@@ -43,14 +44,21 @@ from kafka_pyspark.errors import (
     with_context,
 )
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.spark.offsets import (
-    LogBounds,
-    OffsetLookup,
-    current_partitions,
-    describe_tp,
-    group_offsets,
-    resolve_starts,
+from kafka_pyspark.spark.admission import (
+    Scan,
+    Windows,
+    admit,
+    cap_to_target,
+    next_ages,
+    scan_window,
 )
+from kafka_pyspark.spark.discovery import (
+    current_partitions,
+    diff_topology,
+    group_offsets,
+    merge_topology,
+)
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import (
     ReadOptions,
     parse_read_options,
@@ -58,26 +66,15 @@ from kafka_pyspark.spark.options import (
 from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
 from kafka_pyspark.spark.reader import read_partition
 from kafka_pyspark.spark.schema import READ_SCHEMA
+from kafka_pyspark.spark.start_end import describe_tp, resolve_starts
+from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
 from kafka_pyspark.spark.stream_group import GroupCommitter
-from kafka_pyspark.spark.stream_offsets import (
-    Offsets,
-    Scan,
-    Windows,
-    admit,
-    cap_to_target,
-    diff_topology,
-    from_offset_dict,
-    merge_topology,
-    next_ages,
-    scan_window,
-    to_offset_dict,
-)
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
 
-__all__ = ["Kafka07StreamReader", "current_partitions"]
+__all__ = ["Kafka07StreamReader"]
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +126,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         from kafka_pyspark.cluster import Cluster
 
         if self._cluster is None:
-            self._cluster = Cluster(**self.options.cluster.cluster_kwargs())
+            self._cluster = Cluster(self.options.cluster)
         return self._cluster
 
     def _brokers(self) -> dict[int, Any]:
@@ -241,7 +238,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         2. OFFSETS per current broker-partition (latest, earliest, segment starts); a broker
            that does not answer keeps its offsets. Data loss is checked here.
         3. ``Trigger.AvailableNow``: ends capped at the recorded target.
-        4. ``ReadMaxBytes``: :func:`~.stream_offsets.admit` chooses ends at message boundaries.
+        4. ``ReadMaxBytes``: :func:`~.admission.admit` chooses ends at message boundaries.
         """
         begin = from_offset_dict(start)
         self._commit_previous(start)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafka_pyspark.errors import KafkaError, RegistryUnavailableError
-from kafka_pyspark.spark.stream_offsets import from_offset_dict
+from kafka_pyspark.spark.stream_checkpoint import from_offset_dict
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
 
 if TYPE_CHECKING:

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _bytes import message
-from _fuzz import assert_deliberate, run
+from _fuzz import assert_deliberate, mutate, rewrap, run, sample_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -70,53 +69,6 @@ def decode_all_ways(data: bytes, rnd: random.Random) -> None:
             assert 0 <= result.bytes_consumed <= len(data)
             assert result.batch.num_rows >= result.message_count or result.message_count
     run(lambda: scan_boundaries(data, base), MessageError)
-
-
-def sample_log(rnd: random.Random, depth: int = 0) -> bytes:
-    parts = []
-    for _ in range(rnd.randrange(1, 5)):
-        codec = rnd.choice(["none", "none", "gzip", "snappy"])
-        values = [rnd.randbytes(rnd.randrange(0, 30)) for _ in range(rnd.randrange(1, 5))]
-        magic = rnd.choice([0, 1])
-        if codec == "none":
-            parts.append(b"".join(encode_message(v, magic=magic) for v in values))
-        elif depth < 2 and rnd.random() < 0.3:  # a wrapper of a wrapper
-            inner = sample_log(rnd, depth + 1)
-            payload = comp.gzip_compress(inner) if codec == "gzip" else comp.snappy_compress(inner)
-            parts.append(encode_message(payload, codec=codec))
-        else:
-            parts.append(encode_message_set(values, compression=codec))
-    return b"".join(parts)
-
-
-def mutate(rnd: random.Random, data: bytes) -> bytes:
-    buf = bytearray(data)
-    for _ in range(rnd.randrange(1, 5)):
-        if not buf:
-            break
-        pos = rnd.randrange(len(buf))
-        kind = rnd.randrange(6)
-        if kind == 0:
-            buf[pos] ^= 1 << rnd.randrange(8)
-        elif kind == 1:
-            buf[pos] = rnd.choice([0, 1, 2, 3, 0x7F, 0x80, 0xFF])
-        elif kind == 2:
-            del buf[pos : pos + rnd.randrange(1, 9)]
-        elif kind == 3:
-            buf[pos:pos] = rnd.randbytes(rnd.randrange(1, 9))
-        elif kind == 4 and pos + 4 <= len(buf):
-            struct.pack_into(">i", buf, pos, rnd.choice(
-                [-1, -4, 0, 4, 5, 6, 1 << 30, (1 << 31) - 1, -(1 << 31), len(buf)]))
-        else:
-            del buf[pos:]
-    return bytes(buf)
-
-
-def rewrap(rnd: random.Random, inner: bytes) -> bytes:
-    """``inner`` (garbage or not) in a wrapper with a valid CRC: the inner decoder faces it."""
-    codec = rnd.choice([1, 2])
-    payload = comp.gzip_compress(inner) if codec == 1 else comp.snappy_compress(inner)
-    return message(payload, codec=codec)
 
 
 # --- the message-set codec -----------------------------------------------------------------

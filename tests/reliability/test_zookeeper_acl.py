@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kazoo_client
 from rel_support import produce, read_sink, values
 
 from kafka_pyspark.errors import RegistryPermissionError
@@ -29,11 +30,7 @@ AUTH = f"digest:spark:{PASSWORD}"
 
 
 def _admin(zk_connect: str) -> Any:
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=zk_connect, timeout=10.0, auth_data=[("digest", "admin:adminpw")])
-    client.start(timeout=10.0)
-    return client
+    return kazoo_client(zk_connect, auth_data=[("digest", "admin:adminpw")])
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 Driver (the writer's ``__init__``, which Spark runs at ``save()``/``start()``, and for a
 streaming query once per micro-batch): parse and check options and columns
-(:mod:`~kafka_pyspark.spark.write_options`), then resolve the cluster into a :class:`WritePlan`
+(:mod:`~kafka_pyspark.spark.options.write`), then resolve the cluster into a :class:`WritePlan`
 of picklable primitives: the live brokers and, per known topic, the sorted (broker, partition)
 list 0.7's producer would use (:mod:`.plan`). Spark pickles the writer, plan included, to the
 executors.

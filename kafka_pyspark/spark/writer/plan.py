@@ -10,19 +10,15 @@ from typing import TYPE_CHECKING
 from kafka_pyspark import defaults
 from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
 from kafka_pyspark.partitioner import sorted_partitions
-from kafka_pyspark.spark.write_options import (
-    ColumnLayout,
-    WriteOptions,
-    parse_write_options,
-    resolve_columns,
-)
+from kafka_pyspark.spark.options.columns import ColumnLayout, resolve_columns
+from kafka_pyspark.spark.options.write import WriteOptions, parse_write_options
 from kafka_pyspark.wire import validate_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.spark.options import ClusterOptions
+    from kafka_pyspark.cluster_options import ClusterOptions
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,7 @@ def build_plan(options: Mapping[str, str], schema: StructType) -> WritePlan:
 
     wopts, copts = parse_write_options(options)
     layout = resolve_columns(schema, wopts)
-    with Cluster(**copts.cluster_kwargs()) as cluster:
+    with Cluster(copts) as cluster:
         return resolve_plan(cluster, wopts, layout, copts)
 
 

@@ -123,11 +123,16 @@ class Router:
     def _probe_cluster(self) -> Cluster:
         if self._probe is None:
             from kafka_pyspark.cluster import Cluster
+            from kafka_pyspark.cluster_options import ClusterOptions
 
+            # the driver parsed and checked these options (plan.build_plan)
             self._probe = Cluster(
-                broker_list=self.plan.broker_list,
-                socket_timeout_ms=self.plan.socket_timeout_ms,
-                socket_buffer_size=self.plan.socket_buffer_size,
+                ClusterOptions(
+                    zk_connect=None,
+                    broker_list=self.plan.broker_list,
+                    socket_timeout_ms=self.plan.socket_timeout_ms,
+                    socket_buffer_size=self.plan.socket_buffer_size,
+                )
             )
         return self._probe
 

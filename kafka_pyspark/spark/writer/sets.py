@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.errors import MessageTooLargeError
-from kafka_pyspark.spark.write_options import WriteOptions
+from kafka_pyspark.spark.options.write import WriteOptions
 from kafka_pyspark.spark.write_sizes import (
     MAX_COMPRESS_INPUT,
     MESSAGE_OVERHEAD,

@@ -1,125 +1,36 @@
-"""Streaming offsets: the offset dict format, topology merging, admission control. Pure.
+"""Admission control of a stream: ``maxBytesPerTrigger`` (Spark's ``ReadMaxBytes``). Pure.
 
-Offset format (what Spark checkpoints, JSON)::
-
-    {"topic": {"brokerId-partition": byteOffset, ...}, ...}
-
-``byteOffset`` is the next byte to read in that broker-partition's log (always a message
-boundary). Topics and keys are emitted in a fixed order (topics by name, keys by
-``(broker, partition)`` numerically) so two equal offsets always serialise to the same JSON:
-Spark compares offsets as JSON strings, and an unstable order would run empty micro-batches.
-
-Admission control (``maxBytesPerTrigger``, Spark's ``ReadMaxBytes``) is :func:`admit`. The
-only I/O it needs, reading message headers in byte windows of the logs, is injected as a
-callable, so the whole algorithm is tested here with synthetic logs (``tests/
-test_stream_offsets.py``) and driven against real brokers by ``kafka_pyspark.spark.stream``.
-See ``docs/streaming.md`` for the algorithm and its cost.
+:func:`admit` chooses each micro-batch's end offsets at message boundaries within the byte
+budget; :func:`next_ages` keeps the starvation ages it uses for fairness; :func:`cap_to_target`
+caps ends at a ``Trigger.AvailableNow`` target. The only I/O admission needs, reading message
+headers in byte windows of the logs, is injected as a callable (:data:`ScanFn`; the stream
+reader's one MULTIFETCH per broker, each answer read by :func:`scan_window`), so the whole
+algorithm is tested with synthetic logs (``tests/test_stream_offsets.py``) and driven against
+real brokers by ``kafka_pyspark.spark.stream``. See ``docs/streaming.md`` for the algorithm
+and its cost.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from kafka_pyspark.errors import InvalidMessageSizeError, OffsetFormatError
-from kafka_pyspark.names import TopicPartition, partition_key
-from kafka_pyspark.names import parse_partition_key as _parse_key
+from kafka_pyspark.errors import InvalidMessageSizeError
+from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark.stream_checkpoint import Offsets
 
-Offsets = dict[TopicPartition, int]
-
-
-# --- the offset dict ---------------------------------------------------------------------------
-
-
-def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
-    """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`.
-
-    The key format is :mod:`kafka_pyspark.names` (ASCII digits only, as the options accept).
-    Checkpoints written by earlier versions parse the same: they were written with
-    ``partition_key`` (ASCII digits from ``int``), never with a newline or other digits.
-    """
-    parsed = _parse_key(key)
-    if parsed is None:
-        raise OffsetFormatError(
-            f"topic {topic!r}: key {key!r} is not 'brokerId-partition' (e.g. '0-1')"
-        )
-    return parsed
-
-
-def to_offset_dict(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """``{(t, b, p): o}`` -> ``{"t": {"b-p": o}}`` in the canonical (sorted) order."""
-    out: dict[str, dict[str, int]] = {}
-    for topic, broker, partition in sorted(offsets):
-        out.setdefault(topic, {})[partition_key(broker, partition)] = int(
-            offsets[(topic, broker, partition)]
-        )
-    return out
-
-
-def from_offset_dict(value: Any) -> Offsets:
-    """Parse an offset dict (from Spark's checkpoint or our own output), strictly.
-
-    Every offset must be a non-negative integer: symbolic values (-1 latest, -2 earliest) are
-    only meaningful in ``startingOffsets`` and never appear in a stream offset.
-    """
-    if not isinstance(value, Mapping):
-        raise OffsetFormatError(f"stream offset must be a JSON object, got {value!r}")
-    out: Offsets = {}
-    for topic, parts in value.items():
-        if not isinstance(topic, str) or not isinstance(parts, Mapping):
-            raise OffsetFormatError(
-                f"stream offset: expected {{topic: {{'brokerId-partition': offset}}}}, "
-                f"got {topic!r}: {parts!r}"
-            )
-        for key, off in parts.items():
-            broker, partition = parse_partition_key(key, topic=topic)
-            if isinstance(off, bool) or not isinstance(off, int) or off < 0:
-                raise OffsetFormatError(
-                    f"stream offset for topic {topic!r} broker-partition {key}: "
-                    f"{off!r} is not a byte offset (a non-negative integer)"
-                )
-            out[(topic, broker, partition)] = off
-    return out
-
-
-# --- topology ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TopologyChange:
-    """How the broker-partitions known now differ from those in the start offset."""
-
-    new: tuple[TopicPartition, ...]
-    """In the registry now, not in the start offset: they start at ``earliest``."""
-    missing: tuple[TopicPartition, ...]
-    """In the start offset, not in the registry now (broker down, topic gone): offset kept."""
-
-
-def diff_topology(
-    start: Iterable[TopicPartition], current: Iterable[TopicPartition]
-) -> TopologyChange:
-    known = set(start)
-    now = set(current)
-    return TopologyChange(new=tuple(sorted(now - known)), missing=tuple(sorted(known - now)))
-
-
-def merge_topology(
-    start: Mapping[TopicPartition, int], earliest_of_new: Mapping[TopicPartition, int]
-) -> Offsets:
-    """Start offsets plus every new broker-partition at its earliest offset.
-
-    Nothing in ``start`` is ever dropped: a broker that vanished keeps its offset in the
-    dict and is resumed from it when it returns. Existing entries are never overwritten.
-    """
-    out = dict(start)
-    for tp, off in earliest_of_new.items():
-        out.setdefault(tp, off)
-    return out
-
-
-# --- admission control -------------------------------------------------------------------------
+__all__ = [
+    "Admission",
+    "Scan",
+    "ScanFn",
+    "Windows",
+    "admit",
+    "cap_to_target",
+    "next_ages",
+    "scan_window",
+    "water_fill",
+]
 
 
 def water_fill(demands: Mapping[TopicPartition, int], budget: int) -> dict[TopicPartition, int]:
@@ -282,7 +193,7 @@ class _Admitter:
         self.order = sorted(active, key=lambda tp: (-age.get(tp, 0), tp))
         self.starved = [tp for tp in self.order if age.get(tp, 0) > 0]
         self.ends: Offsets = dict(starts)
-        self.cur: Offsets = {}
+        self.cur: Offsets = {tp: starts[tp] for tp in active}
         self.head: dict[TopicPartition, int] = {}
         self.last_scan: dict[TopicPartition, Scan] = {}
         self._scan_fn = scan
@@ -294,8 +205,7 @@ class _Admitter:
         if top is not None:  # the top starved head alone is larger than the budget
             self.ends[top] = self.starts[top] + self.head[top]
             return self._result(top)
-        reserved = self._reserve_starved()
-        self.cur = {tp: self.starts[tp] + reserved.get(tp, 0) for tp in self.active}
+        self._reserve_starved()
         self._fill()
         used = self._take_whole_messages()
         return self._result(self._progress() if used == 0 else None)
@@ -329,15 +239,13 @@ class _Admitter:
         top = self.order[0]
         return top if top in self.head and self.head[top] > self.budget else None
 
-    def _reserve_starved(self) -> dict[TopicPartition, int]:
-        """2. Starved heads reserved in priority order while they fit."""
-        reserved: dict[TopicPartition, int] = {}
+    def _reserve_starved(self) -> None:
+        """2. Starved heads reserved (their cut moves past them) in priority order while they
+        fit."""
         for tp in self.starved:
             h = self.head.get(tp)
             if h is not None and h <= self.remaining and h <= self.pending[tp]:
-                reserved[tp] = h
-                self.remaining -= h
-        return reserved
+                self._advance(tp, self.starts[tp] + h)
 
     def _fill(self) -> None:
         """3-4. Water-fill what is left, cut at the last boundary, repeat with what the cuts

@@ -1,10 +1,8 @@
-"""Write options and the writer's input columns: parsed and validated once, on the driver.
+"""The write options (API.md "Writing"; 0.7.2 producer defaults), parsed once on the driver.
 
-Everything here is pure (no sockets, no Spark session): the writers call
-:func:`parse_write_options` and :func:`resolve_columns` in their ``__init__``, which Spark runs
-on the driver at ``save()``/``start()``, so a bad option or column fails before a byte is sent.
-
-Options (API.md "Writing"; 0.7.2 producer defaults):
+Pure (no sockets, no Spark session): the writers call :func:`parse_write_options` in their
+``__init__``, which Spark runs on the driver at ``save()``/``start()``, so a bad option fails
+before a byte is sent. The input columns are checked by :mod:`.columns`.
 
 ========================  =====================================================  ===========
 ``topic``                 target topic when rows have no ``topic`` column        (none)
@@ -16,8 +14,8 @@ Options (API.md "Writing"; 0.7.2 producer defaults):
                           ``kafka.producer.DefaultPartitioner``)
 ========================  =====================================================  ===========
 
-plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``) parsed by
-:mod:`kafka_pyspark.spark.options`. Spark passes option names lower-cased.
+plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
+:mod:`kafka_pyspark.cluster_options`). Spark passes option names lower-cased.
 """
 
 from __future__ import annotations
@@ -25,31 +23,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.types import (
-    BinaryType,
-    ByteType,
-    DataType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructType,
-)
-
 from kafka_pyspark import defaults
-from kafka_pyspark.errors import OptionError, SchemaError, TopicNameError
+from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark.errors import OptionError
 from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark.spark.options import (
+from kafka_pyspark.option_values import int_value, topic_value
+from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
+    SPARK_SINK_OPTIONS,
     WRITE_OPTIONS,
-    ClusterOptions,
-    _int_value,
     canonical_name,
-    parse_cluster_options,
 )
-from kafka_pyspark.wire import validate_topic_name
 from kafka_pyspark.wire.protocol import INT32_MAX
+
+__all__ = [
+    "PARTITIONERS",
+    "WriteOptions",
+    "check_option_names",
+    "parse_codec",
+    "parse_write_options",
+    "parse_write_options_only",
+]
 
 #: codecs of later Kafka versions, refused with a hint (they did not exist in 0.7)
 _UNSUPPORTED_CODECS = ("lz4", "zstd", "3", "4")
@@ -65,8 +60,6 @@ _PARTITIONER_ALIASES: dict[str, str] = {
 #: a sanity bound: a set of more messages than this cannot fit a 0.7 request anyway
 MAX_BATCH_SIZE = 1_000_000
 
-#: options Spark itself adds for a streaming sink; accepted and ignored.
-SPARK_SINK_OPTIONS = frozenset({"checkpointlocation"})
 
 
 @dataclass(frozen=True)
@@ -86,7 +79,7 @@ class WriteOptions:
 
 def _int_option(options: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = options.get(name)
-    return default if raw is None else _int_value(name, str(raw), low, high)
+    return default if raw is None else int_value(name, str(raw), low, high)
 
 
 def parse_codec(raw: str) -> str:
@@ -109,10 +102,7 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
     opts = {str(k).lower(): v for k, v in options.items()}
     topic = opts.get("topic")
     if topic is not None:
-        try:
-            validate_topic_name(topic)
-        except TopicNameError as e:
-            raise OptionError("topic", str(e)) from e
+        topic_value("topic", topic)
     codec = parse_codec(opts["compression.codec"]) if "compression.codec" in opts else "none"
     batch_size = _int_option(opts, "batch.size", defaults.BATCH_SIZE, 1, MAX_BATCH_SIZE)
     max_message_size = _int_option(
@@ -157,92 +147,3 @@ def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, Clust
     """All writer options: unknown names, bad values and conflicts raise :class:`OptionError`."""
     check_option_names(options)
     return parse_write_options_only(options), parse_cluster_options(options)
-
-
-# --- input columns ------------------------------------------------------------------------
-
-_BYTES_TYPES = (StringType, BinaryType)
-_INT_TYPES = (ByteType, ShortType, IntegerType, LongType)
-_COLUMNS = ("value", "key", "topic", "broker", "partition")
-
-
-@dataclass(frozen=True)
-class ColumnLayout:
-    """Where the writer finds its inputs: the actual column names (Spark matches names
-    case-insensitively), or None for an absent optional column. Other columns are ignored,
-    as Spark's own Kafka sink does (so a DataFrame read from kafka07 can be written back)."""
-
-    value: str
-    key: str | None = None
-    topic: str | None = None
-    broker: str | None = None
-    partition: str | None = None
-    partitioner: str = "random"  # effective: "hash" (key column used) or "random"
-
-
-def _type_name(t: DataType) -> str:
-    return t.simpleString()
-
-
-def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
-    """Check the DataFrame's schema against API.md's writing contract."""
-    found: dict[str, str] = {}
-    for field in schema.fields:
-        lname = field.name.lower()
-        if lname not in _COLUMNS:
-            continue
-        if lname in found:
-            raise SchemaError(
-                f"columns {found[lname]!r} and {field.name!r} both match {lname!r} "
-                "(names are case-insensitive)"
-            )
-        found[lname] = field.name
-        t = field.dataType
-        if lname in ("value", "key") and not isinstance(t, _BYTES_TYPES):
-            raise SchemaError(
-                f"column {field.name!r} must be binary or string, not {_type_name(t)}"
-            )
-        if lname == "topic" and not isinstance(t, StringType):
-            raise SchemaError(f"column {field.name!r} must be string, not {_type_name(t)}")
-        if lname in ("broker", "partition") and not isinstance(t, _INT_TYPES):
-            raise SchemaError(f"column {field.name!r} must be int, not {_type_name(t)}")
-    if "value" not in found:
-        names = ", ".join(repr(f.name) for f in schema.fields) or "none"
-        raise SchemaError(f"kafka07 needs a 'value' column (binary or string); columns: {names}")
-    if ("broker" in found) != ("partition" in found):
-        have, missing = ("broker", "partition") if "broker" in found else ("partition", "broker")
-        raise SchemaError(
-            f"column {found[have]!r} needs a {missing!r} column too: an explicit target is "
-            "both broker and partition, or neither"
-        )
-    if "topic" not in found and options.topic is None:
-        raise OptionError(
-            "topic", "no target topic: set option('topic', ...) or add a 'topic' column"
-        )
-    if options.partitioner == "hash" and "key" not in found:
-        raise OptionError("partitioner", "'hash' needs a 'key' column")
-    if options.partitioner is not None:
-        partitioner = options.partitioner
-    else:
-        partitioner = "hash" if "key" in found else "random"
-    return ColumnLayout(
-        value=found["value"],
-        key=found.get("key") if partitioner == "hash" else None,
-        topic=found.get("topic"),
-        broker=found.get("broker"),
-        partition=found.get("partition"),
-        partitioner=partitioner,
-    )
-
-
-__all__ = [
-    "PARTITIONERS",
-    "WRITE_OPTIONS",
-    "ColumnLayout",
-    "WriteOptions",
-    "check_option_names",
-    "parse_codec",
-    "parse_write_options",
-    "parse_write_options_only",
-    "resolve_columns",
-]

@@ -1,0 +1,208 @@
+"""Which broker-partitions a read covers: from the registry or ``broker.list``.
+
+- :func:`discover` (a batch read): subscription -> sorted ``(topic, broker, partition)`` list
+  (:class:`kafka_pyspark.cluster.Cluster`); a named topic that does not exist is a
+  :class:`TopicNotFoundError`, an assigned broker-partition the cluster lacks an
+  :class:`OptionError`.
+- :func:`current_partitions` (a stream, per micro-batch): the same, leniently.
+- :func:`diff_topology` / :func:`merge_topology` (a stream): how the broker-partitions now
+  differ from those in the start offset, and the start offset with new ones added. Pure.
+- :func:`group_offsets`: what a 0.7 consumer group committed (``startingOffsets=group``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_pyspark.errors import (
+    BrokerConnectionError,
+    KafkaError,
+    OptionError,
+    TopicNotFoundError,
+)
+from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark.options import Assign, Subscribe, Subscription
+
+if TYPE_CHECKING:
+    from kafka_pyspark.cluster import Cluster
+
+__all__ = [
+    "TopologyChange",
+    "current_partitions",
+    "diff_topology",
+    "discover",
+    "group_offsets",
+    "merge_topology",
+]
+
+log = logging.getLogger(__name__)
+
+
+def discover(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
+    """The broker-partitions a subscription covers, sorted.
+
+    ``subscribe``: every partition of every named topic on every live broker; a topic with
+    none is a :class:`TopicNotFoundError` (ZooKeeper mode; with ``broker.list`` a 0.7 broker
+    cannot tell an unknown topic from an empty one, see :mod:`kafka_pyspark.cluster`).
+    ``subscribePattern``: every registered topic the pattern matches (none: an empty list).
+    ``assign``: the named ones, each checked to exist.
+    """
+    out: list[TopicPartition] = []
+    if isinstance(subscription, Subscribe):
+        for topic in subscription.topics:
+            parts = cluster.partitions(topic)
+            if not parts:
+                raise TopicNotFoundError(_not_found(cluster, topic))
+            out.extend((topic, b, p) for b, p in parts)
+    elif isinstance(subscription, Assign):
+        out.extend(_check_assigned(cluster, subscription))
+    else:
+        topics = [t for t in cluster.topics() if subscription.allows(t)]
+        if not topics:
+            log.warning(
+                "subscribePattern %r matches no topic in the registry", subscription.pattern
+            )
+        for topic in topics:
+            out.extend((topic, b, p) for b, p in cluster.partitions(topic))
+    return sorted(set(out))
+
+
+def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
+    """The broker-partitions the subscription covers right now, leniently (sorted).
+
+    Unlike the batch reader's :func:`discover`, nothing missing
+    is an error between micro-batches: a subscribed topic that does not exist yet has no
+    partitions (0.7 creates topics on their first message; they are picked up then), an
+    assigned broker-partition whose broker is not registered (or, with ``broker.list``, not
+    answering) is simply not current; its offset stays in the stream offset until it returns.
+    """
+    out: set[TopicPartition] = set()
+    if cluster.registry() is not None:
+        if isinstance(subscription, Assign):
+            topics: Sequence[str] = subscription.topics
+        elif isinstance(subscription, Subscribe):
+            topics = subscription.topics
+        else:
+            topics = [t for t in cluster.topics() if subscription.allows(t)]
+        for topic in topics:
+            out.update((topic, b, p) for b, p in cluster.partitions(topic))
+        if isinstance(subscription, Assign):
+            out &= set(subscription.partitions)
+        return sorted(out)
+    # broker.list (subscribePattern needs zk.connect): probe each broker; one that does not
+    # answer has no current partitions
+    if not isinstance(subscription, (Subscribe, Assign)):
+        raise KafkaError("subscribePattern needs zk.connect")
+    assigned = set(subscription.partitions) if isinstance(subscription, Assign) else None
+    for topic in subscription.topics:
+        for broker in sorted(cluster.brokers()):
+            if assigned is not None and not any(
+                t == topic and b == broker for t, b, _ in assigned
+            ):
+                continue
+            try:
+                n = cluster.partition_count(topic, broker)
+            except BrokerConnectionError as e:
+                log.warning(
+                    "kafka07 stream: broker %d is not answering (%s); its partitions of "
+                    "topic %r keep their offsets", broker, e, topic,
+                )
+                continue
+            out.update((topic, broker, p) for p in range(n))
+    if assigned is not None:
+        out &= assigned
+    return sorted(out)
+
+
+def _not_found(cluster: Cluster, topic: str) -> str:
+    where = repr(cluster)
+    if cluster.registry() is not None:
+        return (
+            f"topic {topic!r} does not exist: it has no broker-partition in the ZooKeeper "
+            f"registry of {where} (no live broker has it)"
+        )
+    return f"topic {topic!r}: no broker of {where} has a partition of it"
+
+
+def _check_assigned(cluster: Cluster, assign: Assign) -> list[TopicPartition]:
+    brokers = cluster.brokers()
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for topic, broker, partition in assign.partitions:
+        by_topic.setdefault(topic, []).append((broker, partition))
+    out: list[TopicPartition] = []
+    for topic, wanted in sorted(by_topic.items()):
+        for broker, _ in wanted:
+            if broker not in brokers:
+                raise OptionError(
+                    "assign",
+                    f"topic {topic!r} {broker}-{wanted[0][1]}: broker {broker} is not "
+                    f"{'registered' if cluster.registry() is not None else 'in broker.list'} "
+                    f"(known brokers: {sorted(brokers)})",
+                )
+        if cluster.registry() is not None:
+            have = set(cluster.partitions(topic))
+            if not have:
+                raise TopicNotFoundError(_not_found(cluster, topic))
+            for broker, partition in wanted:
+                if (broker, partition) not in have:
+                    raise OptionError(
+                        "assign",
+                        f"topic {topic!r} has no broker-partition {broker}-{partition} "
+                        f"(it has: {', '.join(f'{b}-{p}' for b, p in sorted(have))})",
+                    )
+        out.extend((topic, b, p) for b, p in wanted)
+    return out
+
+
+def group_offsets(
+    cluster: Cluster, group: str, topics: Iterable[str]
+) -> dict[TopicPartition, int]:
+    """The offsets consumer group ``group`` committed in ZooKeeper for ``topics``."""
+    registry = cluster.registry()
+    if registry is None:
+        raise OptionError(
+            "zk.connect", "startingOffsets=group needs zk.connect: 0.7 keeps group offsets there"
+        )
+    out: dict[TopicPartition, int] = {}
+    for topic in sorted(set(topics)):
+        for (broker, partition), offset in registry.group_offsets(group, topic).items():
+            out[(topic, broker, partition)] = offset
+    return out
+
+
+# --- a stream's topology --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopologyChange:
+    """How the broker-partitions known now differ from those in the start offset."""
+
+    new: tuple[TopicPartition, ...]
+    """In the registry now, not in the start offset: they start at ``earliest``."""
+    missing: tuple[TopicPartition, ...]
+    """In the start offset, not in the registry now (broker down, topic gone): offset kept."""
+
+
+def diff_topology(
+    start: Iterable[TopicPartition], current: Iterable[TopicPartition]
+) -> TopologyChange:
+    known = set(start)
+    now = set(current)
+    return TopologyChange(new=tuple(sorted(now - known)), missing=tuple(sorted(known - now)))
+
+
+def merge_topology(
+    start: Mapping[TopicPartition, int], earliest_of_new: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Start offsets plus every new broker-partition at its earliest offset.
+
+    Nothing in ``start`` is ever dropped: a broker that vanished keeps its offset in the
+    dict and is resumed from it when it returns. Existing entries are never overwritten.
+    """
+    out = dict(start)
+    for tp, off in earliest_of_new.items():
+        out.setdefault(tp, off)
+    return out

@@ -1,0 +1,106 @@
+"""OFFSETS on the driver: what each broker-partition's log holds now.
+
+:class:`OffsetLookup` opens one connection per broker (lazily) and asks OFFSETS for the log
+bounds (earliest, latest and every segment start, in one request: :class:`LogBounds`) and for
+``startingTimestamp`` lookups. The requests themselves are :mod:`kafka_pyspark.client.offsets`.
+
+Offset semantics (Kafka 0.7; seed 003 "Offsets"). Offsets are byte positions. ``latest`` is the
+flushed log end, the offset the next message will get. ``earliest`` is the start of the oldest
+segment still on disk. ``startingTimestamp`` uses OFFSETS with ``time = ts`` and max 1: the start
+of the newest segment last modified before ``ts`` (or the log end when the whole log is older);
+if no segment is that old, the earliest offset. 0.7 keeps no per-message time, so this reads
+everything written at or after ``ts`` plus possibly older messages of that one segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_pyspark._closing import Closing
+from kafka_pyspark.cluster_options import ClusterOptions
+from kafka_pyspark.errors import TopicNotFoundError
+from kafka_pyspark.names import TopicPartition
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.cluster_options import BrokerAddress
+
+__all__ = ["LogBounds", "OffsetLookup"]
+
+
+@dataclass(frozen=True)
+class LogBounds:
+    """What OFFSETS says about one broker-partition log."""
+
+    earliest: int
+    latest: int
+    segment_starts: tuple[int, ...] = ()  # ascending, every one < latest
+
+    def boundaries(self) -> tuple[int, ...]:
+        """Offsets known to be message boundaries: segment starts and the end."""
+        return (*self.segment_starts, self.latest)
+
+
+class OffsetLookup(Closing):
+    """Driver-side OFFSETS requests: one lazily opened connection per broker. Context manager.
+
+    Ask only about broker-partitions that exist (from :func:`discover`): a 0.7.2 broker closes
+    the connection instead of answering OFFSETS for a partition it does not have.
+    """
+
+    def __init__(self, brokers: Mapping[int, BrokerAddress], options: ClusterOptions) -> None:
+        self._brokers = dict(brokers)
+        self._options = options
+        self._conns: dict[int, BrokerConnection] = {}
+
+    def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            conn.close()
+
+    def connection(self, broker: int) -> BrokerConnection:
+        from kafka_pyspark.cluster import connect
+
+        conn = self._conns.get(broker)
+        if conn is None:
+            address = self._brokers.get(broker)
+            if address is None:
+                raise TopicNotFoundError(
+                    f"broker {broker} is not known (live brokers: {sorted(self._brokers)})"
+                )
+            conn = self._conns[broker] = connect(
+                broker,
+                address,
+                self._options.socket_timeout_ms,
+                self._options.socket_buffer_size,
+            )
+        return conn
+
+    def bounds(self, tp: TopicPartition) -> LogBounds:
+        """Earliest, latest and the segment starts, from one OFFSETS (latest, many) request."""
+        from kafka_pyspark.client import segment_starts
+
+        topic, broker, partition = tp
+        got = segment_starts(self.connection(broker), topic, partition)
+        earliest = got.starts[0] if got.starts else got.end
+        return LogBounds(earliest, got.end, tuple(got.starts))
+
+    def all_bounds(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, LogBounds]:
+        return {tp: self.bounds(tp) for tp in tps}
+
+    def before_time(self, tp: TopicPartition, time_ms: int) -> int | None:
+        """0.7's offset "before" ``time_ms`` (see the module docstring); None if none."""
+        from kafka_pyspark.client import before_time
+
+        topic, broker, partition = tp
+        return before_time(self.connection(broker), topic, partition, time_ms)
+
+    def check_partition(self, tp: TopicPartition) -> bool:
+        """Whether the broker has this partition (FETCH max 0: WrongPartition means no)."""
+        from kafka_pyspark.errors import WrongPartitionError
+
+        topic, broker, partition = tp
+        resp = self.connection(broker).fetch(topic, partition, 0, 0)
+        return resp.error != WrongPartitionError.code

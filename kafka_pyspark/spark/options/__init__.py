@@ -1,0 +1,75 @@
+"""Every option of the data source, parsed and validated once, into frozen dataclasses. Pure.
+
+By subject:
+
+- :mod:`kafka_pyspark.cluster_options` (one layer down, because ``Cluster`` and ``Registry``
+  take it): where the cluster is (``zk.connect``/``broker.list``, timeouts, ``zk.auth``) ->
+  :class:`ClusterOptions`; the value parsers all options share are
+  :mod:`kafka_pyspark.option_values`;
+- :mod:`.names`: which option belongs to which mode, and its documented spelling;
+- :mod:`.subscription`: ``subscribe``/``subscribePattern``/``assign``;
+- :mod:`.read`: the read options (batch and stream) -> :class:`ReadOptions`;
+- :mod:`.write`: the write options -> :class:`WriteOptions`; :mod:`.columns` (imports
+  pyspark, so not re-exported here): the writer's input columns.
+
+Segment-file reads (``path``) have their own options: :mod:`kafka_pyspark.spark.segment_options`.
+"""
+
+from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark.spark.options.names import (
+    BATCH_ONLY_OPTIONS,
+    CLUSTER_OPTIONS,
+    READ_OPTIONS,
+    SPARK_SINK_OPTIONS,
+    STREAM_ONLY_OPTIONS,
+    WRITE_OPTIONS,
+    canonical_name,
+)
+from kafka_pyspark.spark.options.read import (
+    Mode,
+    OffsetSpec,
+    ReadOptions,
+    parse_offsets_json,
+    parse_read_options,
+    validate_read_options,
+)
+from kafka_pyspark.spark.options.subscription import (
+    Assign,
+    Subscribe,
+    SubscribePattern,
+    Subscription,
+    java_regex_to_python,
+)
+from kafka_pyspark.spark.options.write import (
+    WriteOptions,
+    parse_codec,
+    parse_write_options,
+    parse_write_options_only,
+)
+
+__all__ = [
+    "BATCH_ONLY_OPTIONS",
+    "CLUSTER_OPTIONS",
+    "READ_OPTIONS",
+    "SPARK_SINK_OPTIONS",
+    "STREAM_ONLY_OPTIONS",
+    "WRITE_OPTIONS",
+    "Assign",
+    "ClusterOptions",
+    "Mode",
+    "OffsetSpec",
+    "ReadOptions",
+    "Subscribe",
+    "SubscribePattern",
+    "Subscription",
+    "WriteOptions",
+    "canonical_name",
+    "java_regex_to_python",
+    "parse_cluster_options",
+    "parse_codec",
+    "parse_offsets_json",
+    "parse_read_options",
+    "parse_write_options",
+    "parse_write_options_only",
+    "validate_read_options",
+]
