@@ -372,3 +372,13 @@ def test_gzip_members_and_trailing_bytes(monkeypatch: pytest.MonkeyPatch,
         rows = both_paths(encode_message(payload, codec=1) * 2, monkeypatch)[0]
         assert rows["value"] == [b"one", b"two"] * 2
         assert fast_taken.pop() is lane
+
+
+def test_snappy_compaction_of_short_payloads(monkeypatch: pytest.MonkeyPatch,
+                                             fast_taken: list[bool]) -> None:
+    # payloads shorter than the kernel's 64-byte copy steps, moved down over their own
+    # headers in place: the bytes copied past a payload must not reach the next header
+    values = [bytes([65 + i % 26]) * (1 + i % 70) for i in range(300)]
+    rows = both_paths(encode(values, compression="snappy"), monkeypatch)[0]
+    assert rows["value"] == values
+    assert fast_taken == [True]

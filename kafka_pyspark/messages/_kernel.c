@@ -201,8 +201,8 @@ done:
 /* --- take: scan and gather in one pass ------------------------------------------------------ */
 
 /* Copies n bytes from src down to dst (dst <= src: they may overlap, as in snappy_take's
- * compaction) with room bytes writable at dst and avail readable at src: short payloads in
- * 16-byte steps, forward (each store lands before the bytes still to be read), possibly
+ * compaction) with room bytes free to write at dst and avail readable at src: short payloads
+ * in 16-byte steps, forward (each store lands before the bytes still to be read), possibly
  * past n, within room and avail; others by memmove. */
 static inline void copy_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_ssize_t room,
                              Py_ssize_t avail)
@@ -252,7 +252,10 @@ int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, s
             status = ST_FULL;
             break;
         }
-        copy_down(data + dpos, p + pos + skip, size, s->dcap - dpos, end - pos - skip);
+        Py_ssize_t room = s->dcap - dpos;
+        if (data == p && pos + skip - dpos + size < room)
+            room = pos + skip - dpos + size; /* in place: the bytes after the payload are unread */
+        copy_down(data + dpos, p + pos + skip, size, room, end - pos - skip);
         dpos += size;
         words[k] = h.crc ^ kp_zeros_crc(size);
         offsets[++k] = (int32_t)dpos;
