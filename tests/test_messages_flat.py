@@ -344,6 +344,9 @@ def test_snappy_fetch_guards() -> None:
     recs["start"][1] = len(data_set) - 5  # a record pointing past the buffer
     assert KERNEL.snappy_fetch(data_set, recs, data, *args)[:2] == (BAD_SNAPPY, 1)
     assert KERNEL.snappy_total(data_set, recs) == -1
+    recs["start"][1] = (1 << 63) - 1  # and one that would overflow
+    assert KERNEL.snappy_fetch(data_set, recs, data, *args)[:2] == (BAD_SNAPPY, 1)
+    assert KERNEL.snappy_total(data_set, recs) == -1
     assert KERNEL.snappy_total(data_set, scan.recs) == 48
     small = np.zeros(28, np.uint8)  # no room for the second set
     assert KERNEL.snappy_fetch(data_set, scan.recs, small, *args)[:2] == (BAD_SNAPPY, 1)

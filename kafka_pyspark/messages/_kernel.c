@@ -371,8 +371,9 @@ static PyObject *gather(PyObject *self, PyObject *args)
         if (r->codec)
             continue;
         int64_t start = payload_start(r), size = payload_size(r);
-        if (r->start < 0 || r->magic > 1 || size < 0 || start + size > buf.len ||
-            size > data.len - dpos || dpos + size > INT32_MAX || k + 1 >= noff || k >= nwords) {
+        if (r->start < 0 || r->start > buf.len || r->magic > 1 || size < 0 ||
+            start + size > buf.len || size > data.len - dpos || dpos + size > INT32_MAX ||
+            k + 1 >= noff || k >= nwords) {
             PyErr_Format(PyExc_ValueError, "gather: record %zd does not fit its buffers", i);
             goto done;
         }

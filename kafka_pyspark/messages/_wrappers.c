@@ -18,7 +18,7 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n && total >= 0; i++) {
         const rec_t *r = &recs[i];
         int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->start < 0 || r->magic != 1 || size < 0 ||
+        if (r->codec != 2 || r->start < 0 || r->start > buf.len || r->magic != 1 || size < 0 ||
             start + size > buf.len) {
             total = -1;
             break;
@@ -112,7 +112,7 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
     for (; i < n; i++) {
         const rec_t *r = &recs[i];
         int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->magic != 1 || r->start < 0 || size < 0 ||
+        if (r->codec != 2 || r->magic != 1 || r->start < 0 || r->start > buf.len || size < 0 ||
             start + size > buf.len) {
             status = ST_BAD_SNAPPY;
             break;
