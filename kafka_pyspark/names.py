@@ -19,6 +19,7 @@ from kafka_pyspark.errors import OptionError
 __all__ = [
     "TopicPartition",
     "check_group_id",
+    "describe_tp",
     "not_a_partition_key",
     "parse_partition_key",
     "partition_key",
@@ -37,6 +38,12 @@ _ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 def partition_key(broker: int, partition: int) -> str:
     """``"brokerId-partition"``, as 0.7 names a broker-partition (and its ZooKeeper node)."""
     return f"{broker}-{partition}"
+
+
+def describe_tp(tp: TopicPartition) -> str:
+    """How messages name one broker-partition log: ``topic 't', broker 1, partition 3``."""
+    topic, broker, partition = tp
+    return f"topic {topic!r}, broker {broker}, partition {partition}"
 
 
 def parse_partition_key(key: object) -> tuple[int, int] | None:

@@ -25,7 +25,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
@@ -49,6 +49,22 @@ class Created(enum.Enum):
 class _Request:
     node: str  # the node it is about (named when its ACL refuses it)
     send: Callable[[Any], Any]  # kazoo client -> its IAsyncResult
+
+
+@dataclass
+class _Batch:
+    """One pipelined call: what it does and where (named in errors), its requests, the
+    exceptions that are answers, its deadline (monotonic), and the answers so far."""
+
+    what: str
+    where: str
+    requests: Sequence[_Request]
+    expected: Mapping[type[BaseException], Any]
+    deadline: float
+    answers: list[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.answers = [None] * len(self.requests)
 
 
 def _get(path: str) -> _Request:
@@ -204,16 +220,14 @@ class ZkSession:
         in ``expected`` answers its value; ``what`` and ``where`` name the batch in errors."""
         if not requests:
             return []
-        deadline = time.monotonic() + self.op_timeout
-        answers: list[Any] = [None] * len(requests)
+        batch = _Batch(what, where, requests, expected, time.monotonic() + self.op_timeout)
         pending = list(range(len(requests)))
         delay = _FIRST_DELAY
         while True:
-            sent = self._send(what, where, requests, pending)
-            pending, lost = self._collect(what, where, requests, sent, answers, expected, deadline)
+            pending, lost = self._collect(batch, self._send(batch, pending))
             if not pending:
-                return answers
-            if time.monotonic() + delay >= deadline:
+                return batch.answers
+            if time.monotonic() + delay >= batch.deadline:
                 raise RegistryUnavailableError(
                     f"ZooKeeper {self.zk_connect}: {what} {where} failed after retrying for "
                     f"{self.op_timeout * 1000:.0f} ms: {_describe(lost)}"
@@ -221,29 +235,24 @@ class ZkSession:
             time.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
 
-    def _send(
-        self, what: str, where: str, requests: Sequence[_Request], pending: Sequence[int]
-    ) -> list[tuple[int, Any]]:
+    def _send(self, batch: _Batch, pending: Sequence[int]) -> list[tuple[int, Any]]:
+        """Send the ``pending`` requests of ``batch``: their kazoo async results."""
         client = self._zk()
         sent = []
         for i in pending:
             try:
-                sent.append((i, requests[i].send(client)))
+                sent.append((i, batch.requests[i].send(client)))
             except (ValueError, TypeError) as e:  # kazoo validates paths eagerly
-                raise RegistryError(f"ZooKeeper {self.zk_connect}: {what} {where}: {e}") from e
+                raise RegistryError(
+                    f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where}: {e}"
+                ) from e
         return sent
 
     def _collect(
-        self,
-        what: str,
-        where: str,
-        requests: Sequence[_Request],
-        sent: Sequence[tuple[int, Any]],
-        answers: list[Any],
-        expected: Mapping[type[BaseException], Any],
-        deadline: float,
+        self, batch: _Batch, sent: Sequence[tuple[int, Any]]
     ) -> tuple[list[int], BaseException | None]:
-        """Fill ``answers`` from ``sent``; the indexes lost with the connection, and why."""
+        """Fill ``batch.answers`` from ``sent``; the indexes lost with the connection, and
+        why."""
         from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 
         retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
@@ -251,38 +260,37 @@ class ZkSession:
         why: BaseException | None = None
         for i, async_result in sent:
             try:
-                answers[i] = async_result.get(timeout=max(deadline - time.monotonic(), 0.001))
+                left = max(batch.deadline - time.monotonic(), 0.001)
+                batch.answers[i] = async_result.get(timeout=left)
             except retryable as e:  # ConnectionClosedError too (close() meanwhile): the
                 why = e  # next _send then raises "the registry is closed"
                 lost.append(i)
             except Exception as e:
-                cls = next((c for c in expected if isinstance(e, c)), None)
+                cls = next((c for c in batch.expected if isinstance(e, c)), None)
                 if cls is not None:
-                    answers[i] = expected[cls]
+                    batch.answers[i] = batch.expected[cls]
                     continue
-                error = self._translate(e, what, where, requests[i].node)
+                error = self._translate(e, batch, batch.requests[i].node)
                 if error is None:
                     raise
                 raise error from e
         return lost, why
 
-    def _translate(
-        self, e: Exception, what: str, where: str, node: str
-    ) -> RegistryError | None:
+    def _translate(self, e: Exception, batch: _Batch, node: str) -> RegistryError | None:
         """kazoo's exception (not a lost connection) as ours; None for one not kazoo's."""
         from kazoo.exceptions import KazooException, NoAuthError
         from kazoo.handlers.threading import KazooTimeoutError
 
         if isinstance(e, NoAuthError):
-            return self._denied(what, node)
+            return self._denied(batch.what, node)
         if isinstance(e, KazooTimeoutError):
             return RegistryUnavailableError(
-                f"ZooKeeper {self.zk_connect}: {what} {where} timed out after "
+                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} timed out after "
                 f"{self.op_timeout * 1000:.0f} ms"
             )
         if isinstance(e, KazooException):
             return RegistryError(
-                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {_describe(e)}"
+                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} failed: {_describe(e)}"
             )
         return None
 

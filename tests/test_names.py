@@ -70,8 +70,12 @@ def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
     # which refused them only when the stream committed; both now ask check_group_id
     with pytest.raises(OptionError, match="is not a legal group id") as info:
         parse_read_options(
-            {"zk.connect": "127.0.0.1:2181", "subscribe": "t", "group.id": group,
-             "startingOffsets": "group"}
+            {
+                "zk.connect": "127.0.0.1:2181",
+                "subscribe": "t",
+                "group.id": group,
+                "startingOffsets": "group",
+            }
         )
     assert info.value.option == "group.id"
     with pytest.raises(OptionError, match="is not a legal group id"):

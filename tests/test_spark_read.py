@@ -286,7 +286,7 @@ def test_filter_pushdown_matches_spark_filtering(spark: Any, cluster: Cluster) -
 @pytest.mark.spark
 def test_filtered_query_does_not_leak_into_later_queries(spark: Any, cluster: Cluster) -> None:
     # Spark 4.3 reuses the plan made during one query's filter pushdown for later scans of the
-    # same DataFrame (see reader.NARROW_PLAN): the later unfiltered count must still be whole.
+    # same DataFrame (see pushdown.NARROW_PLAN): the later unfiltered count must still be whole.
     df = load(spark, cluster.options(subscribe=MIXED))
     want = cluster.data.rows(MIXED)
     assert df.where("broker = 1 AND partition = 0").count() == sum(
@@ -314,9 +314,9 @@ def _filters(low: int, high: int) -> list[Any]:
 def test_push_filters_keep_the_plan_where_spark_would_reuse_it(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kafka_pyspark.spark.reader as reader_module
+    from kafka_pyspark.spark import pushdown
 
-    monkeypatch.setattr(reader_module, "NARROW_PLAN", False)
+    monkeypatch.setattr(pushdown, "NARROW_PLAN", False)
     r = reader(cluster.options(subscribe=MIXED))
     full = r.partitions()
     filters = _filters(0, 100)
@@ -326,9 +326,9 @@ def test_push_filters_keep_the_plan_where_spark_would_reuse_it(
 
 
 def test_push_filters_shrink_the_plan(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafka_pyspark.spark.reader as reader_module
+    from kafka_pyspark.spark import pushdown
 
-    monkeypatch.setattr(reader_module, "NARROW_PLAN", True)  # as on a Spark that scopes plans
+    monkeypatch.setattr(pushdown, "NARROW_PLAN", True)  # as on a Spark that scopes plans
     rows10 = cluster.data.logs[(MIXED, 1, 0)].rows
     low, high = rows10[len(rows10) // 4][3], rows10[len(rows10) // 2][3]
     r = reader(cluster.options(subscribe=MIXED))
@@ -596,9 +596,9 @@ def test_pushed_filters_and_json_offsets_for_filtered_out_partitions(
 ) -> None:
     from pyspark.sql.datasource import EqualTo
 
-    import kafka_pyspark.spark.reader as reader_module
+    from kafka_pyspark.spark import pushdown
 
-    monkeypatch.setattr(reader_module, "NARROW_PLAN", True)
+    monkeypatch.setattr(pushdown, "NARROW_PLAN", True)
     r = reader(cluster.options(subscribe=MIXED, startingOffsets=f'{{"{MIXED}": {{"0-1": 0}}}}',
                                endingOffsets=f'{{"{MIXED}": {{"0-0": 0}}}}'))
     assert list(r.pushFilters([EqualTo(("broker",), 1)])) == []

@@ -46,6 +46,7 @@ from kafka_pyspark.errors import (
     ProtocolError,
     RequestTooLargeError,
     raise_for_code,
+    with_context,
 )
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ class BrokerConnection(Closing):
             self._unconfirmed_bytes = 0
             self._unconfirmed_requests = 0
 
-    def _socket(self) -> None:
+    def _ensure_socket(self) -> None:
         """Make sure a live socket is open. An idle socket the broker closed (e.g. it
         restarted) is noticed here, before a request is written into it."""
         if self._transport.sock is not None and not self._transport.idle_ok():
@@ -164,7 +165,7 @@ class BrokerConnection(Closing):
         if attempt >= self.retries:
             if attempt == 0:
                 raise err
-            raise type(err)(f"{err} (gave up after {attempt + 1} attempts{note})") from err
+            raise with_context(err, then=f" (gave up after {attempt + 1} attempts{note})") from err
         log.warning("%s; retrying (%d of %d)", err, attempt + 1, self.retries)
         time.sleep(self.backoff * (2**attempt))
 
@@ -182,7 +183,7 @@ class BrokerConnection(Closing):
             attempt = 0
             while True:
                 try:
-                    self._socket()
+                    self._ensure_socket()
                     self._transport.send(frame, what)
                     body = self._transport.read_frame(bound, what, close_hint)
                 except SendFailed as sf:
@@ -203,7 +204,7 @@ class BrokerConnection(Closing):
                         return decode(body)
                     except ProtocolError as e:
                         self._drop(f"protocol error on {what}")
-                        raise ProtocolError(f"{self.address}: {e}") from e
+                        raise with_context(e, self.address) from e
                 self._drop(str(err))
                 self._retry_or_raise(err, attempt, "")
                 attempt += 1
@@ -235,7 +236,7 @@ class BrokerConnection(Closing):
             while True:
                 self._raise_if_lost(what)
                 try:
-                    self._socket()
+                    self._ensure_socket()
                     self._transport.send(frame, what)
                 except SendFailed as sf:
                     if sf.sent > 0:

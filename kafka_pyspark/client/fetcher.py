@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, TypedDict, Unpack
 
 from kafka_pyspark import defaults, wire
 from kafka_pyspark.client.connection import BrokerConnection
@@ -76,6 +77,30 @@ def _check_sizes(fetch_size: int, max_fetch_size: int) -> None:
         )
 
 
+class RangeOptions(TypedDict, total=False):
+    """The keyword options of :func:`iter_range`; their defaults are
+    :func:`iter_multi_range`'s."""
+
+    fetch_size: int
+    max_fetch_size: int
+    verify_crc: bool
+    max_decompressed_size: int
+    broker_id: int | None
+    empty_retries: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """What every range of one read shares (the options, checked)."""
+
+    fetch_size: int
+    max_fetch_size: int
+    verify_crc: bool
+    max_decompressed_size: int
+    broker_id: int | None
+    empty_retries: int
+
+
 class _RangeReader:
     """State and per-answer logic of one range; shared by FETCH and MULTIFETCH loops."""
 
@@ -83,50 +108,31 @@ class _RangeReader:
         "attempts_empty",
         "broker_id",
         "conn",
-        "empty_retries",
         "end",
-        "fetch_size",
         "first_empty",
         "grown",
-        "max_decompressed_size",
-        "max_fetch_size",
+        "limits",
         "offset",
         "partition",
         "retry_at",
         "size",
         "topic",
-        "verify_crc",
     )
 
-    def __init__(
-        self,
-        conn: BrokerConnection,
-        rng: PartitionRange,
-        *,
-        fetch_size: int,
-        max_fetch_size: int,
-        verify_crc: bool,
-        max_decompressed_size: int,
-        broker_id: int | None,
-        empty_retries: int,
-    ) -> None:
+    def __init__(self, conn: BrokerConnection, rng: PartitionRange, limits: _Limits) -> None:
         topic, partition, start, end = rng
         if start < 0 or end < start:
             raise ValueError(f"bad range for topic {topic!r} partition {partition}: "
                              f"[{start}, {end})")
         self.conn = conn
+        self.limits = limits
         self.topic = topic
         self.partition = partition
         self.offset = start
         self.end = end
-        self.fetch_size = fetch_size
-        self.max_fetch_size = max_fetch_size
-        self.size = fetch_size
+        self.size = limits.fetch_size
         self.grown = False
-        self.verify_crc = verify_crc
-        self.max_decompressed_size = max_decompressed_size
-        self.broker_id = broker_id if broker_id is not None else conn.broker_id
-        self.empty_retries = empty_retries
+        self.broker_id = limits.broker_id if limits.broker_id is not None else conn.broker_id
         self.attempts_empty = 0
         self.first_empty = 0.0
         self.retry_at = 0.0
@@ -144,7 +150,7 @@ class _RangeReader:
 
     def request(self) -> wire.FetchRequest:
         """The next FETCH; asks for no more than the rest of the range (unless doubling)."""
-        size = self.size if self.grown else min(self.fetch_size, self.end - self.offset)
+        size = self.size if self.grown else min(self.limits.fetch_size, self.end - self.offset)
         return wire.FetchRequest(self.topic, self.partition, self.offset, size)
 
     def handle(self, resp: wire.FetchResponse, requested: int) -> DecodeResult | None:
@@ -161,8 +167,8 @@ class _RangeReader:
             result = decode_message_set(
                 body,
                 self.offset,
-                verify_crc=self.verify_crc,
-                max_decompressed_size=self.max_decompressed_size,
+                verify_crc=self.limits.verify_crc,
+                max_decompressed_size=self.limits.max_decompressed_size,
                 stop_at=self.end,
             )
         except MessageError as e:
@@ -171,7 +177,7 @@ class _RangeReader:
             if result.next_offset <= self.offset:  # pragma: no cover - decoder invariant
                 raise ProtocolError(f"{self.where()}: decoder made no progress")
             self.offset = result.next_offset
-            self.size = self.fetch_size
+            self.size = self.limits.fetch_size
             self.grown = False
             self.attempts_empty = 0
             return result
@@ -210,17 +216,16 @@ class _RangeReader:
             " (if the offset is not the start of a message, that size is garbage: offsets "
             "must come from OFFSETS answers or a previous message's next_offset)"
         )
-        if (needed is not None and needed > self.max_fetch_size) or (
-            requested >= self.max_fetch_size
-        ):
+        ceiling = self.limits.max_fetch_size
+        if (needed is not None and needed > ceiling) or requested >= ceiling:
             raise FetchSizeTooSmallError(
                 f"{self.where()} on {self.conn.address}: the message there is {size_note}, "
-                f"larger than max.fetch.size ({self.max_fetch_size} bytes){hint}"
+                f"larger than max.fetch.size ({ceiling} bytes){hint}"
             )
         new = max(requested, 1) * 2
         while needed is not None and new < needed:
             new *= 2
-        self.size = min(new, self.max_fetch_size)
+        self.size = min(new, ceiling)
         self.grown = True
 
     def _stalled(self, what: str) -> None:
@@ -228,7 +233,7 @@ class _RangeReader:
         if self.attempts_empty == 0:
             self.first_empty = now
         self.attempts_empty += 1
-        if self.attempts_empty > self.empty_retries:
+        if self.attempts_empty > self.limits.empty_retries:
             raise DataNotAvailableError(
                 f"{self.where()} on {self.conn.address}: no complete message before the range "
                 f"end {self.end}: {what} ({self.attempts_empty} fetches over "
@@ -260,29 +265,16 @@ def iter_range(
     partition: int,
     start: int,
     end: int,
-    *,
-    fetch_size: int = defaults.FETCH_SIZE,
-    max_fetch_size: int = defaults.MAX_FETCH_SIZE,
-    verify_crc: bool = True,
-    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
-    broker_id: int | None = None,
-    empty_retries: int | None = None,
+    **options: Unpack[RangeOptions],
 ) -> Iterator[DecodeResult]:
     """Yield every message with ``start <= offset < end`` as decoded results, in order.
 
-    See the module docstring for the loop, the fetch-size doubling and empty answers.
-    ``broker_id`` (default: the connection's) only names the broker in errors.
+    See the module docstring for the loop, the fetch-size doubling and empty answers. The
+    options and their defaults are :func:`iter_multi_range`'s. ``broker_id`` (default: the
+    connection's) only names the broker in errors.
     """
-    for _, result in iter_multi_range(
-        conn,
-        [PartitionRange(topic, partition, start, end)],
-        fetch_size=fetch_size,
-        max_fetch_size=max_fetch_size,
-        verify_crc=verify_crc,
-        max_decompressed_size=max_decompressed_size,
-        broker_id=broker_id,
-        empty_retries=empty_retries,
-    ):
+    for _, result in iter_multi_range(conn, [PartitionRange(topic, partition, start, end)],
+                                      **options):
         yield result
 
 
@@ -307,45 +299,50 @@ def iter_multi_range(
     in offset order; ranges interleave.
     """
     _check_sizes(fetch_size, max_fetch_size)
+    limits = _Limits(fetch_size, max_fetch_size, verify_crc, max_decompressed_size, broker_id,
+                     conn.retries if empty_retries is None else empty_retries)
     limit = max_fetch_size if max_response_size is None else max_response_size
-    readers = [
-        _RangeReader(
-            conn,
-            PartitionRange(*rng),
-            fetch_size=fetch_size,
-            max_fetch_size=max_fetch_size,
-            verify_crc=verify_crc,
-            max_decompressed_size=max_decompressed_size,
-            broker_id=broker_id,
-            empty_retries=conn.retries if empty_retries is None else empty_retries,
-        )
-        for rng in ranges
-    ]
+    readers = [_RangeReader(conn, PartitionRange(*rng), limits) for rng in ranges]
     active = [i for i, r in enumerate(readers) if not r.done]
     while active:
-        now = time.monotonic()
-        ready = [i for i in active if readers[i].retry_at <= now]
-        if not ready:
+        batch = _next_requests(readers, active, limit)
+        if not batch:
             _wait_until(min(readers[i].retry_at for i in active))
             continue
-        batch: list[tuple[int, wire.FetchRequest]] = []
-        total = 0
-        for i in ready:
-            req = readers[i].request()
-            if batch and (total + req.max_size > limit or len(batch) >= 32767):
-                break
-            batch.append((i, req))
-            total += req.max_size
-        if len(batch) == 1:
-            i, req = batch[0]
-            answers = [conn.fetch(req.topic, req.partition, req.offset, req.max_size)]
-        else:
-            answers = conn.multifetch([req for _, req in batch])
-        for (i, req), resp in zip(batch, answers, strict=True):
+        for (i, req), resp in zip(batch, _round_trip(conn, batch), strict=True):
             result = readers[i].handle(resp, req.max_size)
             if result is not None:
                 yield i, result
         active = [i for i in active if not readers[i].done]
+
+
+def _next_requests(
+    readers: Sequence[_RangeReader], active: Sequence[int], limit: int
+) -> list[tuple[int, wire.FetchRequest]]:
+    """The next round trip: the ranges not waiting out an empty answer, in order, as many as
+    fit in ``limit`` bytes (at least one; none when all are waiting)."""
+    now = time.monotonic()
+    batch: list[tuple[int, wire.FetchRequest]] = []
+    total = 0
+    for i in active:
+        if readers[i].retry_at > now:
+            continue
+        req = readers[i].request()
+        if batch and (total + req.max_size > limit or len(batch) >= 32767):
+            break
+        batch.append((i, req))
+        total += req.max_size
+    return batch
+
+
+def _round_trip(
+    conn: BrokerConnection, batch: Sequence[tuple[int, wire.FetchRequest]]
+) -> list[wire.FetchResponse]:
+    """FETCH for one request, MULTIFETCH for several."""
+    if len(batch) == 1:
+        req = batch[0][1]
+        return [conn.fetch(req.topic, req.partition, req.offset, req.max_size)]
+    return conn.multifetch([req for _, req in batch])
 
 
 def probe_partition_count(conn: BrokerConnection, topic: str, *, limit: int = 1024) -> int:

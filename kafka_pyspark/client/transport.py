@@ -21,7 +21,12 @@ import socket
 import time
 
 from kafka_pyspark import wire
-from kafka_pyspark.errors import BrokerConnectionError, BrokerTimeoutError, ProtocolError
+from kafka_pyspark.errors import (
+    BrokerConnectionError,
+    BrokerTimeoutError,
+    ProtocolError,
+    with_context,
+)
 
 _LENGTH_PART = "response length"
 _BODY_PART = "response body"
@@ -147,7 +152,7 @@ class Transport:
         try:
             n = wire.frame_length(head)
         except ProtocolError as e:  # negative: name where, as for a too large one
-            raise ProtocolError(f"{self.address}: the answer to {what}: {e}") from e
+            raise with_context(e, f"{self.address}: the answer to {what}") from e
         if n > bound:
             raise ProtocolError(
                 f"{self.address}: the answer to {what} announces {n} bytes, more than the "

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_pyspark.errors import InvalidMessageSizeError
-from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.stream_checkpoint import Offsets
 
 __all__ = [
@@ -362,9 +362,8 @@ def _check_head(tp: TopicPartition, start: int, size: int, latest: int) -> int:
     """A message starting at a boundary ends at or before the log end (itself a boundary):
     a header claiming more means ``start`` is not a message boundary."""
     if start + size > latest:
-        topic, broker, partition = tp
         raise InvalidMessageSizeError(
-            f"topic {topic!r}, broker {broker}, partition {partition}: the message at offset "
+            f"{describe_tp(tp)}: the message at offset "
             f"{start} claims {size} bytes, past the log end {latest}: {start} is not a message "
             "boundary (a stream offset must be one: startingOffsets JSON given inside a "
             "message?)",

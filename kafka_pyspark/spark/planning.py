@@ -42,6 +42,7 @@ from pyspark.sql.datasource import (
 )
 
 from kafka_pyspark import defaults
+from kafka_pyspark.names import describe_tp
 
 if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ReadOptions
@@ -77,10 +78,7 @@ class OffsetRange:
         return (self.topic, self.broker, self.partition)
 
     def describe(self) -> str:
-        return (
-            f"topic {self.topic!r}, broker {self.broker}, partition {self.partition}, "
-            f"offsets [{self.start}, {self.end})"
-        )
+        return f"{describe_tp(self.key)}, offsets [{self.start}, {self.end})"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Driver (the planning Python worker Spark starts at ``load()``/action time):
 ``Kafka07BatchReader.__init__`` parses the options (:mod:`.options`); ``pushFilters`` records
 what planning can use (:func:`.planning.plan_filter`; only where Spark keeps the plan to that
-one query, see :data:`NARROW_PLAN`); ``partitions()`` discovers the
+one query, see :mod:`.pushdown`); ``partitions()`` discovers the
 broker-partitions (:mod:`.discovery`), asks OFFSETS for their bounds (:mod:`.log_bounds`),
 resolves starts and ends (:mod:`.start_end`), fixes every range's end
 (the read is a snapshot) and plans (:func:`.planning.plan_partitions`).
@@ -36,6 +36,7 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
 )
 from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark import pushdown
 from kafka_pyspark.spark.discovery import discover, group_offsets
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
@@ -44,7 +45,6 @@ from kafka_pyspark.spark.planning import (
     Kafka07InputPartition,
     OffsetRange,
     PlanFilter,
-    plan_filter,
     plan_partitions,
 )
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
@@ -337,36 +337,6 @@ def plan_batch(
     )
 
 
-#: Whether the read plan made while Spark pushes filters belongs to that one scan. Spark 4.3
-#: keeps it on the relation (``PythonScanBuilder.pushFilters`` -> ``PythonDataSourceV2
-#: .setReadInfo``) and reuses it for every later scan of the same DataFrame that pushes no filter
-#: (``df.where("broker = 1").count(); df.count()`` counts broker 1 only). A plan narrowed by one
-#: query's filters would silently drop rows from the next, so the plan is narrowed only where
-#: Spark scopes it to the scan: upstream did so in the change that added Python limit pushdown
-#: (SPARK-58551, ``DataSourceReader.pushLimit``), which is what is tested for here.
-NARROW_PLAN = hasattr(DataSourceReader, "pushLimit")
-
-
-class _PushFilters:
-    """``reader.pushFilters`` as a callable that Spark's planner does not see as an override.
-
-    Spark 4 refuses to plan a Python data source whose reader overrides ``pushFilters`` while
-    ``spark.sql.python.filterPushdown.enabled`` is false (``DATA_SOURCE_PUSHDOWN_DISABLED``),
-    and it tells by ``reader.pushFilters.__func__ is DataSourceReader.pushFilters``. This
-    reader is correct without pushdown (every filter is optional to it), so it must keep
-    working with the default configuration: the attribute carries the base ``__func__`` and,
-    when pushdown is on and Spark calls it, does the real work.
-    """
-
-    __func__ = staticmethod(DataSourceReader.pushFilters)
-
-    def __init__(self, reader: Kafka07BatchReader) -> None:
-        self._reader = reader
-
-    def __call__(self, filters: list[Filter]) -> Iterable[Filter]:
-        return self._reader.push_filters(filters)
-
-
 class Kafka07BatchReader(DataSourceReader):
     """``spark.read.format("kafka07")``: options are checked here, on the driver."""
 
@@ -382,18 +352,12 @@ class Kafka07BatchReader(DataSourceReader):
 
     @property
     def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
-        return _PushFilters(self)
+        return pushdown.PushFilters(self.push_filters)
 
     def push_filters(self, filters: list[Filter]) -> list[Filter]:
-        """Record what planning can use; return the filters Spark must still apply.
-
-        Where Spark would reuse this scan's plan for other scans (:data:`NARROW_PLAN` false),
-        nothing is pushed: every filter stays with Spark and the plan stays whole.
-        """
-        if not NARROW_PLAN:
-            self.pushed = None
-            return list(filters)
-        self.pushed, rest = plan_filter(filters)
+        """Record what planning can use (:func:`.pushdown.split`); return the filters Spark
+        must still apply."""
+        self.pushed, rest = pushdown.split(filters)
         return rest
 
     def partitions(self) -> list[InputPartition]:

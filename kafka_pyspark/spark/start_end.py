@@ -12,19 +12,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 from kafka_pyspark.errors import OptionError, data_loss_error, data_loss_skipped
-from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.log_bounds import LogBounds
 from kafka_pyspark.spark.options import OffsetSpec, canonical_name
 from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 
-__all__ = ["describe_tp", "resolve_ends", "resolve_starts"]
+__all__ = ["resolve_ends", "resolve_starts"]
 
 log = logging.getLogger(__name__)
-
-
-def describe_tp(tp: TopicPartition) -> str:
-    topic, broker, partition = tp
-    return f"topic {topic!r}, broker {broker}, partition {partition}"
 
 
 def _check_named(option: str, spec: OffsetSpec, tps: Sequence[TopicPartition]) -> None:

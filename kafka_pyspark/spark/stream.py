@@ -43,7 +43,7 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
     with_context,
 )
-from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.admission import (
     Scan,
     Windows,
@@ -66,7 +66,7 @@ from kafka_pyspark.spark.options import (
 from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
 from kafka_pyspark.spark.reader import read_partition
 from kafka_pyspark.spark.schema import READ_SCHEMA
-from kafka_pyspark.spark.start_end import describe_tp, resolve_starts
+from kafka_pyspark.spark.start_end import resolve_starts
 from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
 from kafka_pyspark.spark.stream_group import GroupCommitter
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage

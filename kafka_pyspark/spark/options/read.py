@@ -175,12 +175,12 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
 def _parse_subscription(opts: Mapping[str, str], cluster: ClusterOptions) -> Subscription:
     given = [n for n in ("subscribe", "subscribePattern", "assign") if n.lower() in opts]
     if len(given) > 1:
-        raise OptionError(given[1], f"conflicts with {given[0]}: give exactly one of "
-                          "subscribe, subscribePattern, assign")
-    if not given:
         raise OptionError(
-            "subscribe", "one of subscribe, subscribePattern or assign is required"
+            given[1],
+            f"conflicts with {given[0]}: give exactly one of subscribe, subscribePattern, assign",
         )
+    if not given:
+        raise OptionError("subscribe", "one of subscribe, subscribePattern or assign is required")
     raw = opts[given[0].lower()]
     if given[0] == "subscribe":
         return parse_subscribe(raw)
@@ -212,8 +212,7 @@ def _parse_offset_spec(
     if text.startswith("{"):
         return OffsetSpec("specific", parse_offsets_json(name, text), default=default)
     words = ", ".join(allowed)
-    raise OptionError(name, f"must be {words} or JSON {{\"topic\": {{\"0-1\": 1234}}}}, "
-                      f"got {raw!r}")
+    raise OptionError(name, f'must be {words} or JSON {{"topic": {{"0-1": 1234}}}}, got {raw!r}')
 
 
 def _check_offsets_subscribed(option: str, spec: OffsetSpec, sub: Subscription) -> None:
@@ -317,8 +316,7 @@ def _check_start_before_end(starting: OffsetSpec, ending: OffsetSpec) -> None:
             topic, broker, partition = key
             raise OptionError(
                 "startingOffsets",
-                f"topic {topic!r} {broker}-{partition}: start {start} is after "
-                f"endingOffsets {end}",
+                f"topic {topic!r} {broker}-{partition}: start {start} is after endingOffsets {end}",
             )
 
 
@@ -348,7 +346,5 @@ def _parse_fetch_sizes(opts: Mapping[str, str]) -> tuple[int, int]:
     max_fetch = int_option(opts, "max.fetch.size", defaults.MAX_FETCH_SIZE, 1, INT32_MAX)
     fetch = int_option(opts, "fetch.size", min(defaults.FETCH_SIZE, max_fetch), 1, INT32_MAX)
     if fetch > max_fetch:
-        raise OptionError(
-            "fetch.size", f"{fetch} is larger than max.fetch.size ({max_fetch})"
-        )
+        raise OptionError("fetch.size", f"{fetch} is larger than max.fetch.size ({max_fetch})")
     return fetch, max_fetch

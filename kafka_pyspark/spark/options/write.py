@@ -27,7 +27,7 @@ from kafka_pyspark import defaults
 from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark.option_values import int_value, topic_value
+from kafka_pyspark.option_values import int_option, topic_value
 from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -61,7 +61,6 @@ _PARTITIONER_ALIASES: dict[str, str] = {
 MAX_BATCH_SIZE = 1_000_000
 
 
-
 @dataclass(frozen=True)
 class WriteOptions:
     """The parsed write options (picklable primitives only)."""
@@ -75,11 +74,6 @@ class WriteOptions:
     @property
     def codec_id(self) -> int:
         return CODEC_IDS[self.codec]
-
-
-def _int_option(options: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = options.get(name)
-    return default if raw is None else int_value(name, str(raw), low, high)
 
 
 def parse_codec(raw: str) -> str:
@@ -99,15 +93,13 @@ def parse_codec(raw: str) -> str:
 
 def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
     """The write options in ``options`` (other keys are ignored here)."""
-    opts = {str(k).lower(): v for k, v in options.items()}
+    opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     topic = opts.get("topic")
     if topic is not None:
         topic_value("topic", topic)
     codec = parse_codec(opts["compression.codec"]) if "compression.codec" in opts else "none"
-    batch_size = _int_option(opts, "batch.size", defaults.BATCH_SIZE, 1, MAX_BATCH_SIZE)
-    max_message_size = _int_option(
-        opts, "max.message.size", defaults.MAX_MESSAGE_SIZE, 1, INT32_MAX
-    )
+    batch_size = int_option(opts, "batch.size", defaults.BATCH_SIZE, 1, MAX_BATCH_SIZE)
+    max_message_size = int_option(opts, "max.message.size", defaults.MAX_MESSAGE_SIZE, 1, INT32_MAX)
     partitioner: str | None = None
     if "partitioner" in opts:
         raw = str(opts["partitioner"]).strip()
@@ -136,7 +128,8 @@ def check_option_names(options: Mapping[str, str]) -> None:
             )
         if key == "path":
             raise OptionError(
-                key, "kafka07 takes no path: name the topic with option('topic', ...) or a "
+                key,
+                "kafka07 takes no path: name the topic with option('topic', ...) or a "
                 "'topic' column",
             )
         known = sorted(canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
