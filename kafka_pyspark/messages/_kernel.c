@@ -4,7 +4,7 @@
  *
  *   int32 LENGTH | int8 MAGIC | [int8 ATTRIBUTES if MAGIC == 1] | uint32 CRC32 | PAYLOAD
  *
- * Three functions, all on buffers (buffer protocol; no numpy C API):
+ * The functions, all on buffers (buffer protocol; no numpy C API):
  *
  *   scan(buf, pos, end, stop, out) -> (n, pos, status, value, leaf_count, leaf_bytes)
  *       follows LENGTH from buf[pos] while pos < min(end, stop), checks every header and
@@ -14,9 +14,16 @@
  *       copies the payloads of the uncompressed messages among recs[i0:i1] to data[dpos:],
  *       writes their int32 end positions to offsets[k+1:] and their CRC words (below) to
  *       words[k:].
- *   xor_words(data, offsets, words, count)
- *       xors every CRC word, little-endian, into the 4 bytes after its payload's end (an
- *       involution: calling it twice restores `data`).
+ *   take(buf, pos, end, stop, base, data, dpos, offsets, words, k, starts)
+ *       -> (m, pos, status, value, dpos, k)
+ *       scan and gather in one pass, for the fast lane (flat.py): plain messages only (a
+ *       wrapper stops it with ST_WRAPPER), payloads straight into data, the absolute offsets
+ *       base + position into starts (or None).
+ *   xor_words(data, offsets, words, k0, k1)
+ *       xors CRC words k0..k1-1, little-endian, into the 4 bytes after their payloads' ends
+ *       (an involution: calling it twice restores `data`).
+ *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
+ *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
  *
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
