@@ -192,10 +192,13 @@ def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[st
             rec.record(f"segments.spark.{fmt}.null", ceiling, "rows/s",
                        note="Spark ceiling: a null source yielding the reader's own batches")
             noise = max(spread[fmt]) / min(spread[fmt]) - 1
+            paired = sorted(n / x for n, x in zip(spread[f"null.{fmt}"], spread[fmt],
+                                                  strict=True))
             rec.record(f"segments.spark.{fmt}", ROWS / best[fmt], "rows/s", limit=ceiling,
                        target=">= 80% of the Spark ceiling",
                        note=f"load(dir) -> noop, {PARTITIONS * FILES} files; slowest run "
-                            f"{noise:.0%} over the best")
+                            f"{noise:.0%} over the best; per-round ratio median "
+                            f"{paired[len(paired) // 2]:.0%} ({paired[0]:.0%}..{paired[-1]:.0%})")
             rec.record(f"segments.spark.{fmt}.mbps", sizes[fmt] / best[fmt] / 1e6, "MB/s",
                        limit=sizes[fmt] / best[f"null.{fmt}"] / 1e6,
                        note="file bytes per second")

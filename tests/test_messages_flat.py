@@ -344,6 +344,9 @@ def test_snappy_fetch_guards() -> None:
     recs["start"][1] = len(data_set) - 5  # a record pointing past the buffer
     assert KERNEL.snappy_fetch(data_set, recs, data, *args)[:2] == (BAD_SNAPPY, 1)
     assert KERNEL.snappy_total(data_set, recs) == -1
+    recs["start"][1] = (1 << 63) - 1  # and one that would overflow
+    assert KERNEL.snappy_fetch(data_set, recs, data, *args)[:2] == (BAD_SNAPPY, 1)
+    assert KERNEL.snappy_total(data_set, recs) == -1
     assert KERNEL.snappy_total(data_set, scan.recs) == 48
     small = np.zeros(28, np.uint8)  # no room for the second set
     assert KERNEL.snappy_fetch(data_set, scan.recs, small, *args)[:2] == (BAD_SNAPPY, 1)
@@ -360,3 +363,25 @@ def test_flat_returns_none_for_what_it_does_not_decide() -> None:
             assert flat.wrapped(mv, outer, True, 1 << 20) is None
         else:
             assert taken is None
+
+
+def test_gzip_members_and_trailing_bytes(monkeypatch: pytest.MonkeyPatch,
+                                         fast_taken: list[bool]) -> None:
+    inner = encode_message(b"one") + encode_message(b"two")
+    one = gzip_compress(inner)
+    two_members = gzip_compress(inner[:15]) + gzip_compress(inner[15:])  # ISIZE: the last only
+    # bytes after the member make the ISIZE hint wrong: the general path decodes those sets
+    for payload, lane in [(one, True), (one + b"\x00junk", False), (two_members, False)]:
+        rows = both_paths(encode_message(payload, codec=1) * 2, monkeypatch)[0]
+        assert rows["value"] == [b"one", b"two"] * 2
+        assert fast_taken.pop() is lane
+
+
+def test_snappy_compaction_of_short_payloads(monkeypatch: pytest.MonkeyPatch,
+                                             fast_taken: list[bool]) -> None:
+    # payloads shorter than the kernel's 64-byte copy steps, moved down over their own
+    # headers in place: the bytes copied past a payload must not reach the next header
+    values = [bytes([65 + i % 26]) * (1 + i % 70) for i in range(300)]
+    rows = both_paths(encode(values, compression="snappy"), monkeypatch)[0]
+    assert rows["value"] == values
+    assert fast_taken == [True]

@@ -4,7 +4,7 @@
  *
  *   int32 LENGTH | int8 MAGIC | [int8 ATTRIBUTES if MAGIC == 1] | uint32 CRC32 | PAYLOAD
  *
- * Three functions, all on buffers (buffer protocol; no numpy C API):
+ * The functions, all on buffers (buffer protocol; no numpy C API):
  *
  *   scan(buf, pos, end, stop, out) -> (n, pos, status, value, leaf_count, leaf_bytes)
  *       follows LENGTH from buf[pos] while pos < min(end, stop), checks every header and
@@ -14,9 +14,16 @@
  *       copies the payloads of the uncompressed messages among recs[i0:i1] to data[dpos:],
  *       writes their int32 end positions to offsets[k+1:] and their CRC words (below) to
  *       words[k:].
- *   xor_words(data, offsets, words, count)
- *       xors every CRC word, little-endian, into the 4 bytes after its payload's end (an
- *       involution: calling it twice restores `data`).
+ *   take(buf, pos, end, stop, base, data, dpos, offsets, words, k, starts)
+ *       -> (m, pos, status, value, dpos, k)
+ *       scan and gather in one pass, for the fast lane (flat.py): plain messages only (a
+ *       wrapper stops it with ST_WRAPPER), payloads straight into data, the absolute offsets
+ *       base + position into starts (or None).
+ *   xor_words(data, offsets, words, k0, k1)
+ *       xors CRC words k0..k1-1, little-endian, into the 4 bytes after their payloads' ends
+ *       (an involution: calling it twice restores `data`).
+ *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
+ *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
  *
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
@@ -200,6 +207,24 @@ done:
 
 /* --- take: scan and gather in one pass ------------------------------------------------------ */
 
+/* Copies n bytes from src down to dst (dst <= src: they may overlap, as in snappy_take's
+ * compaction) with room bytes free to write at dst and avail readable at src: short payloads
+ * in 16-byte steps, forward (each store lands before the bytes still to be read), possibly
+ * past n, within room and avail; others by memmove. */
+static inline void copy_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_ssize_t room,
+                             Py_ssize_t avail)
+{
+    if (n <= 64 && room >= 64 && avail >= 64) {
+        for (Py_ssize_t i = 0; i < n; i += 16) {
+            uint8_t chunk[16];
+            memcpy(chunk, src + i, 16);
+            memcpy(dst + i, chunk, 16);
+        }
+    } else {
+        memmove(dst, src, (size_t)n);
+    }
+}
+
 /* Walks plain messages from *pos as scan does, copying each payload into the sink (memmove:
  * the sink's data may be the very buffer walked, behind the walk), until min(end, stop), a
  * problem (its status), a compressed message (ST_WRAPPER) or a full sink (ST_FULL). */
@@ -207,6 +232,15 @@ int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, s
             long long *value)
 {
     Py_ssize_t pos = *at, limit = stop < end ? stop : end, fetched = pos;
+    /* the sink's state in locals: the copies below could alias it for the compiler */
+    uint8_t *const data = s->data;
+    int32_t *const offsets = s->offsets;
+    uint32_t *const words = s->words;
+    int64_t *const starts = s->starts;
+    Py_ssize_t dpos = s->dpos, k = s->k, m = s->m;
+    Py_ssize_t rows = s->ocap - 1 < s->wcap ? s->ocap - 1 : s->wcap; /* k < rows */
+    if (starts && s->scap - 1 < rows - k + m)
+        rows = s->scap - 1 - m + k; /* m + 1 < scap */
     int status = ST_END;
     head_t h;
     while (pos < limit) {
@@ -221,22 +255,27 @@ int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, s
         }
         Py_ssize_t skip = LENGTH_SIZE + 1 + h.magic + 4;
         Py_ssize_t size = (Py_ssize_t)h.length - 1 - h.magic - 4;
-        if (size > s->dcap - s->dpos || s->dpos + size > INT32_MAX || s->k + 1 >= s->ocap ||
-            s->k >= s->wcap || (s->starts && s->m + 1 >= s->scap)) {
+        if (size > s->dcap - dpos || dpos + size > INT32_MAX || k >= rows) {
             status = ST_FULL;
             break;
         }
-        memmove(s->data + s->dpos, p + pos + skip, (size_t)size);
-        s->dpos += size;
-        s->words[s->k] = h.crc ^ kp_zeros_crc(size);
-        s->offsets[++s->k] = (int32_t)s->dpos;
-        if (s->starts)
-            s->starts[s->m] = s->base + pos;
-        s->m++;
+        Py_ssize_t room = s->dcap - dpos;
+        if (data == p && pos + skip - dpos + size < room)
+            room = pos + skip - dpos + size; /* in place: the bytes after the payload are unread */
+        copy_down(data + dpos, p + pos + skip, size, room, end - pos - skip);
+        dpos += size;
+        words[k] = h.crc ^ kp_zeros_crc(size);
+        offsets[++k] = (int32_t)dpos;
+        if (starts)
+            starts[m] = s->base + pos;
+        m++;
         pos += LENGTH_SIZE + (Py_ssize_t)h.length;
     }
-    if (s->starts)
-        s->starts[s->m] = s->base + pos; /* scap > m: checked at parse and per message */
+    if (starts)
+        starts[m] = s->base + pos; /* scap > m: checked at parse and per message */
+    s->dpos = dpos;
+    s->k = k;
+    s->m = m;
     *at = pos;
     return status;
 }
@@ -332,8 +371,9 @@ static PyObject *gather(PyObject *self, PyObject *args)
         if (r->codec)
             continue;
         int64_t start = payload_start(r), size = payload_size(r);
-        if (r->start < 0 || r->magic > 1 || size < 0 || start + size > buf.len ||
-            size > data.len - dpos || dpos + size > INT32_MAX || k + 1 >= noff || k >= nwords) {
+        if (r->start < 0 || r->start > buf.len || r->magic > 1 || size < 0 ||
+            start + size > buf.len || size > data.len - dpos || dpos + size > INT32_MAX ||
+            k + 1 >= noff || k >= nwords) {
             PyErr_Format(PyExc_ValueError, "gather: record %zd does not fit its buffers", i);
             goto done;
         }
@@ -427,6 +467,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
+    kp_snappy_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0) {
         Py_DECREF(m);

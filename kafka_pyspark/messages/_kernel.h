@@ -71,6 +71,8 @@ int kp_take(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop, 
             long long *value);
 int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
                   Py_buffer *wbuf, Py_ssize_t k);
+void kp_snappy_init(void);
+int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value);
 int64_t kp_snappy_payload_size(const uint8_t *p, Py_ssize_t n);
 PyObject *kp_snappy_size(PyObject *self, PyObject *arg);
 PyObject *kp_snappy_take(PyObject *self, PyObject *args);

@@ -50,6 +50,139 @@ static int64_t block_size(const uint8_t *p, Py_ssize_t n, Py_ssize_t *used)
     return -1;
 }
 
+#if defined(__GNUC__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define LIKELY(x) (x)
+#endif
+#define FAST_IN 21  /* a tag, its 4 offset bytes and a 16-byte literal */
+#define FAST_OUT 80 /* a 64-byte copy in 16-byte steps, or a 16-byte literal */
+
+/* The elements of a block while far from both ends (FAST_IN bytes of input left, FAST_OUT of
+ * output): a short literal or any copy then fits without a bounds check on its length (its
+ * offset is still checked); stops before a long literal or near an end, for raw_block's
+ * careful loop. 0, or -1: a copy from before the start. */
+/* Per copy tag: its length (bits 0-7), the high bits of its offset (bits 8-10, a 1-byte-offset
+ * copy) and the offset bytes that follow the tag (bits 11-13). */
+static uint16_t copy_table[256];
+static const uint32_t trailer_mask[5] = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF};
+
+void kp_snappy_init(void)
+{
+    for (int tag = 0; tag < 256; tag++) {
+        int kind = tag & 3, len = (tag >> 2) + 1, extra = kind == 3 ? 4 : kind, high = 0;
+        if (kind == 1) {
+            len = 4 + ((tag >> 2) & 7);
+            high = (tag >> 5) << 8;
+        }
+        copy_table[tag] = (uint16_t)(len | high | (extra << 11));
+    }
+}
+
+static int fast_elements(const uint8_t **ipp, const uint8_t *in_end, uint8_t **opp,
+                         const uint8_t *dst, const uint8_t *op_end)
+{
+    const uint8_t *ip = *ipp;
+    uint8_t *op = *opp;
+    int ok = 0;
+    while (in_end - ip >= FAST_IN && op_end - op >= FAST_OUT) {
+        uint8_t tag = *ip;
+        if ((tag & 3) == 0) {
+            size_t len = (size_t)(tag >> 2) + 1;
+            if (len > 16)
+                break;
+            memcpy(op, ip + 1, 16);
+            ip += 1 + len;
+            op += len;
+            continue;
+        }
+        uint32_t entry = copy_table[tag], extra = entry >> 11;
+        size_t len = entry & 0xFF;
+        size_t off = (entry & 0x700) + (le32(ip + 1) & trailer_mask[extra]);
+        ip += 1 + extra;
+        if (!LIKELY(off - 1 < (size_t)(op - dst))) { /* off == 0 or before the start */
+            ok = -1;
+            break;
+        }
+        const uint8_t *from = op - off;
+        if (LIKELY(off >= 16)) {
+            memcpy(op, from, 16);
+            for (size_t i = 16; i < len; i += 16)
+                memcpy(op + i, from + i, 16);
+        } else if (off >= 8) {
+            for (size_t i = 0; i < len; i += 8)
+                memcpy(op + i, from + i, 8);
+        } else {
+            for (size_t i = 0; i < len; i++)
+                op[i] = from[i];
+        }
+        op += len;
+    }
+    *ipp = ip;
+    *opp = op;
+    return ok;
+}
+
+/* One literal (its tag read) near an end of the block, or a long one: 0, or -1. */
+static int careful_literal(uint8_t tag, const uint8_t **ipp, const uint8_t *in_end,
+                           uint8_t **opp, const uint8_t *op_end)
+{
+    const uint8_t *ip = *ipp;
+    uint8_t *op = *opp;
+    size_t len = tag >> 2;
+    if (len >= 60) {
+        size_t bytes = len - 59;
+        if ((size_t)(in_end - ip) < bytes)
+            return -1;
+        len = 0;
+        for (size_t i = 0; i < bytes; i++)
+            len |= (size_t)ip[i] << (8 * i);
+        ip += bytes;
+    }
+    len += 1;
+    if ((size_t)(in_end - ip) < len || (size_t)(op_end - op) < len)
+        return -1;
+    memcpy(op, ip, len);
+    *ipp = ip + len;
+    *opp = op + len;
+    return 0;
+}
+
+/* One copy (its tag read) near an end of the block: 0, or -1. */
+static int careful_copy(uint8_t tag, const uint8_t **ipp, const uint8_t *in_end, uint8_t **opp,
+                        const uint8_t *dst, const uint8_t *op_end)
+{
+    const uint8_t *ip = *ipp;
+    uint8_t *op = *opp;
+    size_t len, off;
+    if ((tag & 3) == 1) {
+        if (ip >= in_end)
+            return -1;
+        len = 4 + ((tag >> 2) & 7);
+        off = ((size_t)(tag >> 5) << 8) | *ip++;
+    } else if ((tag & 3) == 2) {
+        if (in_end - ip < 2)
+            return -1;
+        len = (size_t)(tag >> 2) + 1;
+        off = (size_t)ip[0] | ((size_t)ip[1] << 8);
+        ip += 2;
+    } else {
+        if (in_end - ip < 4)
+            return -1;
+        len = (size_t)(tag >> 2) + 1;
+        off = le32(ip);
+        ip += 4;
+    }
+    if (off == 0 || off > (size_t)(op - dst) || len > (size_t)(op_end - op))
+        return -1;
+    const uint8_t *from = op - off;
+    for (size_t i = 0; i < len; i++) /* byte by byte: it may overlap itself */
+        op[i] = from[i];
+    *ipp = ip;
+    *opp = op + len;
+    return 0;
+}
+
 /* Decompresses the raw block ip[0:n] into dst[0:cap]: the bytes written, or -1. */
 static Py_ssize_t raw_block(const uint8_t *ip, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap)
 {
@@ -61,83 +194,15 @@ static Py_ssize_t raw_block(const uint8_t *ip, Py_ssize_t n, uint8_t *dst, Py_ss
     uint8_t *op = dst, *op_end = dst + size;
     ip += used;
     while (ip < in_end) {
-        uint8_t tag = *ip++;
-        size_t len, off;
-        if ((tag & 3) == 0) {
-            len = tag >> 2;
-            if (len >= 60) {
-                size_t bytes = len - 59;
-                if ((size_t)(in_end - ip) < bytes)
-                    return -1;
-                len = 0;
-                for (size_t i = 0; i < bytes; i++)
-                    len |= (size_t)ip[i] << (8 * i);
-                ip += bytes;
-            }
-            len += 1;
-            if ((size_t)(in_end - ip) < len || (size_t)(op_end - op) < len)
-                return -1;
-            if (len <= 32 && in_end - ip >= 32 && op_end - op >= 32) {
-                memcpy(op, ip, 16); /* the bytes past len are written again later */
-                memcpy(op + 16, ip + 16, 16);
-            } else {
-                memcpy(op, ip, len);
-            }
-            op += len;
-            ip += len;
-            continue;
-        }
-        if ((tag & 3) == 1) {
-            if (ip >= in_end)
-                return -1;
-            len = 4 + ((tag >> 2) & 7);
-            off = ((size_t)(tag >> 5) << 8) | *ip++;
-        } else if ((tag & 3) == 2) {
-            if (in_end - ip < 2)
-                return -1;
-            len = (size_t)(tag >> 2) + 1;
-            off = (size_t)ip[0] | ((size_t)ip[1] << 8);
-            ip += 2;
-        } else {
-            if (in_end - ip < 4)
-                return -1;
-            len = (size_t)(tag >> 2) + 1;
-            off = le32(ip);
-            ip += 4;
-        }
-        if (off == 0 || off > (size_t)(op - dst) || len > (size_t)(op_end - op))
+        if (fast_elements(&ip, in_end, &op, dst, op_end) < 0)
             return -1;
-        const uint8_t *from = op - off;
-        /* in steps of 16 or 8 bytes (from + i + step <= op + i: already written), possibly
-         * past len: those bytes are written again later */
-        if (off >= 16 && (size_t)(op_end - op) >= len + 16) {
-            for (size_t i = 0; i < len; i += 16)
-                memcpy(op + i, from + i, 16);
-        } else if (off >= 8 && (size_t)(op_end - op) >= len + 8) {
-            for (size_t i = 0; i < len; i += 8)
-                memcpy(op + i, from + i, 8);
-        } else if ((size_t)(op_end - op) >= len + 16) {
-            /* off < 8: copy 8 bytes at a time from a fixed source; each step makes `step` more
-             * bytes right, so the pattern doubles until it is 8 bytes long */
-            uint8_t *stop = op + len;
-            uint64_t word;
-            while ((size_t)(op - from) < 8) {
-                size_t step = (size_t)(op - from);
-                memcpy(&word, from, 8);
-                memcpy(op, &word, 8);
-                op += step;
-            }
-            for (; op < stop; op += 8, from += 8)
-                memcpy(op, from, 8);
-            op = stop;
-            continue;
-        } else if (off >= len) {
-            memcpy(op, from, len);
-        } else {
-            for (size_t i = 0; i < len; i++) /* a repeating pattern */
-                op[i] = from[i];
-        }
-        op += len;
+        if (ip == in_end)
+            break;
+        uint8_t tag = *ip++; /* one element near an end, or a long literal, carefully */
+        int r = (tag & 3) == 0 ? careful_literal(tag, &ip, in_end, &op, op_end)
+                               : careful_copy(tag, &ip, in_end, &op, dst, op_end);
+        if (r < 0)
+            return -1;
     }
     return op == op_end ? (Py_ssize_t)size : -1;
 }
@@ -229,7 +294,7 @@ PyObject *kp_snappy_size(PyObject *self, PyObject *arg)
  * set found there in place (take's sink: payloads moved down to dpos, their ends and CRC
  * words). ST_END: it was whole plain messages; any other status (ST_BAD_SNAPPY for the payload
  * itself) leaves the sink partly written, for the caller to decode on the general path. */
-static int take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
+int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
 {
     frames_t f;
     const uint8_t *block;
@@ -261,7 +326,7 @@ PyObject *kp_snappy_take(PyObject *self, PyObject *args)
     long long value = 0;
     if (kp_sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
         goto done;
-    int status = take_snappy((const uint8_t *)buf.buf, buf.len, &s, &value);
+    int status = kp_take_snappy((const uint8_t *)buf.buf, buf.len, &s, &value);
     result = Py_BuildValue("(iLnnn)", status, value, s.dpos, s.k, s.m);
 done:
     PyBuffer_Release(&buf);
@@ -287,152 +352,4 @@ PyObject *kp_snappy_raw(PyObject *self, PyObject *args)
         return NULL;
     }
     return PyLong_FromSsize_t(written);
-}
-
-/* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
- * -1 if one is not snappy or not a payload this kernel decodes */
-PyObject *kp_snappy_total(PyObject *self, PyObject *args)
-{
-    Py_buffer buf, recbuf;
-    if (!PyArg_ParseTuple(args, "y*y*", &buf, &recbuf))
-        return NULL;
-    const rec_t *recs = (const rec_t *)recbuf.buf;
-    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t);
-    long long total = 0;
-    for (Py_ssize_t i = 0; i < n && total >= 0; i++) {
-        const rec_t *r = &recs[i];
-        int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->start < 0 || r->magic != 1 || size < 0 ||
-            start + size > buf.len) {
-            total = -1;
-            break;
-        }
-        int64_t one = kp_snappy_payload_size((const uint8_t *)buf.buf + start, size);
-        total = one < 0 ? -1 : total + one;
-    }
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&recbuf);
-    return PyLong_FromLongLong(total);
-}
-
-
-/* --- a whole outer set of snappy wrappers ---------------------------------------------------- */
-
-#define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
-#define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
-
-/* crc32(p[0:n], init) by the Python callable `fn` (ISA-L's, through a memoryview: no copy) */
-static int call_crc(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
-{
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (!view)
-        return -1;
-    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
-    Py_DECREF(view);
-    if (!r)
-        return -1;
-    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-static void xor_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
-{
-    for (Py_ssize_t i = k0; i < k1; i++) {
-        uint8_t *at = s->data + s->offsets[i + 1];
-        uint32_t w = s->words[i];
-        at[0] ^= (uint8_t)w;
-        at[1] ^= (uint8_t)(w >> 8);
-        at[2] ^= (uint8_t)(w >> 16);
-        at[3] ^= (uint8_t)(w >> 24);
-    }
-}
-
-/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised). The sink
- * has 4 bytes to spare after them (its capacity is checked here). */
-static int check_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
-{
-    Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
-    if (k0 == k1)
-        return 1;
-    if (hi > s->dcap - 4) {
-        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no room for the last CRC word");
-        return -1;
-    }
-    memset(s->data + hi, 0, 4);
-    xor_range(s, k0, k1);
-    uint32_t crc;
-    int r = call_crc(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
-    xor_range(s, k0, k1);
-    return r < 0 ? -1 : crc == CHECK_OK;
-}
-
-/* snappy_fetch(buf, recs, data, offsets, words, counts, crc32, verify)
- *     -> (status, i, dpos, k)
- * For every snappy wrapper recs[i] of buf, in order: its CRC32 checked (when verify, by the
- * callable crc32), its payload decompressed and taken into the sink at (dpos, k) as
- * snappy_take does, counts[i] = the rows it held; the rows' CRCs checked a CHECK_CHUNK at a
- * time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
- * or a take status): the caller then decodes the set on the general path. */
-PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
-{
-    Py_buffer buf, recbuf, data, offs, wbuf, cbuf;
-    PyObject *fn, *result = NULL;
-    int verify;
-    if (!PyArg_ParseTuple(args, "y*y*w*w*w*w*Op", &buf, &recbuf, &data, &offs, &wbuf, &cbuf,
-                          &fn, &verify))
-        return NULL;
-    const rec_t *recs = (const rec_t *)recbuf.buf;
-    const uint8_t *p = (const uint8_t *)buf.buf;
-    int64_t *counts = (int64_t *)cbuf.buf;
-    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t), i = 0, checked = 0;
-    int status = ST_END;
-    sink_t s;
-    if (kp_sink_parse(&s, &data, 0, &offs, &wbuf, 0) < 0)
-        goto done;
-    if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < n) {
-        PyErr_SetString(PyExc_ValueError, "snappy_fetch: counts shorter than recs");
-        goto done;
-    }
-    for (; i < n; i++) {
-        const rec_t *r = &recs[i];
-        int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->magic != 1 || r->start < 0 || size < 0 ||
-            start + size > buf.len) {
-            status = ST_BAD_SNAPPY;
-            break;
-        }
-        uint32_t crc;
-        if (verify && call_crc(fn, p + start, size, 0, &crc) < 0)
-            goto done;
-        if (verify && crc != r->crc) {
-            status = ST_BAD_CRC;
-            break;
-        }
-        Py_ssize_t before = s.k;
-        long long value;
-        status = take_snappy(p + start, size, &s, &value);
-        if (status != ST_END)
-            break;
-        counts[i] = s.k - before;
-        if (verify && (s.dpos - s.offsets[checked] >= CHECK_CHUNK || i == n - 1)) {
-            int ok = check_range(&s, checked, s.k, fn);
-            if (ok < 0)
-                goto done;
-            if (!ok) {
-                status = ST_BAD_CRC;
-                break;
-            }
-            checked = s.k;
-        }
-    }
-    result = Py_BuildValue("(innn)", status, i, s.dpos, s.k);
-done:
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&recbuf);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    PyBuffer_Release(&wbuf);
-    PyBuffer_Release(&cbuf);
-    return result;
 }

@@ -134,6 +134,19 @@ def gzip_decompress(payload: bytes | memoryview, limit: int, *, offset: int | No
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def gzip_inflate_hinted(payload: bytes | memoryview, hint: int, limit: int) -> bytes | None:
+    """A payload of one gzip member inflating to ``hint`` bytes (its ISIZE) at most ``limit``,
+    in one engine call; None for anything else (then :func:`gzip_decompress` decides)."""
+    inflater = _gzip_decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out: bytes = inflater.decompress(payload, min(hint, limit) + 1)
+    except GZIP_ERRORS:
+        return None
+    if not inflater.eof or len(out) > limit or inflater.unused_data[:2] == _GZIP_MAGIC:
+        return None
+    return out
+
+
 # Output is asked for in steps of at most this: an engine may size its output buffer by the
 # bound it is given, and a step bound keeps that small while the total stays checked.
 _INFLATE_STEP = 1 << 20

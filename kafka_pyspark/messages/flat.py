@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark.errors import MessageError
 from kafka_pyspark.messages import compression, walk
 from kafka_pyspark.messages.crc import crc32
 from kafka_pyspark.messages.layout import CODEC_GZIP, LENGTH_SIZE, MIN_LENGTH
@@ -133,67 +132,58 @@ def wrapped(
         if status != walk.END:
             return None
         return _values(data_buffer, dpos, offsets, k), counts
-    inflated: list[Any] = []
-    sizes = _sizes(buf, recs, max_decompressed, inflated)
-    if sizes is None:
+    fields = list(zip(walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
+                      recs["crc"].tolist(), recs["codec"].tolist(), strict=True))
+    hints = [_size_hint(buf, start, size, codec, max_decompressed)
+             for start, size, _, codec in fields]
+    if sum(hints) > max_decompressed:  # a hint is wrong, or a fetch that inflates a lot
         return None
-    return _take_wrapped(buf, recs, inflated, sum(sizes), verify_crc)
+    return _take_wrapped(buf, fields, hints, verify_crc, max_decompressed)
 
 
-def _sizes(buf: memoryview, recs: Any, max_decompressed: int,
-           inflated: list[Any]) -> list[int] | None:
-    """The decompressed size of every wrapper (gzip ones inflated into ``inflated``)."""
+def _size_hint(buf: memoryview, start: int, size: int, codec: int, limit: int) -> int:
+    """What a wrapper payload should decompress to: the size snappy announces, or gzip's ISIZE
+    trailer (the last member's size mod 2^32: only a hint, the take checks the room left)."""
+    payload = buf[start : start + size]
+    if codec == CODEC_GZIP:
+        return min(int.from_bytes(payload[-4:], "little"), limit) if size >= 4 else 0
+    assert walk.kernel is not None
+    announced: int = walk.kernel.snappy_size(payload)
+    return announced if announced >= 0 else limit + 1
+
+
+def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hints: list[int],
+                  verify_crc: bool, max_decompressed: int,
+                  ) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
+    """:func:`wrapped` for gzip (or mixed) wrappers: each one checked, decompressed and taken
+    into the value column (``sum(hints)`` bytes of room) at once, while in cache."""
     kernel = walk.kernel
     assert kernel is not None
-    sizes: list[int] = []
-    for start, size, codec in zip(walk.payload_start(recs).tolist(),
-                                  walk.payload_size(recs).tolist(), recs["codec"].tolist(),
-                                  strict=True):
-        payload = buf[start : start + size]
-        if codec == CODEC_GZIP:
-            try:
-                inner = compression.gzip_decompress(payload, max_decompressed)
-            except MessageError:
-                return None
-            inflated.append(inner)
-            sizes.append(len(inner))
-        else:
-            announced = kernel.snappy_size(payload)
-            if not 0 <= announced <= max_decompressed:
-                return None
-            sizes.append(announced)
-    return sizes
-
-
-def _take_wrapped(buf: memoryview, recs: Any, inflated: list[Any], total: int,
-                  verify_crc: bool) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
-    """:func:`wrapped`'s second step: every inner set taken into one value column."""
-    kernel = walk.kernel
-    assert kernel is not None
+    total = sum(hints)
     offsets, words, _ = _arrays(total // _MIN_SIZE + 1)
     data_buffer = pa.allocate_buffer(total + 4)
     data = np.frombuffer(data_buffer, dtype=np.uint8)
     dpos = k = checked = 0
-    counts = np.empty(len(recs), dtype=np.int64)
-    gzipped = iter(inflated)
-    for i, (start, size, stored, codec) in enumerate(zip(
-            walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
-            recs["crc"].tolist(), recs["codec"].tolist(), strict=True)):
+    counts = np.empty(len(fields), dtype=np.int64)
+    for i, (start, size, stored, codec) in enumerate(fields):
         payload = buf[start : start + size]
         if verify_crc and crc32(payload) != stored:
             return None
         before = k
         if codec == CODEC_GZIP:
-            inner = next(gzipped)
-            _, _, status, _, dpos, k = kernel.take(inner, 0, len(inner), len(inner), 0,
-                                                   data_buffer, dpos, offsets, words, k, None)
+            inner = compression.gzip_inflate_hinted(payload, hints[i], max_decompressed)
+            if inner is None or len(inner) > total - dpos:
+                return None
+            n = len(inner)
+            _, _, status, _, dpos, k = kernel.take(inner, 0, n, n, 0, data_buffer, dpos,
+                                                   offsets, words, k, None)
         else:
             status, _, dpos, k, _ = kernel.snappy_take(payload, data_buffer, dpos, offsets,
                                                        words, k)
         if status != walk.END:
             return None
         counts[i] = k - before
-        if verify_crc and (dpos - int(offsets[checked]) >= _CHUNK or i == len(recs) - 1):
+        if verify_crc and (dpos - int(offsets[checked]) >= _CHUNK or i == len(fields) - 1):
             if not _check(data, offsets, words, checked, k):
                 return None
             checked = k

@@ -1,0 +1,153 @@
+/* Outer sets of snappy wrappers, whole, in one call (the fast lane's snappy_fetch, see
+ * kafka_pyspark/messages/flat.py): every wrapper's CRC32, its payload decompressed and walked by
+ * _snappy.c straight into the value column, the rows' CRC words checked while in cache. */
+#include <string.h>
+
+#include "_kernel.h"
+
+/* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
+ * -1 if one is not snappy or not a payload this kernel decodes */
+PyObject *kp_snappy_total(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, recbuf;
+    if (!PyArg_ParseTuple(args, "y*y*", &buf, &recbuf))
+        return NULL;
+    const rec_t *recs = (const rec_t *)recbuf.buf;
+    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t);
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < n && total >= 0; i++) {
+        const rec_t *r = &recs[i];
+        int64_t start = payload_start(r), size = payload_size(r);
+        if (r->codec != 2 || r->start < 0 || r->start > buf.len || r->magic != 1 || size < 0 ||
+            start + size > buf.len) {
+            total = -1;
+            break;
+        }
+        int64_t one = kp_snappy_payload_size((const uint8_t *)buf.buf + start, size);
+        total = one < 0 ? -1 : total + one;
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&recbuf);
+    return PyLong_FromLongLong(total);
+}
+
+/* --- a whole outer set of snappy wrappers ---------------------------------------------------- */
+
+#define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
+#define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
+
+/* crc32(p[0:n], init) by the Python callable `fn` (ISA-L's, through a memoryview: no copy) */
+static int call_crc(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
+{
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (!view)
+        return -1;
+    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
+    Py_DECREF(view);
+    if (!r)
+        return -1;
+    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static void xor_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
+{
+    for (Py_ssize_t i = k0; i < k1; i++) {
+        uint8_t *at = s->data + s->offsets[i + 1];
+        uint32_t w = s->words[i];
+        at[0] ^= (uint8_t)w;
+        at[1] ^= (uint8_t)(w >> 8);
+        at[2] ^= (uint8_t)(w >> 16);
+        at[3] ^= (uint8_t)(w >> 24);
+    }
+}
+
+/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised). The sink
+ * has 4 bytes to spare after them (its capacity is checked here). */
+static int check_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
+{
+    Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
+    if (k0 == k1)
+        return 1;
+    if (hi > s->dcap - 4) {
+        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no room for the last CRC word");
+        return -1;
+    }
+    memset(s->data + hi, 0, 4);
+    xor_range(s, k0, k1);
+    uint32_t crc;
+    int r = call_crc(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
+    xor_range(s, k0, k1);
+    return r < 0 ? -1 : crc == CHECK_OK;
+}
+
+/* snappy_fetch(buf, recs, data, offsets, words, counts, crc32, verify)
+ *     -> (status, i, dpos, k)
+ * For every snappy wrapper recs[i] of buf, in order: its CRC32 checked (when verify, by the
+ * callable crc32), its payload decompressed and taken into the sink at (dpos, k) as
+ * snappy_take does, counts[i] = the rows it held; the rows' CRCs checked a CHECK_CHUNK at a
+ * time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
+ * or a take status): the caller then decodes the set on the general path. */
+PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, recbuf, data, offs, wbuf, cbuf;
+    PyObject *fn, *result = NULL;
+    int verify;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*w*w*Op", &buf, &recbuf, &data, &offs, &wbuf, &cbuf,
+                          &fn, &verify))
+        return NULL;
+    const rec_t *recs = (const rec_t *)recbuf.buf;
+    const uint8_t *p = (const uint8_t *)buf.buf;
+    int64_t *counts = (int64_t *)cbuf.buf;
+    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t), i = 0, checked = 0;
+    int status = ST_END;
+    sink_t s;
+    if (kp_sink_parse(&s, &data, 0, &offs, &wbuf, 0) < 0)
+        goto done;
+    if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < n) {
+        PyErr_SetString(PyExc_ValueError, "snappy_fetch: counts shorter than recs");
+        goto done;
+    }
+    for (; i < n; i++) {
+        const rec_t *r = &recs[i];
+        int64_t start = payload_start(r), size = payload_size(r);
+        if (r->codec != 2 || r->magic != 1 || r->start < 0 || r->start > buf.len || size < 0 ||
+            start + size > buf.len) {
+            status = ST_BAD_SNAPPY;
+            break;
+        }
+        uint32_t crc;
+        if (verify && call_crc(fn, p + start, size, 0, &crc) < 0)
+            goto done;
+        if (verify && crc != r->crc) {
+            status = ST_BAD_CRC;
+            break;
+        }
+        Py_ssize_t before = s.k;
+        long long value;
+        status = kp_take_snappy(p + start, size, &s, &value);
+        if (status != ST_END)
+            break;
+        counts[i] = s.k - before;
+        if (verify && (s.dpos - s.offsets[checked] >= CHECK_CHUNK || i == n - 1)) {
+            int ok = check_range(&s, checked, s.k, fn);
+            if (ok < 0)
+                goto done;
+            if (!ok) {
+                status = ST_BAD_CRC;
+                break;
+            }
+            checked = s.k;
+        }
+    }
+    result = Py_BuildValue("(innn)", status, i, s.dpos, s.k);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&recbuf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    PyBuffer_Release(&cbuf);
+    return result;
+}
