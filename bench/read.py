@@ -23,8 +23,6 @@ What is measured, all in this run, on this machine (``local[2]`` from ``spark-co
 
 from __future__ import annotations
 
-import os
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -33,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.results import Recorder
-from bench.spark_sources import noop_seconds
+from bench.spark_sources import noop_seconds, spark_session
 
-ROOT = Path(__file__).resolve().parent.parent
 ROWS = 1_500_000
 VALUE_SIZE = 200
 PARTITIONS = 2
@@ -65,20 +62,6 @@ def produce(broker: Any, topic: str, rows: int, codec: str) -> None:
             for i in range(per_partition // per_set):
                 producer.send(0, topic, partition, sets[i % 4])
             producer.flush()
-
-
-def _spark() -> Any:
-    os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from kafka_pyspark import register
-
-    spark = SparkSession.builder.master("local[2]").appName("bench-read").getOrCreate()
-    register(spark)
-    spark.dataSource.register(_null_source())
-    return spark
 
 
 def _null_source() -> Any:
@@ -205,7 +188,7 @@ def run(recorder: Recorder) -> None:
         recorder.record("read.inprocess.none", rate, "rows/s",
                         note="read_partition alone: fetch + decode + columns, one core, no Spark")
         print(f"   the reader yields batches of {per_batch} rows", flush=True)
-        spark = _spark()
+        spark = spark_session("bench-read", _null_source())
         try:
             base = {"broker.list": f"0:{broker.host}:{broker.port}"}
             null_options = {"rows": str(ROWS), "partitions": str(PARTITIONS),
@@ -230,10 +213,3 @@ def run(recorder: Recorder) -> None:
         finally:
             spark.stop()
 
-
-if __name__ == "__main__":  # pragma: no cover
-    r = Recorder()
-    t0 = time.perf_counter()
-    run(r)
-    print(r.table())
-    print(f"({time.perf_counter() - t0:.1f} s)")

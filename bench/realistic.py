@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.data import realistic_values
-from bench.read import _spark
 from bench.results import Recorder
-from bench.spark_sources import file_null_source, noop_seconds
+from bench.spark_sources import file_null_source, noop_seconds, spark_session
 
 ROWS = 1_000_000
 PARTITIONS = 2
@@ -235,9 +234,9 @@ def run(rec: Recorder) -> None:
             del values
             from kafka_pyspark.spark.schema import READ_SCHEMA
 
-            spark = _spark()
+            spark = spark_session("bench-realistic", file_null_source("bench_null_file",
+                                                                      READ_SCHEMA))
             try:
-                spark.dataSource.register(file_null_source("bench_null_file", READ_SCHEMA))
                 chunk = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
                 nulls = {}
                 for codec in CODECS:

@@ -1,12 +1,33 @@
-"""Spark helpers shared by the read benches: a null source over Arrow IPC files, and one timed
-``load().write.format("noop")`` query."""
+"""Spark helpers shared by the benches: the local session, a null source over Arrow IPC files,
+and one timed ``load().write.format("noop")`` query."""
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spark_session(app: str, *sources: Any) -> Any:
+    """The benches' ``local[2]`` session (settings from ``spark-conf/``, workers on this
+    interpreter), with kafka07 and the data source classes ``sources`` registered."""
+    os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafka_pyspark import register
+
+    spark = SparkSession.builder.master("local[2]").appName(app).getOrCreate()
+    register(spark)
+    for source in sources:
+        spark.dataSource.register(source)
+    return spark
 
 
 def file_null_source(name: str, schema: Any) -> Any:

@@ -25,23 +25,20 @@ Python and would be the bottleneck.
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
-import sys
 import threading
 import time
 import zlib
 from collections.abc import Iterator
 from multiprocessing import get_context
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from bench.results import Recorder, best_time
+from bench.spark_sources import spark_session
 
-ROOT = Path(__file__).resolve().parent.parent
 VALUE_SIZE = 200
 BATCH_SIZE = 200
 ARROW_BATCH = 10_000
@@ -235,20 +232,6 @@ def bare_zlib(batches: list[pa.RecordBatch]) -> float:
     return rows / best_time(once, repeat=3)
 
 
-def _spark() -> Any:
-    os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from kafka_pyspark import register
-
-    spark = SparkSession.builder.master("local[2]").appName("bench-write").getOrCreate()
-    register(spark)
-    spark.dataSource.register(_null_source())
-    return spark
-
-
 def _null_source() -> Any:
     """A local class: cloudpickle ships it by value, so workers need not import bench."""
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
@@ -293,7 +276,7 @@ def run(recorder: Recorder) -> None:
                             note="encode + MULTIPRODUCE + barrier, one Python loop, one core")
         recorder.record("write.zlib", zlib_rate, "rows/s",
                         note="zlib level 6 over the same 200-message sets, one core")
-        spark = _spark()
+        spark = spark_session("bench-write", _null_source())
         configs: dict[str, tuple[str, dict[str, str]]] = {"null": ("bench_null", {})}
         for codec in ("none", "snappy", "gzip"):
             configs[codec] = (
