@@ -22,6 +22,7 @@ from typing import Any
 
 from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError
+from kafka_pyspark.names import is_decimal
 from kafka_pyspark.option_values import int_option, lower_options
 from kafka_pyspark.wire.protocol import INT32_MAX
 from kafka_pyspark.zk_auth import parse_zk_auth
@@ -165,7 +166,6 @@ def zk_chroot(zk_connect: str) -> str | None:
 # id : host : port. A host may be an IPv6 literal in brackets ("[::1]"), which 0.7 itself never
 # accepted but costs nothing here; the brackets are not part of the host.
 _ENTRY = re.compile(r"(?P<id>[^:]*):(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:]*)):(?P<port>[^:]*)\Z")
-_DIGITS = re.compile(r"[0-9]+\Z")
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def _broker_entry(entry: str) -> BrokerAddress:
     id_text = m.group("id").strip()
     host = (m.group("v6") if m.group("v6") is not None else m.group("host") or "").strip()
     port_text = m.group("port").strip()
-    if not _DIGITS.match(id_text) or int(id_text) > INT32_MAX:
+    if not is_decimal(id_text) or int(id_text) > INT32_MAX:
         raise OptionError(
             "broker.list", f"entry {entry!r}: broker id {id_text!r} is not an integer >= 0"
         )
@@ -236,4 +236,4 @@ def _broker_entry(entry: str) -> BrokerAddress:
 
 def port_number(text: str) -> int | None:
     """A TCP port given as ASCII decimal text, ``1..65535``; else None."""
-    return int(text) if _DIGITS.match(text) and 0 < int(text) < 65536 else None
+    return int(text) if is_decimal(text) and 0 < int(text) < 65536 else None

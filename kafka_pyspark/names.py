@@ -20,6 +20,7 @@ __all__ = [
     "TopicPartition",
     "check_group_id",
     "describe_tp",
+    "is_decimal",
     "not_a_partition_key",
     "parse_partition_key",
     "partition_key",
@@ -31,8 +32,15 @@ TopicPartition = tuple[str, int, int]
 # [0-9], not \d (which matches every script's digits); \Z, not $ (which also matches before
 # a final newline).
 _KEY = re.compile(r"([0-9]+)-([0-9]+)\Z")
+_DECIMAL = re.compile(r"[0-9]+\Z")
 # characters ZooKeeper refuses in a node name (PathUtils.validatePath)
 _ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+
+
+def is_decimal(text: str) -> bool:
+    """True for ASCII decimal digits only, as 0.7 writes broker ids and partition numbers in
+    ZooKeeper node names and ``broker.list`` (no sign, no whitespace, no other scripts' digits)."""
+    return _DECIMAL.match(text) is not None
 
 
 def partition_key(broker: int, partition: int) -> str:

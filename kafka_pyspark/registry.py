@@ -45,7 +45,6 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -56,6 +55,7 @@ from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_
 from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.names import (
     check_group_id,
+    is_decimal,
     not_a_partition_key,
     parse_partition_key,
     partition_key,
@@ -70,7 +70,6 @@ BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
-_DECIMAL = re.compile(r"[0-9]+\Z")
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,7 @@ class Registry(Closing):
 
     def _decimal(self, path: str, raw: bytes, what: str) -> int:
         text = raw.decode("ascii", "replace")
-        if not _DECIMAL.match(text):
+        if not is_decimal(text):
             self._raise(path, f"{what} must be a non-negative decimal integer, got {raw!r}")
         return int(text)
 
@@ -178,7 +177,7 @@ class Registry(Closing):
         names = self._zk.children(BROKER_IDS) or []
         paths = [f"{BROKER_IDS}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
-            if not _DECIMAL.match(name):
+            if not is_decimal(name):
                 self._raise(path, f"broker id {name!r} is not a non-negative integer")
         out: dict[int, BrokerInfo] = {}
         for name, path, raw in zip(names, paths, self._values(paths), strict=True):
@@ -215,7 +214,7 @@ class Registry(Closing):
         names = self._zk.children(base) or []
         paths = [f"{base}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
-            if not _DECIMAL.match(name):
+            if not is_decimal(name):
                 self._raise(path, f"broker id {name!r} is not a non-negative integer")
         out: dict[int, int] = {}
         for name, path, raw in zip(names, paths, self._values(paths), strict=True):

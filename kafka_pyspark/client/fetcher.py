@@ -55,6 +55,7 @@ from kafka_pyspark.errors import (
     for_code,
     with_context,
 )
+from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
 
 if TYPE_CHECKING:
     from kafka_pyspark.messages import DecodeResult
@@ -328,7 +329,7 @@ def _next_requests(
         if readers[i].retry_at > now:
             continue
         req = readers[i].request()
-        if batch and (total + req.max_size > limit or len(batch) >= 32767):
+        if batch and (total + req.max_size > limit or len(batch) >= MAX_MULTI_ITEMS):
             break
         batch.append((i, req))
         total += req.max_size

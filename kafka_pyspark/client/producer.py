@@ -32,11 +32,11 @@ from kafka_pyspark.errors import (
     RequestTooLargeError,
     with_context,
 )
+from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
 
 _MULTI_HEADER = 2 + 2  # REQUEST_TYPE, TOPICPARTITION_COUNT
-_MAX_MULTI_ITEMS = 32767
 
 
 class DeliveryCount(NamedTuple):
@@ -181,7 +181,7 @@ class Producer(Closing):
         for item in items:
             size = _item_size(item)
             if chunks[-1] and (
-                total + size > self._max_request_size or len(chunks[-1]) >= _MAX_MULTI_ITEMS
+                total + size > self._max_request_size or len(chunks[-1]) >= MAX_MULTI_ITEMS
             ):
                 chunks.append([])
                 total = _MULTI_HEADER

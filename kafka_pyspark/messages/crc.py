@@ -102,6 +102,25 @@ def zeros_crc(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
     return out
 
 
+def _verify_spaced(
+    data: npt.NDArray[np.uint8], ends: npt.NDArray[np.integer[Any]], v: npt.NDArray[np.uint32]
+) -> bool:
+    """:func:`verify_concatenated` when every payload has 4+ bytes and there are 2+ of them."""
+    total = len(data)
+    # every word but the last fits inside data, 4+ bytes apart: one uint32 view with a
+    # slot at every byte; the last word goes to the tail (data's last 4 bytes, 4 zeros)
+    view = np.ndarray((total - 3,), "<u4", data, 0, (1,))
+    index, words = ends[:-1], v[:-1]
+    view[index] ^= words
+    try:
+        last = data[total - 4 :].tobytes() + int(v[-1]).to_bytes(4, "little")
+        crc = crc32(data[: total - 4].data, _INIT_ZERO)
+        crc = crc32(last, crc)
+    finally:
+        view[index] ^= words
+    return crc == _INIT_ZERO
+
+
 def verify_concatenated(
     data: npt.NDArray[np.uint8],
     lengths: npt.NDArray[np.int64],
@@ -126,18 +145,7 @@ def verify_concatenated(
         ends = np.cumsum(lengths)
     v = crcs ^ zeros_crc(lengths)
     if n > 1 and int(lengths.min()) >= 4:
-        # every word but the last fits inside data, 4+ bytes apart: one uint32 view with a
-        # slot at every byte; the last word goes to the tail (data's last 4 bytes, 4 zeros)
-        view = np.ndarray((total - 3,), "<u4", data, 0, (1,))
-        index, words = ends[:-1], v[:-1]
-        view[index] ^= words
-        try:
-            last = data[total - 4 :].tobytes() + int(v[-1]).to_bytes(4, "little")
-            crc = crc32(data[: total - 4].data, _INIT_ZERO)
-            crc = crc32(last, crc)
-        finally:
-            view[index] ^= words
-        return crc == _INIT_ZERO
+        return _verify_spaced(data, ends, v)
     ends64: npt.NDArray[np.int64] = ends.astype(np.int64, copy=False)
     if n > 1 and not bool(lengths[1:].all()):
         # empty payloads share their end with the previous one: xor their words together

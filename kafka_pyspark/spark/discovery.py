@@ -7,7 +7,8 @@
 - :func:`current_partitions` (a stream, per micro-batch): the same, leniently.
 - :func:`diff_topology` / :func:`merge_topology` (a stream): how the broker-partitions now
   differ from those in the start offset, and the start offset with new ones added. Pure.
-- :func:`group_offsets`: what a 0.7 consumer group committed (``startingOffsets=group``).
+- :func:`group_offsets`: what a 0.7 consumer group committed; :func:`group_start`, the same
+  for a read with ``startingOffsets=group``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kafka_pyspark.errors import (
     TopicNotFoundError,
 )
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.spark.options import Assign, Subscribe, Subscription
+from kafka_pyspark.spark.options import Assign, ReadOptions, Subscribe, Subscription
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
@@ -35,6 +36,7 @@ __all__ = [
     "diff_topology",
     "discover",
     "group_offsets",
+    "group_start",
     "merge_topology",
 ]
 
@@ -171,6 +173,17 @@ def group_offsets(
         for (broker, partition), offset in registry.group_offsets(group, topic).items():
             out[(topic, broker, partition)] = offset
     return out
+
+
+def group_start(
+    cluster: Cluster, options: ReadOptions, tps: Sequence[TopicPartition]
+) -> dict[TopicPartition, int] | None:
+    """What the group committed for ``tps``' topics when ``startingOffsets=group``, else None
+    (the batch reader and the stream start the same way)."""
+    if options.starting.kind != "group":
+        return None
+    assert options.group_id is not None  # parse_read_options guarantees it
+    return group_offsets(cluster, options.group_id, {t for t, _, _ in tps})
 
 
 # --- a stream's topology --------------------------------------------------------------------------

@@ -35,9 +35,9 @@ from kafka_pyspark.errors import (
     data_loss_error,
     data_loss_skipped,
 )
-from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import pushdown
-from kafka_pyspark.spark.discovery import discover, group_offsets
+from kafka_pyspark.spark.discovery import discover, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
@@ -249,7 +249,7 @@ def _recover(
             continue
         first = earliest(conn, c.topic, c.partition)
         last = latest(conn, c.topic, c.partition)
-        where = f"topic {c.topic!r}, broker {partition.broker}, partition {c.partition}"
+        where = describe_tp((c.topic, partition.broker, c.partition))
         if first <= c.offset <= last:
             out.append(c)
             continue
@@ -296,10 +296,7 @@ def plan_batch(
         if pushed is not None:
             tps = [tp for tp in tps if pushed.accepts(*tp)]
         brokers = cluster.brokers()
-        committed: Mapping[TopicPartition, int] | None = None
-        if options.starting.kind == "group":
-            assert options.group_id is not None  # parse_read_options guarantees it
-            committed = group_offsets(cluster, options.group_id, {t for t, _, _ in tps})
+        committed = group_start(cluster, options, tps)
         with OffsetLookup(brokers, options.cluster) as lookup:
             if isinstance(options.subscription, Assign) and cluster.registry() is None:
                 for tp in tps:

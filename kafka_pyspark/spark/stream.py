@@ -55,7 +55,7 @@ from kafka_pyspark.spark.admission import (
 from kafka_pyspark.spark.discovery import (
     current_partitions,
     diff_topology,
-    group_offsets,
+    group_start,
     merge_topology,
 )
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
@@ -195,11 +195,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow): 
         """
         cluster = self._get_cluster()
         tps, brokers = self._view()
-        committed = None
         opts = self.options
-        if opts.starting.kind == "group":
-            assert opts.group_id is not None  # parse_read_options guarantees it
-            committed = group_offsets(cluster, opts.group_id, {t for t, _, _ in tps})
+        committed = group_start(cluster, opts, tps)
         with OffsetLookup(brokers, opts.cluster) as lookup:
             bounds = lookup.all_bounds(tps)
             self._bounds.update(bounds)

@@ -51,6 +51,8 @@ OFFSETS_EARLIEST = -2
 INT32_MAX = 2**31 - 1
 #: the int64 ceiling: byte offsets and times are Java longs
 INT64_MAX = 2**63 - 1
+#: the most items one MULTIFETCH / MULTIPRODUCE holds (an int16 COUNT)
+MAX_MULTI_ITEMS = 2**15 - 1
 
 _INT16 = struct.Struct(">h")  # TOPIC_LENGTH, ERROR_CODE, REQUEST_TYPE, COUNT
 _INT32 = struct.Struct(">i")  # lengths, PARTITION, MAX_SIZE, NUMBER_OFFSETS
@@ -60,7 +62,7 @@ _OFFSET_SIZE = struct.Struct(">qi")  # FETCH: OFFSET, MAX_SIZE / OFFSETS: TIME, 
 _PART_OFFSET_SIZE = struct.Struct(">iqi")  # MULTIFETCH item: PARTITION, OFFSET, MAX_SIZE
 _PART_LEN = struct.Struct(">ii")  # MULTIPRODUCE item: PARTITION, MESSAGES_LENGTH
 
-_MAX_TOPIC_CHARS = 32767  # int16 TOPIC_LENGTH
+_MAX_TOPIC_CHARS = 2**15 - 1  # int16 TOPIC_LENGTH
 
 
 @dataclass(frozen=True)
@@ -203,8 +205,8 @@ def _request_parts(req: Request) -> list[bytes]:
 
 
 def _check_count(n: int) -> None:
-    if not 0 <= n <= 32767:
-        raise ProtocolError(f"a multi-request holds at most 32767 items, got {n}")
+    if not 0 <= n <= MAX_MULTI_ITEMS:
+        raise ProtocolError(f"a multi-request holds at most {MAX_MULTI_ITEMS} items, got {n}")
 
 
 # --- requests: decode (broker) -------------------------------------------------------------
