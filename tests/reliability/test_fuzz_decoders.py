@@ -21,10 +21,11 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 from _fuzz import assert_deliberate, mutate, rewrap, run, sample_log
+from _kwargs import DecodeOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,14 +60,6 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     if request.param == "python":
         monkeypatch.setattr(walk, "kernel", None)
     yield request.param
-
-
-class DecodeOptions(TypedDict, total=False):
-    """The keyword options of ``decode_message_set`` that the fuzz varies."""
-
-    verify_crc: bool
-    max_decompressed_size: int
-    stop_at: int
 
 
 def decode_all_ways(data: bytes, rnd: random.Random) -> None:
