@@ -47,9 +47,12 @@ test-reliability: setup
 test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"
 
+# mypy's files are in pyproject.toml; tests/reliability/conftest.py is checked on its own
+# (one run cannot hold two modules named conftest)
 lint: setup
 	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tests/reliability/conftest.py
 
 demo: setup
 	$(PY) -m kafka_pyspark.demo

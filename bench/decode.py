@@ -238,17 +238,14 @@ def _encode_rows(rec: Recorder, values: list[bytes]) -> None:
 
     deflate_limit = _rate(n, best_time(deflate, repeat=REPEAT))
     for codec in ("none", "snappy", "gzip"):
-        best = best_times(
-            {
-                "one": lambda c=codec: [  # type: ignore[misc]
-                    encode_message_set_arrow(s, compression=c) for s in slices
-                ],
-                "sets": lambda c=codec: encode_message_sets_arrow(  # type: ignore[misc]
-                    array, cuts, compression=c
-                ),
-            },
-            repeat=REPEAT,
-        )
+
+        def one(c: str = codec) -> list[bytes]:
+            return [encode_message_set_arrow(s, compression=c) for s in slices]
+
+        def sets(c: str = codec) -> list[bytes]:
+            return encode_message_sets_arrow(array, cuts, compression=c)
+
+        best = best_times({"one": one, "sets": sets}, repeat=REPEAT)
         limit = None
         target = ">= 500,000 msgs/s (writer, end to end)"
         if codec == "gzip":

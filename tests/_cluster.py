@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import InputPartition
+
+    from kafka_pyspark.spark.planning import Kafka07InputPartition
 
 BrokerPartition = tuple[int, int]
 IO_TIMEOUT = 10.0
@@ -22,6 +27,17 @@ def kazoo_client(connect: str, **options: Any) -> KazooClient:
     client = KazooClient(hosts=connect, timeout=IO_TIMEOUT, **options)
     client.start(timeout=IO_TIMEOUT)
     return client
+
+
+def kafka_partitions(parts: Iterable[InputPartition]) -> list[Kafka07InputPartition]:
+    """``parts`` as a reader of ours plans them: each one must be a ``Kafka07InputPartition``."""
+    from kafka_pyspark.spark.planning import Kafka07InputPartition
+
+    out: list[Kafka07InputPartition] = []
+    for p in parts:
+        assert isinstance(p, Kafka07InputPartition), p
+        out.append(p)
+    return out
 
 
 def read_log(

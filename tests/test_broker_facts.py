@@ -104,7 +104,7 @@ def test_flush_interval_one_is_immediate(b: EmbeddedBroker) -> None:
 
 
 def test_pipelined_requests_answered_in_order(b: EmbeddedBroker) -> None:
-    reqs = [
+    reqs: list[wire.Request] = [
         wire.ProduceRequest("t", 0, THREE),
         wire.FetchRequest("t", 0, 0, 100),
         wire.OffsetsRequest("t", 0, -1, 10),

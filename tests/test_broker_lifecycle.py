@@ -12,6 +12,7 @@ import sys
 import threading
 import zlib
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from _bytes import message
@@ -80,6 +81,17 @@ def test_port_in_use(tmp_path: Path) -> None:
         assert not other.running
 
 
+class BrokerOptions(TypedDict, total=False):
+    """The ``EmbeddedBroker`` options that ``test_bad_options`` sets out of range."""
+
+    num_partitions: int
+    topic_partitions: dict[str, int]
+    log_file_size: int
+    flush_interval: int
+    port: int
+    max_message_size: int
+
+
 @pytest.mark.parametrize(
     ("kwargs", "option"),
     [
@@ -91,9 +103,9 @@ def test_port_in_use(tmp_path: Path) -> None:
         ({"max_message_size": -1}, "max_message_size"),
     ],
 )
-def test_bad_options(kwargs: dict[str, object], option: str) -> None:
+def test_bad_options(kwargs: BrokerOptions, option: str) -> None:
     with pytest.raises(OptionError, match=option):
-        EmbeddedBroker(**kwargs)  # type: ignore[arg-type]
+        EmbeddedBroker(**kwargs)
 
 
 def test_wait_for_topic_without_zookeeper(tmp_path: Path) -> None:

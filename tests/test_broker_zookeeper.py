@@ -136,7 +136,9 @@ def test_session_expiry_reregisters(broker: EmbeddedBroker, zk_connect: str,
     broker.wait_for_topic("t")
     owner = kz.get("/brokers/ids/0")[1].ephemeralOwner
     # expire the broker's session: open the same session elsewhere and close it
-    session_id, password = broker._zk._client.client_id  # type: ignore[union-attr]
+    registrar = broker._zk
+    assert registrar is not None  # the broker registers in ZooKeeper
+    session_id, password = registrar._client.client_id
     thief = kazoo_client(zk_connect, client_id=(session_id, password))
     thief.stop()
     thief.close()

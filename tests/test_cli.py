@@ -53,7 +53,9 @@ def hung_broker(zk_connect: str) -> Iterator[int]:
         srv.close()
 
 
-def test_offsets_by_zookeeper(broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]):
+def test_offsets_by_zookeeper(
+    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     _produce(broker, "t", 1, THREE, "none")
     broker.wait_for_topic("t")
     assert main(["offsets", "--zk", zk_connect, "--topic", "t"]) == 0

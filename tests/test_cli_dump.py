@@ -70,9 +70,11 @@ def test_json_values_are_text_or_base64(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
     items = list(read_segment_file(seg(tmp_path, THREE[:17] + b"\x00\x00")))
+    last = items[-1]
+    assert isinstance(last, DumpStop)
     assert items == [
         DumpMessage(1000, 1017, 0, "none", b"a" * 7),
-        DumpStop("torn-tail", 1017, items[-1].error),  # type: ignore[union-attr]
+        DumpStop("torn-tail", 1017, last.error),
     ]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from typing import TYPE_CHECKING
 
 import pytest
 from _bytes import message
+from _kwargs import FAST, ConnOptions
 from test_client_servers import (
     FakeBroker,
     ScriptedServer,
@@ -30,12 +32,13 @@ from kafka_pyspark.errors import (
     UnknownError,
 )
 
-FAST = {"timeout": 2.0, "retries": 1, "backoff": 0.01}
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
-def conn_to(server: ScriptedServer, **kw: object) -> BrokerConnection:
-    args: dict[str, object] = {**FAST, **kw}
-    return BrokerConnection(server.host, server.port, **args)  # type: ignore[arg-type]
+def conn_to(server: ScriptedServer, **kw: Unpack[ConnOptions]) -> BrokerConnection:
+    args: ConnOptions = {**FAST, **kw}
+    return BrokerConnection(server.host, server.port, **args)
 
 
 def free_port() -> int:
@@ -86,6 +89,7 @@ def test_large_response_is_read_into_one_buffer() -> None:
     with ScriptedServer(broker) as srv, conn_to(srv, buffer_size=4096) as c:
         r = c.fetch("big", 1, 0, len(data))
         assert isinstance(r.messages, memoryview)
+        # typeshed types memoryview.obj as a Buffer, which has no __len__
         assert r.messages.obj is not None and len(r.messages.obj) == len(data) + 2  # type: ignore[arg-type]
         assert bytes(r.messages) == data
 

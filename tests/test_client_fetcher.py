@@ -293,7 +293,7 @@ def test_probe_partition_count_uses_fetch_only(fake: Any) -> None:
     _, srv, conn = fake
     assert probe_partition_count(conn, "anything") == 3
     assert all(isinstance(r, wire.FetchRequest) and r.max_size == 0 for r in srv.requests)
-    assert [r.partition for r in srv.requests] == [0, 1, 2, 3]  # type: ignore[union-attr]
+    assert [r.partition for r in srv.requests] == [0, 1, 2, 3]
     with pytest.raises(Exception, match="probe limit"):
         probe_partition_count(conn, "anything", limit=2)
 

@@ -6,13 +6,12 @@ import socket
 
 import pytest
 from _bytes import message
+from _kwargs import FAST
 from test_client_servers import FakeBroker, ScriptedServer, read_request
 
 from kafka_pyspark import wire
 from kafka_pyspark.client import DeliveryCount, Producer
 from kafka_pyspark.errors import DeliveryError, RequestTooLargeError
-
-FAST = {"timeout": 2.0, "retries": 1, "backoff": 0.01}
 
 
 def test_flush_sends_one_request_per_broker_then_the_barrier() -> None:
@@ -20,7 +19,7 @@ def test_flush_sends_one_request_per_broker_then_the_barrier() -> None:
     m = [message(bytes([i]) * (i + 1)) for i in range(5)]
     with ScriptedServer(b0) as s0, ScriptedServer(b1) as s1:
         brokers = {0: (s0.host, s0.port), 1: (s1.host, s1.port)}
-        with Producer(brokers, **FAST) as p:  # type: ignore[arg-type]
+        with Producer(brokers, **FAST) as p:
             p.send(0, "t", 0, m[0])
             p.send(0, "t", 1, m[1])
             p.send(0, "t", 0, m[2])
@@ -47,7 +46,7 @@ def test_requests_are_split_below_max_request_size_and_order_is_kept() -> None:
     b = FakeBroker()
     sets = [message(bytes([i]) * 50) for i in range(20)]  # 60 bytes each, 71 per item
     with ScriptedServer(b) as s, Producer({3: (s.host, s.port)}, max_request_size=300,
-                                          **FAST) as p:  # type: ignore[arg-type]
+                                          **FAST) as p:
         for x in sets:
             p.send(3, "topic", 1, x)
         assert p.flush() == {("topic", 3, 1): DeliveryCount(20, 60 * 20)}
@@ -80,7 +79,7 @@ def test_barrier_failure_on_one_broker_reports_unconfirmed_and_confirmed() -> No
     good = FakeBroker()
     m = message(b"payload")
     with ScriptedServer(good) as s0, ScriptedServer(closes_on_barrier) as s1:
-        p = Producer({0: (s0.host, s0.port), 1: (s1.host, s1.port)}, **FAST)  # type: ignore[arg-type]
+        p = Producer({0: (s0.host, s0.port), 1: (s1.host, s1.port)}, **FAST)
         p.send(0, "t", 0, m)
         p.send(1, "t", 1, m)
         p.send(1, "t", 1, m)
@@ -102,7 +101,7 @@ def test_unreachable_broker_is_unconfirmed() -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    with Producer({2: ("127.0.0.1", port)}, **FAST) as p:  # type: ignore[arg-type]
+    with Producer({2: ("127.0.0.1", port)}, **FAST) as p:
         p.send(2, "t", 0, message(b"a"))
         with pytest.raises(DeliveryError, match="cannot connect") as ei:
             p.flush()
@@ -112,7 +111,7 @@ def test_unreachable_broker_is_unconfirmed() -> None:
 
 def test_barrier_uses_a_real_partition_for_random_partition_produce() -> None:
     b = FakeBroker()
-    with ScriptedServer(b) as s, Producer({0: (s.host, s.port)}, **FAST) as p:  # type: ignore[arg-type]
+    with ScriptedServer(b) as s, Producer({0: (s.host, s.port)}, **FAST) as p:
         p.send(0, "t", -1, message(b"r"))
         p.flush()
         assert s.requests[-1] == wire.OffsetsRequest("t", 0, -1, 1)

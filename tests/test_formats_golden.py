@@ -49,7 +49,8 @@ def ts(ms: int) -> dt.datetime:
 def rows(data: bytes, **kw: Any) -> list[dict[str, Any]]:
     chunk = decode_log(data, **kw)
     assert chunk.batch.schema == LOG_SCHEMA
-    return chunk.batch.to_pylist()
+    got: list[dict[str, Any]] = chunk.batch.to_pylist()  # pyarrow ships no type hints
+    return got
 
 
 def row(offset: int, value: bytes | None, *, key: bytes | None = None, inner: int = 0,
@@ -111,8 +112,8 @@ def expected(base: int, codec: str, *, log_append: bool = False) -> list[dict[st
     for i, (value, key) in enumerate([(b"first", b"a"), (None, b"b"), (b"", None),
                                       (b"v" * 300, b"k" * 200)]):
         t = T0 + 99 if log_append else T0 + deltas[i]
-        headers = ([{"key": "h1", "value": b"x"}, {"key": "h2", "value": None}] if i == 2
-                   else [])
+        headers: list[dict[str, Any]] = (
+            [{"key": "h1", "value": b"x"}, {"key": "h2", "value": None}] if i == 2 else [])
         out.append(row(base + i, value, key=key, inner=i, codec=codec, t=t,
                        tt=1 if log_append else 0, headers=headers))
     return out
@@ -205,9 +206,9 @@ def test_v2_corrupt_records_name_the_batch_position() -> None:
     # a corrupt zstd payload
     bad = bytearray(batch(0, RECORDS, codec=ZSTD))
     bad[70:74] = b"\xff\xff\xff\xff"
-    with pytest.raises(DecompressionError, match="zstd") as e:
+    with pytest.raises(DecompressionError, match="zstd") as de:
         decode_log(_with_crc(bad), base_position=3)
-    assert e.value.offset == 3
+    assert de.value.offset == 3
 
 
 def test_decompressed_size_is_bounded() -> None:
@@ -338,9 +339,9 @@ def test_walk_errors_name_position() -> None:
     assert e.value.offset == 1 + len(MIXED)
     bad_magic = bytearray(message(9, b"x"))
     bad_magic[16] = 7
-    with pytest.raises(UnknownMagicError, match="magic 7") as e:
+    with pytest.raises(UnknownMagicError, match="magic 7") as me:
         scan_log(bytes(bad_magic), base_position=5)
-    assert e.value.offset == 5
+    assert me.value.offset == 5
     assert issubclass(UnknownMagicError, MessageError)
 
 
@@ -375,10 +376,11 @@ def test_runs_of_equal_records_and_long_varints() -> None:
 @pytest.mark.parametrize(("codec", "name"), [(GZIP, "gzip"), (SNAPPY, "snappy"), (LZ4, "lz4")])
 @pytest.mark.parametrize("magic", [0, 1])
 def test_every_legacy_codec_and_magic(codec: int, name: str, magic: int) -> None:
-    ts = {"timestamp": T0} if magic else {}
-    inner = [message(i if magic else 10 + i, v, key=k, magic=magic, **ts)
+    stamp = T0 if magic else -1  # magic 0 has no TIMESTAMP field (the builders' default)
+    inner = [message(i if magic else 10 + i, v, key=k, magic=magic, timestamp=stamp)
              for i, (v, k) in enumerate([(b"x", None), (None, b"k"), (b"", b"")])]
-    data = wrapper(12, inner, codec, magic=magic, **ts) + message(13, b"after", magic=magic)
+    data = (wrapper(12, inner, codec, magic=magic, timestamp=stamp)
+            + message(13, b"after", magic=magic))
     tt = 0 if magic else -1  # magic 1: create time; magic 0: no timestamp
     assert [(r["offset"], r["inner_index"], r["compression"], r["value"], r["key"],
              r["timestamp_type"]) for r in rows(data)] == [

@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 from _bytes import GZIP, SNAPPY, message
+from _kwargs import DecodeOptions
 
 from kafka_pyspark.errors import (
     CorruptMessageError,
@@ -30,13 +32,19 @@ from kafka_pyspark.messages import (
     scan_boundaries,
 )
 
+if TYPE_CHECKING:
+    from typing import Unpack
+
+
 BASE = 5000
 GOOD = message(b"good one") + message(b"good two")  # 18 + 18 bytes
 
 
-def raises(exc: type[MessageError], data: bytes, offset: int, **kw: object) -> MessageError:
+def raises(
+    exc: type[MessageError], data: bytes, offset: int, **kw: Unpack[DecodeOptions]
+) -> MessageError:
     with pytest.raises(exc) as info:
-        decode_message_set(data, BASE, **kw)  # type: ignore[arg-type]
+        decode_message_set(data, BASE, **kw)
     assert info.value.offset == offset, str(info.value)
     assert f"at offset {offset}" in str(info.value)
     return info.value
@@ -289,7 +297,7 @@ def test_encoder_errors() -> None:
     with pytest.raises(SchemaError):
         encode_message_set(pa.array([1, 2, 3]))
     with pytest.raises(SchemaError):
-        encode_message_set([b"ok", 12])  # type: ignore[list-item]
+        encode_message_set([b"ok", 12])  # type: ignore[list-item]  # deliberately not bytes
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy"])

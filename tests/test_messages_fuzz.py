@@ -4,8 +4,10 @@ raised on purpose (no internal error escaping or behind it: ``tests/_fuzz.py``),
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from _fuzz import assert_deliberate, mutate, run, sample_log
+from _kwargs import DecodeOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,13 +19,17 @@ from kafka_pyspark.messages import (
     scan_boundaries,
 )
 
+if TYPE_CHECKING:
+    from typing import Unpack
+
+
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def check(data: bytes, base: int = 0, **kw: object) -> None:
+def check(data: bytes, base: int = 0, **kw: Unpack[DecodeOptions]) -> None:
     """Decode; a result must be self-consistent, an error must be a typed MessageError."""
     try:
-        result = decode_message_set(data, base, **kw)  # type: ignore[arg-type]
+        result = decode_message_set(data, base, **kw)
     except MessageError as e:
         assert_deliberate(e)
         assert e.offset is None or base <= e.offset <= base + len(data)

@@ -14,11 +14,13 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from typing import TYPE_CHECKING
 
 import cramjam
 import numpy as np
 import pyarrow as pa
 import pytest
+from _kwargs import DecodeOptions
 
 from kafka_pyspark.messages import (
     CODEC_NAMES,
@@ -29,6 +31,9 @@ from kafka_pyspark.messages import (
     encode_message_set,
     scan_boundaries,
 )
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
 def h(text: str) -> bytes:
@@ -86,8 +91,10 @@ M0_HELLO = h("0000000a 00 3610a686") + b"hello"
 M1_KAFKA = h("0000000b 01 00") + crc(b"kafka") + b"kafka"
 
 
-def rows(data: bytes, base: int = 0, **kw: object) -> list[tuple[int, int, int, str, bytes]]:
-    result = decode_message_set(data, base, **kw)  # type: ignore[arg-type]
+def rows(
+    data: bytes, base: int = 0, **kw: Unpack[DecodeOptions]
+) -> list[tuple[int, int, int, str, bytes]]:
+    result = decode_message_set(data, base, **kw)
     d = result.batch.to_pydict()
     return list(
         zip(d["offset"], d["next_offset"], d["inner_index"], d["compression"], d["value"],

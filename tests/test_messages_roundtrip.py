@@ -26,7 +26,7 @@ MAGICS = [0, 1]
 values_strategy = st.lists(st.binary(max_size=300), max_size=40)
 
 
-def decoded_values(data: bytes, base: int = 0) -> list[bytes]:
+def decoded_values(data: bytes | bytearray | memoryview, base: int = 0) -> list[bytes]:
     values: list[bytes] = decode_message_set(data, base).batch.column("value").to_pylist()
     return values
 
@@ -108,7 +108,7 @@ def test_input_buffer_types() -> None:
     data = encode_message_set([b"a", b"bb", b"ccc"])
     big = bytearray(b"\xff" * 7 + data + b"\xee" * 5)
     for buf in (data, bytearray(data), memoryview(data), memoryview(big)[7 : 7 + len(data)]):
-        assert decoded_values(buf) == [b"a", b"bb", b"ccc"]  # type: ignore[arg-type]
+        assert decoded_values(buf) == [b"a", b"bb", b"ccc"]
 
 
 # --- a log of several outer messages, fed in every way -----------------------------------------

@@ -79,7 +79,7 @@ def test_sets_errors() -> None:
     assert "index 2" in str(info.value)
     for bad in ([2, 1], [0, 5], [-1, 2], [[0, 1]], []):
         with pytest.raises(ValueError):
-            encode_message_sets_arrow(pa.array([b"x"] * 4), bad)  # type: ignore[arg-type]
+            encode_message_sets_arrow(pa.array([b"x"] * 4), bad)  # type: ignore[arg-type]  # bad on purpose
     with pytest.raises(SchemaError):
         encode_message_sets_arrow(pa.array([1, 2]), [0, 2])
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pyspark.sql.datasource import (
     EqualNullSafe,
     EqualTo,
+    Filter,
     GreaterThan,
     GreaterThanOrEqual,
     In,
@@ -121,8 +122,8 @@ def test_offset_filters_narrow_but_stay_with_spark() -> None:
         (LessThanOrEqual(("offset",), 7), None, 8),
     ],
 )
-def test_offset_bounds(f: object, low: int | None, high: int | None) -> None:
-    pf, rest = plan_filter([f])  # type: ignore[list-item]
+def test_offset_bounds(f: Filter, low: int | None, high: int | None) -> None:
+    pf, rest = plan_filter([f])
     assert rest == [f]
     assert (pf.offset_low, pf.offset_high) == (low, high)
 

@@ -156,7 +156,11 @@ def items(split: SegmentSplit, buffer_size: int = 8 << 20) -> tuple[list[Any], R
     out = list(iter_split(LOCAL, split, ReadSettings(buffer_size=buffer_size)))
     stop = out.pop()
     assert isinstance(stop, ReadStop)
-    return [r for b in out for r in b.to_pylist()], stop
+    rows: list[Any] = []
+    for b in out:
+        assert not isinstance(b, ReadStop)  # one stop, last
+        rows.extend(b.to_pylist())
+    return rows, stop
 
 
 @pytest.mark.parametrize("suffix", [".log", ".kafka"])

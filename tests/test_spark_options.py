@@ -14,6 +14,7 @@ from kafka_pyspark.spark.options import (
     READ_OPTIONS,
     Assign,
     ClusterOptions,
+    Mode,
     Subscribe,
     SubscribePattern,
     java_regex_to_python,
@@ -33,9 +34,9 @@ def opts(**kw: Any) -> dict[str, str]:
     return {k.lower(): v for k, v in base.items()}
 
 
-def option_error(options: dict[str, str], mode: str = "batch") -> OptionError:
+def option_error(options: dict[str, str], mode: Mode = "batch") -> OptionError:
     with pytest.raises(OptionError) as info:
-        parse_read_options(options, mode)  # type: ignore[arg-type]
+        parse_read_options(options, mode)
     return info.value
 
 
@@ -65,7 +66,7 @@ def test_options_are_frozen_and_picklable() -> None:
         opts(startingOffsets='{"events": {"0-1": 5}}', minPartitions=3)
     )
     with pytest.raises(AttributeError):
-        o.fetch_size = 5  # type: ignore[misc]
+        o.fetch_size = 5  # type: ignore[misc]  # frozen: the assignment must fail
     assert pickle.loads(pickle.dumps(o)) == o
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cluster import kafka_partitions
 
 from kafka_pyspark.errors import (
     DataLossError,
@@ -168,9 +169,7 @@ def reader(options: dict[str, str]) -> Kafka07BatchReader:
 
 
 def plan(options: dict[str, str]) -> list[Kafka07InputPartition]:
-    parts = reader(options).partitions()
-    assert all(isinstance(p, Kafka07InputPartition) for p in parts)
-    return parts  # type: ignore[return-value]
+    return kafka_partitions(reader(options).partitions())
 
 
 def batches_rows(batches: Iterable[Any]) -> list[Row]:
@@ -186,6 +185,7 @@ def read_in_process(parts: Iterable[Any]) -> list[Row]:
 
 
 def spark_rows(df: Any) -> list[Row]:
+    # a tuple built from COLUMNS has no fixed length for mypy; Row spells out the columns
     return [tuple(r[c] if c != "value" else bytes(r[c]) for c in COLUMNS)  # type: ignore[misc]
             for r in df.collect()]
 
@@ -338,7 +338,7 @@ def test_push_filters_shrink_the_plan(cluster: Cluster, monkeypatch: pytest.Monk
     assert rest == filters[2:] and all(a is b for a, b in zip(rest, filters[2:], strict=True))
     parts = r.partitions()
     assert len(parts) < len(full)
-    ranges = [x for p in parts for x in p.ranges]  # type: ignore[attr-defined]
+    ranges = [x for p in kafka_partitions(parts) for x in p.ranges]
     assert [x.key for x in ranges] == [(MIXED, 1, 0)]
     (x,) = ranges
     lg = cluster.data.logs[(MIXED, 1, 0)]
@@ -602,7 +602,7 @@ def test_pushed_filters_and_json_offsets_for_filtered_out_partitions(
     r = reader(cluster.options(subscribe=MIXED, startingOffsets=f'{{"{MIXED}": {{"0-1": 0}}}}',
                                endingOffsets=f'{{"{MIXED}": {{"0-0": 0}}}}'))
     assert list(r.pushFilters([EqualTo(("broker",), 1)])) == []
-    assert {x.broker for p in r.partitions() for x in p.ranges} == {1}  # type: ignore[attr-defined]
+    assert {x.broker for p in kafka_partitions(r.partitions()) for x in p.ranges} == {1}
 
 
 def test_executor_socket_buffers_hold_one_fetch_answer(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _cluster import kafka_partitions
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 
 from kafka_pyspark.client import BrokerConnection, Producer
@@ -280,7 +281,7 @@ def test_partitions_is_a_pure_function_of_the_offsets(
     fresh = make(zk_connect, subscribe=topic)
     a = r.partitions(start, end)
     b = fresh.partitions(start, end)
-    assert [p.ranges for p in a] == [p.ranges for p in b]  # type: ignore[attr-defined]
+    assert [p.ranges for p in kafka_partitions(a)] == [p.ranges for p in kafka_partitions(b)]
     assert read_all(fresh, start, end).num_rows == 10
 
 

@@ -48,7 +48,7 @@ def plan(zk: str, schema: StructType = VALUE, **opts: str) -> WritePlan:
                       schema)
 
 
-def batches(values: Sequence[bytes], keys: Sequence[str] | None = None,
+def batches(values: Sequence[bytes], keys: Sequence[str | None] | None = None,
             size: int = 1000) -> Iterator[pa.RecordBatch]:
     for i in range(0, len(values), size):
         cols = [pa.array(values[i : i + size], pa.binary())]
@@ -138,7 +138,7 @@ def test_null_keys_go_in_runs_of_batch_size_across_batches(broker: Any, zk_conne
     create_topic(zk_connect, [broker], "nullruns")
     values = [str(i).encode() for i in range(1000)]
     result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="nullruns", batch_size="100")).write(
-        batches(values, keys=[None] * 1000, size=64)  # type: ignore[list-item]
+        batches(values, keys=[None] * 1000, size=64)
     )
     assert result.error is None
     assert sum(s for _, _, s in result.written.values()) == 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import (
     BinaryType,
+    DataType,
     DoubleType,
     IntegerType,
     LongType,
@@ -25,8 +26,8 @@ from kafka_pyspark.spark.options.columns import ColumnLayout, resolve_columns
 ZK = {"zk.connect": "127.0.0.1:2181"}
 
 
-def schema(**cols: object) -> StructType:
-    return StructType([StructField(name, t, True) for name, t in cols.items()])  # type: ignore[arg-type]
+def schema(**cols: DataType) -> StructType:
+    return StructType([StructField(name, t, True) for name, t in cols.items()])
 
 
 def test_defaults() -> None:
@@ -151,7 +152,7 @@ def test_partitioner_choice() -> None:
         ({"value": BinaryType(), "Value": BinaryType()}, "both match 'value'"),
     ],
 )
-def test_bad_schemas(cols: dict[str, object], message: str) -> None:
+def test_bad_schemas(cols: dict[str, DataType], message: str) -> None:
     with pytest.raises(SchemaError, match=message):
         resolve_columns(schema(**cols), W)
 

@@ -19,11 +19,13 @@ import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _fuzz import assert_deliberate, mutate, rewrap, run, sample_log
+from _kwargs import DecodeOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,9 +64,11 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
 
 def decode_all_ways(data: bytes, rnd: random.Random) -> None:
     base = rnd.randrange(1 << 40)
-    for kw in ({}, {"verify_crc": False}, {"max_decompressed_size": rnd.randrange(0, 400)},
-               {"stop_at": base + rnd.randrange(len(data) + 2)}):
-        result = run(lambda kw=kw: decode_message_set(data, base, **kw), MessageError)
+    options: list[DecodeOptions] = [
+        {}, {"verify_crc": False}, {"max_decompressed_size": rnd.randrange(0, 400)},
+        {"stop_at": base + rnd.randrange(len(data) + 2)}]
+    for kw in options:
+        result = run(partial(decode_message_set, data, base, **kw), MessageError)
         if result is not None:
             assert 0 <= result.bytes_consumed <= len(data)
             assert result.batch.num_rows >= result.message_count or result.message_count
@@ -98,8 +102,8 @@ def test_mutated_inner_sets(engine: str, seed: int) -> None:
 @given(data=st.binary(max_size=300), limit=st.integers(0, 1 << 12))
 def test_decompressors(data: bytes, limit: int) -> None:
     for payload in (data, b"\x1f\x8b" + data, comp.SNAPPY_JAVA_HEADER + data):
-        run(lambda p=payload: comp.gzip_decompress(p, limit, offset=7), MessageError)
-        run(lambda p=payload: comp.snappy_decompress(p, limit, offset=7), MessageError)
+        run(partial(comp.gzip_decompress, payload, limit, offset=7), MessageError)
+        run(partial(comp.snappy_decompress, payload, limit, offset=7), MessageError)
 
 
 # --- bombs and nesting ---------------------------------------------------------------------
@@ -160,7 +164,7 @@ def test_deep_nesting(engine: str) -> None:
 def valid_frames(rnd: random.Random) -> list[bytes]:
     topic = rnd.choice(["t", "topic-1", "x" * 40])
     messages = encode_message_set([rnd.randbytes(5)])
-    requests = [
+    requests: list[wire.Request] = [
         wire.ProduceRequest(topic, 1, messages),
         wire.FetchRequest(topic, 0, 123, 4096),
         wire.OffsetsRequest(topic, 2, -1, 10),
