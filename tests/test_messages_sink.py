@@ -113,3 +113,15 @@ def test_the_pure_path_ignores_the_sink(monkeypatch: pytest.MonkeyPatch) -> None
     got: list[Any] = [b.to_pydict() for b in decode_all(data, sink)]
     assert got == expected
     assert sink.buffer is None
+
+
+def test_constant_columns_are_right_whatever_the_cache_holds() -> None:
+    from kafka_pyspark.spark.reader import constant_column
+
+    for i in range(40):  # more values than the cache keeps
+        n = [0, 3, 70_000][i % 3]
+        assert constant_column(f"t{i}", n).to_pylist() == [f"t{i}"] * n
+        assert constant_column(i, n).to_pylist() == [i] * n
+        assert constant_column(str(i), 2).to_pylist() == [str(i)] * 2  # not the int's column
+    assert constant_column("é", 2).type == pa.string()
+    assert constant_column(7, 2).type == pa.int32()
