@@ -51,6 +51,29 @@ def test_batches_are_those_without_a_sink(seed: int) -> None:
     assert joined.equals(pa.concat_batches(plain))
 
 
+def outcome(data: bytes, base: int, sink: ValueSink | None, **kw: Any) -> tuple[Any, ...]:
+    try:
+        r = decode_message_set(data, base, sink=sink, **kw)
+    except MessageError as e:
+        return type(e), e.offset, str(e)
+    return r.batch.to_pydict(), r.next_offset, r.bytes_consumed, r.partial_size
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cut_stopped_and_corrupt_sets_decode_as_without_a_sink(seed: int) -> None:
+    rnd = random.Random(seed)
+    sink = ValueSink(1 << 16, 512)
+    for i, data in enumerate(sets(seed + 100)):
+        cut = bytearray(data[: rnd.randrange(len(data) + 1)] if rnd.random() < 0.5 else data)
+        if cut and rnd.random() < 0.3:
+            cut[rnd.randrange(len(cut))] ^= 1 << rnd.randrange(8)
+        kw: dict[str, Any] = {"verify_crc": rnd.random() < 0.8}
+        if rnd.random() < 0.4:
+            kw["stop_at"] = 1000 * i + rnd.randrange(len(cut) + 1)
+        assert outcome(bytes(cut), 1000 * i, sink, **kw) == outcome(bytes(cut), 1000 * i, None,
+                                                                     **kw)
+
+
 @needs_kernel
 def test_values_of_consecutive_fetches_join_without_a_copy() -> None:
     sink = ValueSink(1 << 20, 4096)
