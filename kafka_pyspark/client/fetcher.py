@@ -59,6 +59,7 @@ from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
 
 if TYPE_CHECKING:
     from kafka_pyspark.messages import DecodeResult
+    from kafka_pyspark.messages.flat import ValueSink
 
 
 class PartitionRange(NamedTuple):
@@ -88,6 +89,7 @@ class RangeOptions(TypedDict, total=False):
     max_decompressed_size: int
     broker_id: int | None
     empty_retries: int | None
+    sink: ValueSink | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ class _Limits:
     max_decompressed_size: int
     broker_id: int | None
     empty_retries: int
+    sink: ValueSink | None = None
 
 
 class _RangeReader:
@@ -171,6 +174,7 @@ class _RangeReader:
                 verify_crc=self.limits.verify_crc,
                 max_decompressed_size=self.limits.max_decompressed_size,
                 stop_at=self.end,
+                sink=self.limits.sink,
             )
         except MessageError as e:
             raise with_context(e, f"{self.where()} on {self.conn.address}") from e
@@ -290,6 +294,7 @@ def iter_multi_range(
     broker_id: int | None = None,
     empty_retries: int | None = None,
     max_response_size: int | None = None,
+    sink: ValueSink | None = None,
 ) -> Iterator[tuple[int, DecodeResult]]:
     """Read several ranges of one broker with MULTIFETCH; yield ``(range_index, result)``.
 
@@ -297,11 +302,11 @@ def iter_multi_range(
     is not finished and not waiting out an empty answer, as many as fit in
     ``max_response_size`` bytes (default ``max_fetch_size``; at least one range per request),
     so memory stays bounded by that, not by the number of ranges. Results of one range come
-    in offset order; ranges interleave.
+    in offset order; ranges interleave. ``sink``: the decoder's (``decode_message_set``).
     """
     _check_sizes(fetch_size, max_fetch_size)
     limits = _Limits(fetch_size, max_fetch_size, verify_crc, max_decompressed_size, broker_id,
-                     conn.retries if empty_retries is None else empty_retries)
+                     conn.retries if empty_retries is None else empty_retries, sink)
     limit = max_fetch_size if max_response_size is None else max_response_size
     readers = [_RangeReader(conn, PartitionRange(*rng), limits) for rng in ranges]
     active = [i for i, r in enumerate(readers) if not r.done]

@@ -312,6 +312,7 @@ def decode_message_set(
     verify_crc: bool = True,
     max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
     stop_at: int | None = None,
+    sink: flat.ValueSink | None = None,
 ) -> DecodeResult:
     """Decode the complete messages of a message set (e.g. a FETCH answer) into Arrow.
 
@@ -322,7 +323,9 @@ def decode_message_set(
     messages starting at or after the absolute offset ``stop_at`` are not decoded.
 
     ``max_decompressed_size`` bounds the bytes one outer wrapper may decompress to (all its
-    nesting levels together). Raises a :class:`~kafka_pyspark.errors.MessageError` subclass
+    nesting levels together). ``sink``: where the compiled fast lane writes the values (a
+    :class:`.flat.ValueSink`, so that the batches of consecutive fetches join without a copy;
+    the batch is the same). Raises a :class:`~kafka_pyspark.errors.MessageError` subclass
     for a corrupt, hostile or unsupported set, with the offset of the outer message at fault.
     """
     if base_offset < 0:
@@ -333,7 +336,7 @@ def decode_message_set(
     size = len(mv)
     stop = size if stop_at is None else max(0, min(size, stop_at - base_offset))
     if walk.kernel is not None:
-        fast = _decode_flat(mv, base_offset, stop, verify_crc, max_decompressed_size)
+        fast = _decode_flat(mv, base_offset, stop, verify_crc, max_decompressed_size, sink)
         if fast is not None:
             return fast
     outer = walk.scan(mv, 0, size, stop)
@@ -365,10 +368,11 @@ def decode_message_set(
 
 
 def _decode_flat(
-    mv: memoryview, base: int, stop: int, verify_crc: bool, max_decompressed: int
+    mv: memoryview, base: int, stop: int, verify_crc: bool, max_decompressed: int,
+    sink: flat.ValueSink | None,
 ) -> DecodeResult | None:
     """:func:`decode_message_set` by :mod:`.flat`'s fast lane; None: the general path decides."""
-    taken = flat.plain(mv, base, stop, verify_crc)
+    taken = flat.plain(mv, base, stop, verify_crc, sink)
     if taken is None:
         return None
     if taken.values is not None:  # plain messages only
@@ -383,7 +387,7 @@ def _decode_flat(
     outer = walk.scan(mv, 0, len(mv), stop)  # wrappers first
     if outer.status not in (walk.END, walk.SHORT, walk.PARTIAL):
         return None
-    wrapped = flat.wrapped(mv, outer, verify_crc, max_decompressed)
+    wrapped = flat.wrapped(mv, outer, verify_crc, max_decompressed, sink)
     if wrapped is None:
         return None
     values, counts = wrapped

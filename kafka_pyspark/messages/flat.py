@@ -31,6 +31,7 @@ from kafka_pyspark.messages.layout import CODEC_GZIP, LENGTH_SIZE, MIN_LENGTH
 _MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
 _CHECK_OK = 0xFFFFFFFF  # see walk.gather
 _BINARY = pa.binary()
+_INT32 = 2**31 - 1  # the largest value offset
 WRAPPER = 7  # the kernel's ST_WRAPPER: take stopped at a compressed message
 _scratch = threading.local()
 
@@ -84,39 +85,118 @@ def _values(data_buffer: pa.Buffer, dpos: int, offsets: npt.NDArray[np.int32],
     return pa.Array.from_buffers(_BINARY, count, [None, ends, data_buffer.slice(0, dpos)])
 
 
-def plain(buf: memoryview, base: int, stop: int, verify_crc: bool) -> Plain | None:
+class ValueSink:
+    """A value column that consecutive :func:`plain` calls append to (``decode_message_set``'s
+    ``sink``): each call's values are a zero-copy view of it, so the views of one run of calls
+    join into one column without a copy (:func:`join_views`). The caller :meth:`reset` s it
+    after handing its views on: the next call starts a fresh buffer of ``nbytes`` bytes plus
+    that call's set (never more than that, and ``rows`` rows plus the set's), so memory stays
+    bounded by the batch and the fetch. A call that does not fit what is left also starts a
+    fresh buffer (its views then join by a copy)."""
+
+    __slots__ = ("buffer", "dpos", "k", "nbytes", "offsets", "rows", "words")
+
+    def __init__(self, nbytes: int, rows: int) -> None:
+        self.nbytes = nbytes
+        self.rows = rows
+        self.buffer: pa.Buffer | None = None
+        self.offsets = np.zeros(1, dtype=np.int32)
+        self.words = np.empty(0, dtype=np.uint32)
+        self.dpos = self.k = 0
+
+    def reset(self) -> None:
+        self.buffer = None
+
+    def room(self, nbytes: int, rows: int) -> pa.Buffer:
+        """The buffer, with ``nbytes`` (+ 4) bytes and ``rows`` rows left after the end."""
+        buffer = self.buffer
+        if (buffer is None or buffer.size - self.dpos < nbytes + 4
+                or len(self.offsets) - self.k < rows + 1):
+            size = self.nbytes + nbytes + 4
+            self.buffer = buffer = pa.allocate_buffer(size if size <= _INT32 else nbytes + 4)
+            self.offsets = np.empty(self.rows + rows + 1, dtype=np.int32)
+            if len(self.words) < len(self.offsets):
+                self.words = np.empty(len(self.offsets), dtype=np.uint32)
+            self.dpos = self.k = 0
+        return buffer
+
+
+class _Target(NamedTuple):
+    """Where one call writes values: a fresh buffer (no sink), or the end of a sink's."""
+
+    buffer: pa.Buffer
+    offsets: npt.NDArray[np.int32]
+    words: npt.NDArray[np.uint32]
+    dpos: int
+    k: int
+
+
+def _target(sink: ValueSink | None, nbytes: int, rows: int) -> _Target:
+    if sink is None:
+        offsets, words, _ = _arrays(rows)
+        return _Target(pa.allocate_buffer(nbytes + 4), offsets, words, 0, 0)
+    buffer = sink.room(nbytes, rows)
+    return _Target(buffer, sink.offsets, sink.words, sink.dpos, sink.k)
+
+
+def _finish(sink: ValueSink | None, t: _Target, dpos: int, k: int) -> pa.Array:
+    """The values written to ``t`` up to ``dpos``, ``k`` (taken into the sink, if any)."""
+    if sink is None:
+        return _values(t.buffer, dpos, t.offsets, k)
+    sink.dpos, sink.k = dpos, k
+    return pa.Array.from_buffers(_BINARY, k - t.k, [None, pa.py_buffer(t.offsets), t.buffer],
+                                 offset=t.k)
+
+
+def join_views(arrays: list[pa.Array]) -> pa.Array | None:
+    """``arrays`` (binary) as one column without a copy, when they are consecutive views of
+    one :class:`ValueSink` buffer; else None."""
+    first = arrays[0].buffers()
+    at = arrays[0].offset + len(arrays[0])
+    for a in arrays[1:]:
+        b = a.buffers()
+        if a.offset != at or b[1].address != first[1].address or b[2].address != first[2].address:
+            return None
+        at += len(a)
+    return pa.Array.from_buffers(_BINARY, at - arrays[0].offset, [None, first[1], first[2]],
+                                 offset=arrays[0].offset)
+
+
+def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
+          sink: ValueSink | None = None) -> Plain | None:
     """The plain messages of ``buf`` that start before ``stop``, taken by the kernel (a
-    :data:`_CHUNK` at a time, each checked while in cache)."""
+    :data:`_CHUNK` at a time, each checked while in cache), into ``sink`` if given."""
     kernel = walk.kernel
     assert kernel is not None
     end = len(buf)
     limit = max(0, min(end, stop))
-    offsets, words, starts = _arrays(limit // _MIN_SIZE + 1)
-    data_buffer = pa.allocate_buffer(end + 4)  # payloads are fewer bytes than the set
-    data = np.frombuffer(data_buffer, dtype=np.uint8)
-    pos = dpos = k = m = 0
+    _, _, starts = _arrays(limit // _MIN_SIZE + 1)
+    t = _target(sink, end, limit // _MIN_SIZE + 1)  # payloads are fewer bytes than the set
+    data = np.frombuffer(t.buffer, dtype=np.uint8)
+    pos = m = 0
+    dpos, k = t.dpos, t.k
     while True:
         taken, pos, status, value, dpos, k1 = kernel.take(
-            buf, pos, end, min(limit, pos + _CHUNK), base, data_buffer, dpos, offsets, words, k,
+            buf, pos, end, min(limit, pos + _CHUNK), base, t.buffer, dpos, t.offsets, t.words, k,
             starts[m:])
         if status == WRAPPER and m + taken == 0:
             return Plain(None, starts[:1].copy(), 0, WRAPPER, value)
-        if verify_crc and not _check(data, offsets, words, k, k1):
+        if verify_crc and not _check(data, t.offsets, t.words, k, k1):
             return None
         k, m = k1, m + taken
         if status != walk.END or pos >= limit:
             break
     if status not in (walk.END, walk.SHORT, walk.PARTIAL):
         return None  # a fault, or wrappers after plain messages: the general path
-    return Plain(_values(data_buffer, dpos, offsets, k), starts[: m + 1].copy(), pos, status,
-                 value)
+    return Plain(_finish(sink, t, dpos, k), starts[: m + 1].copy(), pos, status, value)
 
 
 def wrapped(
-    buf: memoryview, outer: walk.Scan, verify_crc: bool, max_decompressed: int
+    buf: memoryview, outer: walk.Scan, verify_crc: bool, max_decompressed: int,
+    sink: ValueSink | None = None,
 ) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
-    """The value column of an outer set of wrappers that hold plain messages only, and the
-    number of rows of each wrapper."""
+    """The value column of an outer set of wrappers that hold plain messages only (written
+    into ``sink`` if given), and the number of rows of each wrapper."""
     kernel = walk.kernel
     assert kernel is not None
     recs = outer.recs
@@ -124,21 +204,34 @@ def wrapped(
         return None
     total = kernel.snappy_total(buf, recs)  # snappy wrappers only: their sizes in one call
     if 0 <= total <= max_decompressed:  # (so each one is within the budget too)
-        offsets, words, _ = _arrays(total // _MIN_SIZE + 1)
-        data_buffer = pa.allocate_buffer(total + 4)
-        counts = np.empty(len(recs), dtype=np.int64)
-        status, _, dpos, k = kernel.snappy_fetch(buf, recs, data_buffer, offsets, words, counts,
-                                                 crc32, verify_crc)
-        if status != walk.END:
-            return None
-        return _values(data_buffer, dpos, offsets, k), counts
+        return _snappy_fetch(buf, recs, total, verify_crc, sink)
     fields = list(zip(walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
                       recs["crc"].tolist(), recs["codec"].tolist(), strict=True))
     hints = [_size_hint(buf, start, size, codec, max_decompressed)
              for start, size, _, codec in fields]
     if sum(hints) > max_decompressed:  # a hint is wrong, or a fetch that inflates a lot
         return None
-    return _take_wrapped(buf, fields, hints, verify_crc, max_decompressed)
+    return _take_wrapped(buf, fields, hints, verify_crc, max_decompressed, sink)
+
+
+def _snappy_fetch(buf: memoryview, recs: npt.NDArray[Any], total: int, verify_crc: bool,
+                  sink: ValueSink | None) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
+    """:func:`wrapped` for snappy wrappers: all of them in one kernel call, which writes from
+    position 0 of what it is given: the end of the target, whose offsets then move by its
+    ``dpos`` (``offsets[k]``, the end of the rows before, is restored either way)."""
+    assert walk.kernel is not None
+    t = _target(sink, total, total // _MIN_SIZE + 1)
+    counts = np.empty(len(recs), dtype=np.int64)
+    offsets = t.offsets[t.k :]
+    data = np.frombuffer(t.buffer, dtype=np.uint8)[t.dpos :]
+    status, _, dpos, k = walk.kernel.snappy_fetch(buf, recs, data, offsets, t.words[t.k :],
+                                                  counts, crc32, verify_crc)
+    offsets[0] = 0
+    if status != walk.END:
+        offsets[0] = t.dpos
+        return None
+    offsets[: k + 1] += t.dpos
+    return _finish(sink, t, t.dpos + dpos, t.k + k), counts
 
 
 def _size_hint(buf: memoryview, start: int, size: int, codec: int, limit: int) -> int:
@@ -153,17 +246,17 @@ def _size_hint(buf: memoryview, start: int, size: int, codec: int, limit: int) -
 
 
 def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hints: list[int],
-                  verify_crc: bool, max_decompressed: int,
+                  verify_crc: bool, max_decompressed: int, sink: ValueSink | None,
                   ) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
     """:func:`wrapped` for gzip (or mixed) wrappers: each one checked, decompressed and taken
     into the value column (``sum(hints)`` bytes of room) at once, while in cache."""
     kernel = walk.kernel
     assert kernel is not None
     total = sum(hints)
-    offsets, words, _ = _arrays(total // _MIN_SIZE + 1)
-    data_buffer = pa.allocate_buffer(total + 4)
+    t = _target(sink, total, total // _MIN_SIZE + 1)
+    data_buffer, offsets, words = t.buffer, t.offsets, t.words
     data = np.frombuffer(data_buffer, dtype=np.uint8)
-    dpos = k = checked = 0
+    dpos, k, checked, room_end = t.dpos, t.k, t.k, t.dpos + total
     counts = np.empty(len(fields), dtype=np.int64)
     for i, (start, size, stored, codec) in enumerate(fields):
         payload = buf[start : start + size]
@@ -172,7 +265,7 @@ def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hint
         before = k
         if codec == CODEC_GZIP:
             inner = compression.gzip_inflate_hinted(payload, hints[i], max_decompressed)
-            if inner is None or len(inner) > total - dpos:
+            if inner is None or len(inner) > room_end - dpos:
                 return None
             n = len(inner)
             _, _, status, _, dpos, k = kernel.take(inner, 0, n, n, 0, data_buffer, dpos,
@@ -187,4 +280,4 @@ def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hint
             if not _check(data, offsets, words, checked, k):
                 return None
             checked = k
-    return _values(data_buffer, dpos, offsets, k), counts
+    return _finish(sink, t, dpos, k), counts

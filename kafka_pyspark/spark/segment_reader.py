@@ -28,7 +28,7 @@ from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open
 from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark.planning import PlanFilter
-from kafka_pyspark.spark.reader import Kafka07BatchReader, _constant_int32, _constant_string
+from kafka_pyspark.spark.reader import Kafka07BatchReader, constant_column
 from kafka_pyspark.spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
 from kafka_pyspark.spark.segment_options import SegmentOptions, parse_segment_options
 
@@ -106,8 +106,8 @@ def with_segment_columns(
 ) -> pa.RecordBatch:
     """A batch of ``formats.LOG_SCHEMA`` with topic, broker and partition in front."""
     n = batch.num_rows
-    columns = [_constant_string(topic, n), _constant_int32(broker, n),
-               _constant_int32(partition, n), *batch.columns]
+    columns = [constant_column(topic, n), constant_column(broker, n),
+               constant_column(partition, n), *batch.columns]
     return pa.RecordBatch.from_arrays(columns, schema=ARROW_SEGMENT_SCHEMA)
 
 
