@@ -10,6 +10,8 @@ Fixture contract (used by every test module; keep names stable):
 - ``broker``: one started :class:`EmbeddedBroker` (id 0, 2 partitions) registered under
   ``zk_connect``.
 - ``brokers``: two started brokers (ids 0 and 1, 2 and 3 partitions) under ``zk_connect``.
+- ``b``: one started :class:`EmbeddedBroker` (2 partitions) without ZooKeeper, for the
+  raw-socket tests of BROKER-FACTS.md (``test_broker_facts_*.py``).
 - ``spark`` (session): a local[2] SparkSession using ``spark-conf/`` with kafka07 registered.
 """
 
@@ -19,9 +21,12 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "spark-conf"))
@@ -62,6 +67,14 @@ def broker(tmp_path: Path, zk_connect: str) -> Iterator[Any]:
         broker_id=0, log_dir=tmp_path / "broker-0", zk_connect=zk_connect, num_partitions=2
     ) as b:
         yield b
+
+
+@pytest.fixture
+def b(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with EmbeddedBroker(log_dir=tmp_path / "logs", num_partitions=2) as broker:
+        yield broker
 
 
 @pytest.fixture
