@@ -95,8 +95,9 @@ class FetchSettings:
     # Arrow batches handed to Spark: fetch answers of one range are combined up to these
     # bounds (Spark pays per batch: realistic rows read in 4k-row batches, one 1 MiB fetch,
     # ran at 0.4-0.7 M rows/s where 64k-row batches ran at 1.1 M, same run); an answer of
-    # batch_rows // 4 rows or more (big compressed fetches) goes alone, without the copy that
-    # combining costs. Memory per task stays bounded by them and the fetch size.
+    # batch_rows // 4 rows or more (big compressed fetches) goes alone. Combining copies no
+    # value (the decoder writes them into one buffer, reader._Coalescer.sink). Memory per task
+    # stays bounded by them and the fetch size.
     batch_rows: int = 65536
     batch_bytes: int = 16 << 20
 
