@@ -26,12 +26,10 @@ import pyarrow as pa
 
 from kafka_pyspark.messages import compression, walk
 from kafka_pyspark.messages.crc import crc32
-from kafka_pyspark.messages.layout import CODEC_GZIP, LENGTH_SIZE, MIN_LENGTH
+from kafka_pyspark.messages.layout import CODEC_GZIP
+from kafka_pyspark.wire.protocol import INT32_MAX
 
-_MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
-_CHECK_OK = 0xFFFFFFFF  # see walk.gather
 _BINARY = pa.binary()
-_INT32 = 2**31 - 1  # the largest value offset
 WRAPPER = 7  # the kernel's ST_WRAPPER: take stopped at a compressed message
 _scratch = threading.local()
 
@@ -61,22 +59,6 @@ def _arrays(count: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32],
 
 # Payload bytes checked at a time, right after they are written (still in cache).
 _CHUNK = 256 << 10
-
-
-def _check(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32], words: Any, k0: int,
-           k1: int) -> bool:
-    """Whether payloads k0..k1-1 (back to back in ``data``) all match their CRC words: one
-    CRC call over them (:mod:`.crc` says why). ``data`` has 4 bytes to spare after them."""
-    if k0 == k1:
-        return True
-    kernel = walk.kernel
-    assert kernel is not None
-    lo, hi = int(offsets[k0]), int(offsets[k1])
-    data[hi : hi + 4] = 0
-    kernel.xor_words(data, offsets, words, k0, k1)
-    ok = crc32(data[lo : hi + 4], _CHECK_OK) == _CHECK_OK
-    kernel.xor_words(data, offsets, words, k0, k1)
-    return ok
 
 
 def _values(data_buffer: pa.Buffer, dpos: int, offsets: npt.NDArray[np.int32],
@@ -113,7 +95,7 @@ class ValueSink:
         if (buffer is None or buffer.size - self.dpos < nbytes + 4
                 or len(self.offsets) - self.k < rows + 1):
             size = self.nbytes + nbytes + 4
-            self.buffer = buffer = pa.allocate_buffer(size if size <= _INT32 else nbytes + 4)
+            self.buffer = buffer = pa.allocate_buffer(size if size <= INT32_MAX else nbytes + 4)
             self.offsets = np.empty(self.rows + rows + 1, dtype=np.int32)
             if len(self.words) < len(self.offsets):
                 self.words = np.empty(len(self.offsets), dtype=np.uint32)
@@ -170,8 +152,8 @@ def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
     assert kernel is not None
     end = len(buf)
     limit = max(0, min(end, stop))
-    _, _, starts = _arrays(limit // _MIN_SIZE + 1)
-    t = _target(sink, end, limit // _MIN_SIZE + 1)  # payloads are fewer bytes than the set
+    _, _, starts = _arrays(limit // walk.MIN_SIZE + 1)
+    t = _target(sink, end, limit // walk.MIN_SIZE + 1)  # payloads are fewer bytes than the set
     data = np.frombuffer(t.buffer, dtype=np.uint8)
     pos = m = 0
     dpos, k = t.dpos, t.k
@@ -181,7 +163,7 @@ def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
             starts[m:])
         if status == WRAPPER and m + taken == 0:
             return Plain(None, starts[:1].copy(), 0, WRAPPER, value)
-        if verify_crc and not _check(data, t.offsets, t.words, k, k1):
+        if verify_crc and not walk.check_words(data, t.offsets, t.words, k, k1):
             return None
         k, m = k1, m + taken
         if status != walk.END or pos >= limit:
@@ -220,7 +202,7 @@ def _snappy_fetch(buf: memoryview, recs: npt.NDArray[Any], total: int, verify_cr
     position 0 of what it is given: the end of the target, whose offsets then move by its
     ``dpos`` (``offsets[k]``, the end of the rows before, is restored either way)."""
     assert walk.kernel is not None
-    t = _target(sink, total, total // _MIN_SIZE + 1)
+    t = _target(sink, total, total // walk.MIN_SIZE + 1)
     counts = np.empty(len(recs), dtype=np.int64)
     offsets = t.offsets[t.k :]
     data = np.frombuffer(t.buffer, dtype=np.uint8)[t.dpos :]
@@ -253,7 +235,7 @@ def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hint
     kernel = walk.kernel
     assert kernel is not None
     total = sum(hints)
-    t = _target(sink, total, total // _MIN_SIZE + 1)
+    t = _target(sink, total, total // walk.MIN_SIZE + 1)
     data_buffer, offsets, words = t.buffer, t.offsets, t.words
     data = np.frombuffer(data_buffer, dtype=np.uint8)
     dpos, k, checked, room_end = t.dpos, t.k, t.k, t.dpos + total
@@ -277,7 +259,7 @@ def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hint
             return None
         counts[i] = k - before
         if verify_crc and (dpos - int(offsets[checked]) >= _CHUNK or i == len(fields) - 1):
-            if not _check(data, offsets, words, checked, k):
+            if not walk.check_words(data, offsets, words, checked, k):
                 return None
             checked = k
     return _finish(sink, t, dpos, k), counts
