@@ -139,7 +139,7 @@ def test_the_pure_path_ignores_the_sink(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_constant_columns_are_right_whatever_the_cache_holds() -> None:
-    from kafka_pyspark.spark.reader import constant_column
+    from kafka_pyspark.messages.columns import constant_column
 
     for i in range(40):  # more values than the cache keeps
         n = [0, 3, 70_000][i % 3]

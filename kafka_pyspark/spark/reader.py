@@ -23,7 +23,6 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
@@ -36,6 +35,7 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
 )
 from kafka_pyspark.messages import MESSAGE_SCHEMA
+from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.messages.flat import ValueSink, join_views
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import pushdown
@@ -63,31 +63,6 @@ log = logging.getLogger(__name__)
 
 
 # --- executor side ----------------------------------------------------------------------------
-
-
-# Constant columns, cached per value (Arrow arrays are immutable: slices are safe to share);
-# building the topic column cost about a tenth of the read's CPU. A few values at a time.
-_CONSTANTS: dict[str | int, pa.Array] = {}
-_CONSTANTS_KEPT = 16
-_CONSTANT_ROWS = 1 << 16
-
-
-def constant_column(value: str | int, n: int) -> pa.Array:
-    cached = _CONSTANTS.get(value)
-    if cached is None or len(cached) < n:
-        if len(_CONSTANTS) >= _CONSTANTS_KEPT:
-            _CONSTANTS.clear()
-        size = max(n, _CONSTANT_ROWS)
-        if isinstance(value, str):
-            raw = value.encode("utf-8")
-            offsets = np.arange(0, (size + 1) * len(raw), len(raw), dtype=np.int32)
-            cached = pa.Array.from_buffers(
-                pa.string(), size, [None, pa.py_buffer(offsets), pa.py_buffer(raw * size)]
-            )
-        else:
-            cached = pa.array(np.full(size, value, dtype=np.int32), type=pa.int32())
-        _CONSTANTS[value] = cached
-    return cached.slice(0, n)
 
 
 # the decoder's columns, in read-schema order, with the types the read schema wants

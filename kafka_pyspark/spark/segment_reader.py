@@ -24,11 +24,12 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
+from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
 from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark.planning import PlanFilter
-from kafka_pyspark.spark.reader import Kafka07BatchReader, constant_column
+from kafka_pyspark.spark.reader import Kafka07BatchReader
 from kafka_pyspark.spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
 from kafka_pyspark.spark.segment_options import SegmentOptions, parse_segment_options
 
