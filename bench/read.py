@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.results import Recorder
-from bench.spark_sources import noop_seconds, spark_session
+from bench.spark_sources import best_interleaved, spark_session
 
 ROWS = 1_500_000
 VALUE_SIZE = 200
@@ -138,20 +138,6 @@ def _null_source() -> Any:
     return NullSource
 
 
-def best_interleaved(
-    spark: Any, runs: dict[str, tuple[str, dict[str, str]]], rounds: int = REPEAT
-) -> dict[str, float]:
-    """Best wall time per run, the runs interleaved round by round after one warm-up each, so
-    that JVM warm-up and other load on the machine reach every run alike."""
-    for fmt, options in runs.values():
-        noop_seconds(spark, fmt, options)
-    best = {name: float("inf") for name in runs}
-    for _ in range(rounds):
-        for name, (fmt, options) in runs.items():
-            best[name] = min(best[name], noop_seconds(spark, fmt, options))
-    return best
-
-
 def inprocess_rate(broker: Any, topic: str) -> tuple[float, int]:
     """Rows/s of the executor path alone, and the most common rows per batch it yields."""
     from kafka_pyspark.spark.options import parse_read_options
@@ -196,7 +182,7 @@ def run(recorder: Recorder) -> None:
             best = best_interleaved(spark, {
                 "null": ("bench_null_read", null_options),
                 "none": ("kafka07", {**base, "subscribe": TOPICS["none"]}),
-            })
+            }, rounds=REPEAT)
             null_rate = ROWS / best["null"]
             recorder.record("read.spark.null", null_rate, "rows/s",
                             note="Spark ceiling: pre-built Arrow batches, same schema and path")

@@ -35,7 +35,7 @@ from typing import Any
 
 from bench.data import realistic_values
 from bench.results import Recorder
-from bench.spark_sources import file_null_source, noop_seconds, spark_session
+from bench.spark_sources import best_interleaved, file_null_source, spark_session
 
 ROWS = 1_000_000
 PARTITIONS = 2
@@ -132,12 +132,7 @@ def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str,
     for codec in CODECS:
         runs[f"null.{codec}"] = ("bench_null_file", {"dir": str(nulls[codec])})
         runs[codec] = ("kafka07", {**base, "subscribe": _topic(codec)})
-    for fmt, options in runs.values():  # warm-up
-        noop_seconds(spark, fmt, options)
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(REPEAT):
-        for name, (fmt, options) in runs.items():
-            best[name] = min(best[name], noop_seconds(spark, fmt, options))
+    best = best_interleaved(spark, runs, rounds=REPEAT)
     for codec in CODECS:
         ceiling = ROWS / best[f"null.{codec}"]
         rec.record(f"read.spark.realistic.{codec}.null", ceiling, "rows/s",

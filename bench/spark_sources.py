@@ -1,5 +1,5 @@
 """Spark helpers shared by the benches: the local session, a null source over Arrow IPC files,
-and one timed ``load().write.format("noop")`` query."""
+one timed ``load().write.format("noop")`` query, and the best of interleaved rounds of them."""
 
 from __future__ import annotations
 
@@ -79,3 +79,17 @@ def noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
     start = time.perf_counter()
     reader.load().write.format("noop").mode("overwrite").save()
     return time.perf_counter() - start
+
+
+def best_interleaved(
+    spark: Any, runs: dict[str, tuple[str, dict[str, str]]], rounds: int
+) -> dict[str, float]:
+    """Best wall time per run (:func:`noop_seconds`), the runs interleaved round by round after
+    one warm-up each, so that JVM warm-up and other load on the machine reach every run alike."""
+    for fmt, options in runs.values():
+        noop_seconds(spark, fmt, options)
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(rounds):
+        for name, (fmt, options) in runs.items():
+            best[name] = min(best[name], noop_seconds(spark, fmt, options))
+    return best

@@ -37,13 +37,21 @@ def describe(req: wire.Request) -> str:
     return f"MULTIPRODUCE of {len(req.produces)} message sets ({n} bytes)"
 
 
+#: MULTIPRODUCE body before its items: REQUEST_TYPE, TOPICPARTITION_COUNT
+MULTIPRODUCE_HEADER = 2 + 2
+
+
+def produce_item_size(item: wire.ProduceRequest) -> int:
+    """Size of one MULTIPRODUCE item (a PRODUCE body after its REQUEST_TYPE): TOPIC_LENGTH,
+    TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES."""
+    return 2 + len(item.topic) + 4 + 4 + len(item.messages)
+
+
 def produce_request_size(req: wire.ProduceRequest | wire.MultiProduceRequest) -> int:
     """Body size (without the 4-byte length) of a PRODUCE/MULTIPRODUCE, without encoding it."""
     if isinstance(req, wire.ProduceRequest):
-        # REQUEST_TYPE, TOPIC_LENGTH, TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES
-        return 2 + 2 + len(req.topic) + 4 + 4 + len(req.messages)
-    # REQUEST_TYPE, COUNT, then per item TOPIC_LENGTH, TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES
-    return 2 + 2 + sum(2 + len(p.topic) + 4 + 4 + len(p.messages) for p in req.produces)
+        return 2 + produce_item_size(req)  # REQUEST_TYPE, then the item's fields
+    return MULTIPRODUCE_HEADER + sum(produce_item_size(p) for p in req.produces)
 
 
 def fetch_answer_bound(max_size: int) -> int:

@@ -23,7 +23,11 @@ from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.appends import AppendLedger, Shortfall
 from kafka_pyspark.client.connection import BrokerConnection
-from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
+from kafka_pyspark.client.framing import (
+    BROKER_MAX_REQUEST_BYTES,
+    MULTIPRODUCE_HEADER,
+    produce_item_size,
+)
 from kafka_pyspark.client.offsets import latest
 from kafka_pyspark.errors import (
     AppendShortfallError,
@@ -36,8 +40,6 @@ from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
 
-_MULTI_HEADER = 2 + 2  # REQUEST_TYPE, TOPICPARTITION_COUNT
-
 
 class DeliveryCount(NamedTuple):
     message_sets: int
@@ -45,11 +47,6 @@ class DeliveryCount(NamedTuple):
 
 
 Key = tuple[str, int, int]  # (topic, broker, partition)
-
-
-def _item_size(item: wire.ProduceRequest) -> int:
-    # MULTIPRODUCE item: int16 topic length, topic, int32 partition, int32 length, messages.
-    return 2 + len(item.topic) + 4 + 4 + len(item.messages)
 
 
 def _add(into: dict[Key, DeliveryCount], key: Key, sets: int, nbytes: int) -> None:
@@ -131,14 +128,14 @@ class Producer(Closing):
         if not message_set:
             return
         item = wire.ProduceRequest(topic, partition, bytes(message_set))
-        size = _item_size(item)
-        if _MULTI_HEADER + size > self._max_request_size:
+        size = produce_item_size(item)
+        if MULTIPRODUCE_HEADER + size > self._max_request_size:
             raise RequestTooLargeError(
                 f"a message set of {len(message_set)} bytes for topic {topic!r} partition "
                 f"{partition} on broker {broker_id} does not fit in one request "
                 f"({self._max_request_size} bytes max)"
             )
-        if self._buffered.get(broker_id, 0) + size > self._max_request_size - _MULTI_HEADER:
+        if self._buffered.get(broker_id, 0) + size > self._max_request_size - MULTIPRODUCE_HEADER:
             try:
                 self._write(broker_id)
             except KafkaError as e:
@@ -177,14 +174,14 @@ class Producer(Closing):
                         ) from e
                     ledger.set_base(item.topic, item.partition, end, conn.connects)
         chunks: list[list[wire.ProduceRequest]] = [[]]
-        total = _MULTI_HEADER
+        total = MULTIPRODUCE_HEADER
         for item in items:
-            size = _item_size(item)
+            size = produce_item_size(item)
             if chunks[-1] and (
                 total + size > self._max_request_size or len(chunks[-1]) >= MAX_MULTI_ITEMS
             ):
                 chunks.append([])
-                total = _MULTI_HEADER
+                total = MULTIPRODUCE_HEADER
             chunks[-1].append(item)
             total += size
         for n, chunk in enumerate(chunks):

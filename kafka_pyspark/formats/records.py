@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.formats.varint import (
+    I64,
     VARINT_MALFORMED,
     VARINT_MAX,
     VARINT_PAST,
@@ -35,7 +36,6 @@ from kafka_pyspark.formats.varint import (
 )
 from kafka_pyspark.wire.protocol import INT32_MAX
 
-I64 = npt.NDArray[np.int64]
 Bool = npt.NDArray[np.bool_]
 Buffer = bytes | bytearray | memoryview
 

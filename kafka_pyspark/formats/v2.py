@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import crc32c
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.errors import (
@@ -47,12 +46,9 @@ from kafka_pyspark.formats.layout import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE,
 )
-from kafka_pyspark.formats.varint import read_one
+from kafka_pyspark.formats.records import Buffer
+from kafka_pyspark.formats.varint import I64, read_one
 
-I64 = npt.NDArray[np.int64]
-Bool = npt.NDArray[np.bool_]
-
-Buffer = bytes | memoryview
 _CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
 _constant_codecs: dict[int, pa.Array] = {}  # immutable arrays: slices are safe to share
 _empty_headers: pa.Array = pa.nulls(0, HEADERS_TYPE)  # grown by _no_headers

@@ -117,12 +117,10 @@ def read_segment_partition(partition: InputPartition) -> Iterator[pa.RecordBatch
     (``failOnDataLoss=true``) or ends the piece with a warning (``false``)."""
     if not isinstance(partition, SegmentInputPartition):
         return
-    split = partition.split
-    f = split.file
     try:
         yield from _read(partition)
     except OSError as e:  # pyarrow's I/O errors are OSErrors
-        raise SegmentFileError(f.path, None, f"cannot read: {e}") from e
+        raise SegmentFileError(partition.split.file.path, None, f"cannot read: {e}") from e
 
 
 def _read(partition: SegmentInputPartition) -> Iterator[pa.RecordBatch]:
