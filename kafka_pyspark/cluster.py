@@ -51,8 +51,6 @@ class Cluster(Closing):
 
     def __init__(self, options: ClusterOptions) -> None:
         self.options = options
-        self.socket_timeout_ms = options.socket_timeout_ms
-        self.socket_buffer_size = options.socket_buffer_size
         self._registry: Registry | None = None
         self._static: dict[int, BrokerAddress] | None = None
         if options.zk_connect is not None:
@@ -143,7 +141,10 @@ class Cluster(Closing):
             conn = self._conns.get(broker_id)
             if conn is None:
                 conn = self._conns[broker_id] = connect(
-                    broker_id, address, self.socket_timeout_ms, self.socket_buffer_size
+                    broker_id,
+                    address,
+                    self.options.socket_timeout_ms,
+                    self.options.socket_buffer_size,
                 )
             return conn
 

@@ -22,6 +22,7 @@ from kafka_pyspark.cli.common import (
     EXIT_OK,
     CliError,
     add_cluster_args,
+    bp,
     broker_connection,
     json_line,
     live_brokers,
@@ -266,11 +267,11 @@ def _dump_live(args: argparse.Namespace) -> int:
         brokers = live_brokers(cluster)
         require_live(brokers, [key])
         if cluster.registry() is not None and key not in topic_partitions(cluster, args.topic):
-            raise CliError(f"topic {args.topic!r} has no partition {key[0]}-{key[1]}", EXIT_DATA)
+            raise CliError(f"topic {args.topic!r} has no partition {bp(key)}", EXIT_DATA)
         with broker_connection(key[0], brokers[key[0]], args.timeout_ms) as conn:
             start = earliest(conn, args.topic, key[1]) if args.start is None else args.start
             end = latest(conn, args.topic, key[1]) if args.end is None else args.end
-            where = f"{args.topic} {key[0]}-{key[1]}"
+            where = f"{args.topic} {bp(key)}"
             items = read_live_range(conn, args.topic, key[1], start, end,
                                     verify_crc=not args.no_verify)
             return print_items(items, args, where)
