@@ -415,6 +415,9 @@ def test_assign(cluster: Cluster) -> None:
     assert info.value.option == "assign"
     with pytest.raises(OptionError, match="broker 7"):
         plan(cluster.options(assign=f'{{"{MIXED}": ["7-0"]}}'))
+    # the error names the assigned partition of the missing broker, not the topic's first one
+    with pytest.raises(OptionError, match="'mixed' 7-3: broker 7"):
+        plan(cluster.options(assign=f'{{"{MIXED}": ["0-0", "7-3"]}}'))
     with pytest.raises(TopicNotFoundError):
         plan(cluster.options(assign='{"nope": ["0-0"]}'))
 

@@ -237,18 +237,6 @@ done:
     return result;
 }
 
-/* One header's lengths, re-checked: 1 when it fits, else 0. */
-static inline int header_blob(const uint8_t *p, Py_ssize_t *q, Py_ssize_t rend, int64_t least,
-                              int64_t *pos, int64_t *len)
-{
-    if (varint(p, q, rend, VARINT_MAX, len) || *len < least || *len > rend - *q)
-        return 0;
-    *pos = *q;
-    if (*len > 0)
-        *q += (Py_ssize_t)*len;
-    return 1;
-}
-
 static PyObject *headers(PyObject *self, PyObject *args)
 {
     Py_buffer buf, out, hout;
@@ -265,6 +253,7 @@ static PyObject *headers(PyObject *self, PyObject *args)
     const int64_t *o = out.buf;
     int64_t *h = hout.buf;
     Py_ssize_t total = 0;
+    problem_t unused; /* the walk already named any problem: a mismatch here is a ValueError */
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t count = o[F_HEADER_COUNT * cap + i], rend = o[F_END * cap + i];
         Py_ssize_t q = (Py_ssize_t)o[F_HEADERS_POS * cap + i];
@@ -273,10 +262,10 @@ static PyObject *headers(PyObject *self, PyObject *args)
             goto done;
         }
         for (int64_t j = 0; j < count; j++, total++) {
-            if (!header_blob(p, &q, (Py_ssize_t)rend, 0, &h[H_KEY_POS * hcap + total],
-                             &h[H_KEY_LEN * hcap + total]) ||
-                !header_blob(p, &q, (Py_ssize_t)rend, -1, &h[H_VALUE_POS * hcap + total],
-                             &h[H_VALUE_LEN * hcap + total])) {
+            if (!blob(p, &q, (Py_ssize_t)rend, 0, W_HEADER_KEY_LENGTH,
+                      &h[H_KEY_POS * hcap + total], &h[H_KEY_LEN * hcap + total], &unused) ||
+                !blob(p, &q, (Py_ssize_t)rend, -1, W_HEADER_VALUE_LENGTH,
+                      &h[H_VALUE_POS * hcap + total], &h[H_VALUE_LEN * hcap + total], &unused)) {
                 PyErr_Format(PyExc_ValueError, "headers: record %zd does not match", i);
                 goto done;
             }

@@ -24,7 +24,7 @@ from kafka_pyspark.errors import (
     OptionError,
     TopicNotFoundError,
 )
-from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.names import TopicPartition, partition_key
 from kafka_pyspark.spark.options import Assign, ReadOptions, Subscribe, Subscription
 
 if TYPE_CHECKING:
@@ -136,11 +136,11 @@ def _check_assigned(cluster: Cluster, assign: Assign) -> list[TopicPartition]:
         by_topic.setdefault(topic, []).append((broker, partition))
     out: list[TopicPartition] = []
     for topic, wanted in sorted(by_topic.items()):
-        for broker, _ in wanted:
+        for broker, partition in wanted:
             if broker not in brokers:
                 raise OptionError(
                     "assign",
-                    f"topic {topic!r} {broker}-{wanted[0][1]}: broker {broker} is not "
+                    f"topic {topic!r} {partition_key(broker, partition)}: broker {broker} is not "
                     f"{'registered' if cluster.registry() is not None else 'in broker.list'} "
                     f"(known brokers: {sorted(brokers)})",
                 )
