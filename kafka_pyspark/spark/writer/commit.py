@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafka_pyspark.errors import KafkaError, with_context
+from kafka_pyspark.names import partition_key
 from kafka_pyspark.spark.writer.rows import Target
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def fmt_written(written: Mapping[Target, tuple[int, int, int]], limit: int = 20)
     for topic, rows in by_topic.items():
         msgs = sum(r[2] for r in rows)
         nbytes = sum(r[3] for r in rows)
-        detail = ", ".join(f"{b}-{p}: {m}" for b, p, m, _ in rows[:limit])
+        detail = ", ".join(f"{partition_key(b, p)}: {m}" for b, p, m, _ in rows[:limit])
         if len(rows) > limit:
             detail += f", ... ({len(rows) - limit} more)"
         parts.append(f"topic {topic!r}: {msgs} messages, {nbytes} bytes [{detail}]")
@@ -120,6 +121,6 @@ def fmt_sets(counts: Mapping[Target, tuple[int, int]]) -> str:
     if not counts:
         return "nothing"
     return ", ".join(
-        f"topic {t!r} {b}-{p}: {sets} message sets, {nbytes} bytes"
+        f"topic {t!r} {partition_key(b, p)}: {sets} message sets, {nbytes} bytes"
         for (t, b, p), (sets, nbytes) in sorted(counts.items())
     )

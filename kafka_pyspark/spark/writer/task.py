@@ -26,6 +26,7 @@ from kafka_pyspark.errors import (
     SchemaError,
     with_context,
 )
+from kafka_pyspark.names import partition_key
 from kafka_pyspark.spark.write_sizes import message_limit, request_limit
 from kafka_pyspark.spark.writer.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark.spark.writer.plan import WritePlan
@@ -172,7 +173,8 @@ class TaskWriter:
         try:
             self._producer().send(broker, topic, partition, data)
         except RequestTooLargeError as e:  # only a message set of one huge message
-            raise RowError(MessageTooLargeError(f"{topic}/{broker}-{partition}: {e}")) from e
+            where = f"{topic}/{partition_key(broker, partition)}"
+            raise RowError(MessageTooLargeError(f"{where}: {e}")) from e
         except BrokerConnectionError as e:
             raise self._delivery_failure(e) from e
         c = self._handed.setdefault(target, [0, 0, 0])
