@@ -27,6 +27,7 @@ from kafka_pyspark.errors import (
     OptionError,
     TopicNotFoundError,
 )
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.planning import FetchSettings, Kafka07InputPartition, OffsetRange
 from kafka_pyspark.spark.reader import Kafka07BatchReader, read_partition
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
@@ -55,7 +56,7 @@ class Log:
 
 @dataclass
 class Data:
-    logs: dict[tuple[str, int, int], Log] = field(default_factory=dict)
+    logs: dict[TopicPartition, Log] = field(default_factory=dict)
 
     def log(self, topic: str, broker: int, partition: int) -> Log:
         return self.logs.setdefault((topic, broker, partition), Log())
@@ -230,7 +231,7 @@ def test_min_partitions_split_at_segment_starts(cluster: Cluster) -> None:
     assert len(parts) >= 30
     for p in parts:
         assert len(p.ranges) == 1
-    by_log: dict[tuple[str, int, int], list[OffsetRange]] = {}
+    by_log: dict[TopicPartition, list[OffsetRange]] = {}
     for p in parts:
         r = p.ranges[0]
         by_log.setdefault(r.key, []).append(r)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from kafka_pyspark import defaults
 from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.names import check_group_id, partition_key
+from kafka_pyspark.names import TopicPartition, check_group_id, partition_key
 from kafka_pyspark.option_values import (
     bool_option,
     int_option,
@@ -78,7 +78,7 @@ class OffsetSpec:
     """
 
     kind: OffsetKind
-    offsets: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
     timestamp: int | None = None
     default: Literal["earliest", "latest"] = "earliest"
 
@@ -86,14 +86,14 @@ class OffsetSpec:
         return hash((self.kind, tuple(sorted(self.offsets.items())), self.timestamp))
 
 
-def parse_offsets_json(option: str, raw: str) -> dict[tuple[str, int, int], int]:
+def parse_offsets_json(option: str, raw: str) -> dict[TopicPartition, int]:
     """``{"topic": {"0-1": 1234, "0-2": -2}}`` -> ``{("topic", 0, 1): 1234, ...}``."""
     doc = json_value(option, raw)
     if not isinstance(doc, dict) or not doc:
         raise OptionError(
             option, f'must be a non-empty JSON object {{"topic": {{"0-1": 1234}}}}, got {raw!r}'
         )
-    out: dict[tuple[str, int, int], int] = {}
+    out: dict[TopicPartition, int] = {}
     for topic, parts in doc.items():
         topic_value(option, topic)
         if not isinstance(parts, dict) or not parts:
