@@ -21,8 +21,7 @@ BUILT = importlib.util.find_spec(KERNEL) is not None
 def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     monkeypatch.delenv(_native.PURE_ENV, raising=False)
     module = types.ModuleType("kp_test_fake_kernel")
-    module.SIZE = 24  # type: ignore[attr-defined]
-    module.MASK = 3  # type: ignore[attr-defined]
+    vars(module).update(SIZE=24, MASK=3)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     yield module
 
