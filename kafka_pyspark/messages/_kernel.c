@@ -24,6 +24,7 @@
  *       (an involution: calling it twice restores `data`).
  *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
  *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
+ *   _C_API: a capsule holding `take`'s C functions (see _kernel.h) for _gzip.c's gzip lane.
  *
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
@@ -468,8 +469,15 @@ PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
     kp_snappy_init();
+    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t), kp_take,
+                                   kp_sink_parse};
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0) {
+    if (!m)
+        return NULL;
+    PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
+    if (PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0 || !capsule ||
+        PyModule_AddObject(m, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;
     }
