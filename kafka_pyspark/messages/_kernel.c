@@ -494,6 +494,7 @@ static int add_constants(PyObject *m)
         {"ST_BAD_MAGIC", ST_BAD_MAGIC},
         {"ST_BAD_CODEC", ST_BAD_CODEC},
         {"ST_SHORT_V1", ST_SHORT_V1},
+        {"ST_WRAPPER", ST_WRAPPER},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         if (PyModule_AddIntConstant(m, c[i].name, c[i].value) < 0) {
