@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard k
           $(wildcard /usr/include/libdeflate.h) | libdeflate-check
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules
-	$(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat
-	# atheris (coverage-guided fuzzing) only where a binary wheel exists: the fuzz test skips otherwise
-	$(PY) -m pip install -q --only-binary=:all: "atheris>=2.3" || echo "atheris: no wheel here; the coverage-guided fuzz test will skip"
+	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules.
+	# The fuzz extra (atheris, pyproject.toml) only where a binary wheel exists: else without it,
+	# and the coverage-guided fuzz test skips.
+	$(PY) -m pip install -q -e ".[test,dev,notebooks,fuzz]" --only-binary=atheris --config-settings editable_mode=compat \
+	  || { echo "atheris: no wheel here; the coverage-guided fuzz test will skip"; \
+	       $(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat; }
 	touch $(STAMP)
 
 java-check:

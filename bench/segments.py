@@ -18,7 +18,6 @@ ceiling and the codec limit, all measured in this run.
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 import subprocess
@@ -27,10 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.results import Recorder, best_times
-from bench.spark_sources import file_null_source, noop_seconds
+from bench.results import Recorder, best_time, best_times
+from bench.spark_sources import file_null_source, interleaved_times, spark_session
 
-ROOT = Path(__file__).resolve().parent.parent
 ROWS = 1_000_000
 VALUE_SIZE = 200
 PARTITIONS = 2
@@ -145,11 +143,12 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
     from kafka_pyspark.spark.segment_reader import plan_segments, read_segment_partition
 
     parts = plan_segments(parse_segment_options({"path": str(root / fmt)}))
-    best, rows = float("inf"), 0
-    for _ in range(2):
-        start = time.perf_counter()
-        rows = sum(b.num_rows for p in parts for b in read_segment_partition(p))
-        best = min(best, time.perf_counter() - start)
+    counted: list[int] = []
+
+    def read_all() -> None:
+        counted.append(sum(b.num_rows for p in parts for b in read_segment_partition(p)))
+
+    best, rows = best_time(read_all, repeat=1), counted[-1]
     out.mkdir()
     for i, p in enumerate(parts):
         batches = list(read_segment_partition(p))
@@ -162,31 +161,18 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
 
 
 def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[str, int]) -> None:
-    os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from kafka_pyspark import register
     from kafka_pyspark.spark.schema import SEGMENT_READ_SCHEMA
 
-    spark = SparkSession.builder.master("local[2]").appName("bench-segments").getOrCreate()
+    spark = spark_session(
+        "bench-segments", file_null_source("bench_null_segments", SEGMENT_READ_SCHEMA)
+    )
     try:
-        register(spark)
-        spark.dataSource.register(file_null_source("bench_null_segments", SEGMENT_READ_SCHEMA))
         runs = {}
         for fmt in nulls:
             runs[f"null.{fmt}"] = ("bench_null_segments", {"dir": str(nulls[fmt])})
             runs[fmt] = ("kafka07", {"path": str(root / fmt)})
-        for fmt, options in runs.values():  # warm-up
-            noop_seconds(spark, fmt, options)
-        best = dict.fromkeys(runs, float("inf"))
-        spread: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(REPEAT):
-            for name, (fmt, options) in runs.items():
-                took = noop_seconds(spark, fmt, options)
-                spread[name].append(took)
-                best[name] = min(best[name], took)
+        spread = interleaved_times(spark, runs, REPEAT)
+        best = {name: min(t) for name, t in spread.items()}
         for fmt in nulls:
             ceiling = ROWS / best[f"null.{fmt}"]
             rec.record(f"segments.spark.{fmt}.null", ceiling, "rows/s",

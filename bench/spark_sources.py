@@ -81,15 +81,23 @@ def noop_seconds(spark: Any, fmt: str, options: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved_times(
+    spark: Any, runs: dict[str, tuple[str, dict[str, str]]], rounds: int
+) -> dict[str, list[float]]:
+    """Every round's wall time per run (:func:`noop_seconds`), the runs interleaved round by
+    round after one warm-up each, so that JVM warm-up and other load on the machine reach every
+    run alike."""
+    for fmt, options in runs.values():
+        noop_seconds(spark, fmt, options)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (fmt, options) in runs.items():
+            times[name].append(noop_seconds(spark, fmt, options))
+    return times
+
+
 def best_interleaved(
     spark: Any, runs: dict[str, tuple[str, dict[str, str]]], rounds: int
 ) -> dict[str, float]:
-    """Best wall time per run (:func:`noop_seconds`), the runs interleaved round by round after
-    one warm-up each, so that JVM warm-up and other load on the machine reach every run alike."""
-    for fmt, options in runs.values():
-        noop_seconds(spark, fmt, options)
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(rounds):
-        for name, (fmt, options) in runs.items():
-            best[name] = min(best[name], noop_seconds(spark, fmt, options))
-    return best
+    """Best wall time per run of :func:`interleaved_times`."""
+    return {name: min(t) for name, t in interleaved_times(spark, runs, rounds).items()}

@@ -10,7 +10,10 @@ Translation point: code that parses untrusted bytes catches ``struct.error``/``V
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # names imports this module at run time
+    from kafka_pyspark.names import TopicPartition
 
 
 class KafkaError(Exception):
@@ -290,8 +293,8 @@ class DeliveryError(BrokerConnectionError):
         self,
         message: str,
         *,
-        unconfirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
-        confirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
+        unconfirmed: dict[TopicPartition, tuple[int, int]] | None = None,
+        confirmed: dict[TopicPartition, tuple[int, int]] | None = None,
     ) -> None:
         self.unconfirmed = dict(unconfirmed or {})
         self.confirmed = dict(confirmed or {})

@@ -297,7 +297,7 @@ def test_encoder_errors() -> None:
     with pytest.raises(SchemaError):
         encode_message_set(pa.array([1, 2, 3]))
     with pytest.raises(SchemaError):
-        encode_message_set([b"ok", 12])  # type: ignore[list-item]  # deliberately not bytes
+        encode_message_set([b"ok", 12])  # deliberately not bytes
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy"])

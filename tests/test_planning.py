@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
 )
 
 from kafka_pyspark.errors import DataLossError, OptionError
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.log_bounds import LogBounds
 from kafka_pyspark.spark.options import OffsetSpec
 from kafka_pyspark.spark.planning import (
@@ -321,9 +322,9 @@ def test_resolve_group() -> None:
 
 def test_resolve_timestamp() -> None:
     spec = OffsetSpec("timestamp", timestamp=123)
-    seen: list[tuple[tuple[str, int, int], int]] = []
+    seen: list[tuple[TopicPartition, int]] = []
 
-    def before(tp: tuple[str, int, int], ts: int) -> int | None:
+    def before(tp: TopicPartition, ts: int) -> int | None:
         seen.append((tp, ts))
         return 500 if tp == A else None
 

@@ -24,6 +24,7 @@ from segment_builder import (
 )
 
 from kafka_pyspark.errors import OptionError, SegmentFileError
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.segments.files import cut_points, discover, open_filesystem
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark.planning import PlanFilter
@@ -123,7 +124,7 @@ def test_discovery_errors_name_the_path(tmp_path: Path, logdir: Path) -> None:
 
 
 def test_subscribe_pattern_and_pushed_filters_narrow_the_plan(logdir: Path) -> None:
-    def planned(pushed: PlanFilter | None = None, **options: str) -> list[tuple[str, int, int]]:
+    def planned(pushed: PlanFilter | None = None, **options: str) -> list[TopicPartition]:
         opts = parse_segment_options({"path": str(logdir), **options})
         return [(p.split.file.topic, p.split.file.partition, p.split.file.base_offset)
                 for p in plan_segments(opts, pushed)]

@@ -36,6 +36,7 @@ from kafka_pyspark.errors import (
     RequestTooLargeError,
     with_context,
 )
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
@@ -46,20 +47,21 @@ class DeliveryCount(NamedTuple):
     bytes: int
 
 
-Key = tuple[str, int, int]  # (topic, broker, partition)
-
-
-def _add(into: dict[Key, DeliveryCount], key: Key, sets: int, nbytes: int) -> None:
+def _add(
+    into: dict[TopicPartition, DeliveryCount], key: TopicPartition, sets: int, nbytes: int
+) -> None:
     c = into.get(key)
     into[key] = DeliveryCount(sets + (c.message_sets if c else 0), nbytes + (c.bytes if c else 0))
 
 
-def _merge(into: dict[Key, DeliveryCount], other: Mapping[Key, DeliveryCount]) -> None:
+def _merge(
+    into: dict[TopicPartition, DeliveryCount], other: Mapping[TopicPartition, DeliveryCount]
+) -> None:
     for key, c in other.items():
         _add(into, key, c.message_sets, c.bytes)
 
 
-def _as_tuples(d: Mapping[Key, DeliveryCount]) -> dict[Key, tuple[int, int]]:
+def _as_tuples(d: Mapping[TopicPartition, DeliveryCount]) -> dict[TopicPartition, tuple[int, int]]:
     return {k: (v.message_sets, v.bytes) for k, v in d.items()}
 
 
@@ -91,7 +93,8 @@ class Producer(Closing):
         self._conns: dict[int, BrokerConnection] = {}
         self._buffers: dict[int, list[wire.ProduceRequest]] = {}
         self._buffered: dict[int, int] = {}  # request bytes buffered per broker
-        self._sent: dict[int, dict[Key, DeliveryCount]] = {}  # written, not yet confirmed
+        # written, not yet confirmed
+        self._sent: dict[int, dict[TopicPartition, DeliveryCount]] = {}
         # check_appends: seconds to wait for a short log growth (appends.py); None: no check
         self._check_appends = check_appends
         self._ledgers: dict[int, AppendLedger] = {}
@@ -202,7 +205,7 @@ class Producer(Closing):
                 if ledger_of is not None:
                     ledger_of.add_sent(it.topic, it.partition, len(it.messages))
 
-    def _forget(self, broker_id: int) -> dict[Key, DeliveryCount]:
+    def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""
         out = dict(self._sent.pop(broker_id, {}))
         for it in self._buffers.pop(broker_id, []):
@@ -214,7 +217,7 @@ class Producer(Closing):
             conn.close()  # forget its own unconfirmed/lost state: reported here, once
         return out
 
-    def flush(self) -> dict[Key, DeliveryCount]:
+    def flush(self) -> dict[TopicPartition, DeliveryCount]:
         """Write all buffers, run the barrier on every connection produced on.
 
         Returns the message sets and bytes confirmed per ``(topic, broker, partition)`` since
@@ -223,8 +226,8 @@ class Producer(Closing):
         confirmed first. With ``check_appends``, a partition whose log grew by fewer bytes
         than were sent raises :class:`AppendShortfallError` (a :class:`DeliveryError`).
         """
-        confirmed: dict[Key, DeliveryCount] = {}
-        unconfirmed: dict[Key, DeliveryCount] = {}
+        confirmed: dict[TopicPartition, DeliveryCount] = {}
+        unconfirmed: dict[TopicPartition, DeliveryCount] = {}
         failures: list[str] = []
         shortfalls: list[str] = []
         for broker_id in sorted(self._buffers):
@@ -292,7 +295,7 @@ class Producer(Closing):
             conn.close()
 
 
-def _barrier_target(sent: Mapping[Key, DeliveryCount]) -> tuple[str, int]:
+def _barrier_target(sent: Mapping[TopicPartition, DeliveryCount]) -> tuple[str, int]:
     """A (topic, partition) produced to, with partition >= 0 (OFFSETS for a partition the
     broker lacks closes the connection; PRODUCE to -1 means 'any partition')."""
     for topic, _, partition in sent:
@@ -323,7 +326,7 @@ def _shortfall_text(broker_id: int, s: Shortfall, wait: float) -> str:
     )
 
 
-def _summary(counts: Mapping[Key, DeliveryCount]) -> str:
+def _summary(counts: Mapping[TopicPartition, DeliveryCount]) -> str:
     if not counts:
         return "nothing"
     parts = [

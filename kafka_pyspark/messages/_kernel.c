@@ -36,6 +36,7 @@
  * capacity of its target. Bad input data is reported by status; a record or a buffer that
  * does not fit (a caller's bug) raises ValueError.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "_kernel.h"
@@ -465,6 +466,45 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
+/* Every fact _kernel.h repeats from the Python side (walk.KERNEL_CONSTANTS): the loader does
+ * not use a build whose values differ. */
+static int add_constants(PyObject *m)
+{
+    const rec_t v0 = {.magic = 0}, v1 = {.magic = 1};
+    const struct {
+        const char *name;
+        long value;
+    } c[] = {
+        {"RECORD_SIZE", (long)sizeof(rec_t)},
+        {"RECORD_START", (long)offsetof(rec_t, start)},
+        {"RECORD_LENGTH", (long)offsetof(rec_t, length)},
+        {"RECORD_CRC", (long)offsetof(rec_t, crc)},
+        {"RECORD_MAGIC", (long)offsetof(rec_t, magic)},
+        {"RECORD_CODEC", (long)offsetof(rec_t, codec)},
+        {"LENGTH_SIZE", LENGTH_SIZE},
+        {"MIN_LENGTH", MIN_LENGTH},
+        {"MIN_LENGTH_V1", MIN_LENGTH_V1},
+        {"HEADER_V0_SIZE", (long)payload_start(&v0)},
+        {"HEADER_V1_SIZE", (long)payload_start(&v1)},
+        {"MAX_MESSAGE_LENGTH", MAX_MESSAGE_LENGTH},
+        {"CODEC_MASK", CODEC_MASK},
+        {"ST_END", ST_END},
+        {"ST_SHORT", ST_SHORT},
+        {"ST_PARTIAL", ST_PARTIAL},
+        {"ST_BAD_LENGTH", ST_BAD_LENGTH},
+        {"ST_BAD_MAGIC", ST_BAD_MAGIC},
+        {"ST_BAD_CODEC", ST_BAD_CODEC},
+        {"ST_SHORT_V1", ST_SHORT_V1},
+        {"ST_WRAPPER", ST_WRAPPER},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        if (PyModule_AddIntConstant(m, c[i].name, c[i].value) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
@@ -475,8 +515,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
     if (!m)
         return NULL;
     PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
-    if (PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0 || !capsule ||
-        PyModule_AddObject(m, "_C_API", capsule) < 0) {
+    if (add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
         Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;

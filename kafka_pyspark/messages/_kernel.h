@@ -7,7 +7,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* keep in step with kafka_pyspark/messages/layout.py and walk.py */
+/* keep in step with layout.py and walk.py: exported, checked at load (walk.KERNEL_CONSTANTS) */
 #define LENGTH_SIZE 4
 #define MIN_LENGTH 5          /* MAGIC + CRC32, empty payload (magic 0) */
 #define MIN_LENGTH_V1 6       /* MAGIC + ATTRIBUTES + CRC32 (magic 1) */

@@ -34,7 +34,7 @@ from kafka_pyspark.messages.layout import CODEC_GZIP
 from kafka_pyspark.wire.protocol import INT32_MAX
 
 _BINARY = pa.binary()
-WRAPPER = 7  # the kernel's ST_WRAPPER: take stopped at a compressed message
+WRAPPER = walk.WRAPPER  # the kernel's ST_WRAPPER: take stopped at a compressed message
 _scratch = threading.local()
 
 # the gzip lane (``_gzip.c``): only beside the kernel whose walk it runs (KAFKA_PYSPARK_PURE, a

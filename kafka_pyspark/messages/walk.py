@@ -18,7 +18,7 @@ a problem in the input is a ``status`` of the scan, turned into a typed error by
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,6 +30,7 @@ from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
     HEADER_V0_SIZE,
+    HEADER_V1_SIZE,
     LENGTH,
     LENGTH_SIZE,
     MAX_MESSAGE_LENGTH,
@@ -46,6 +47,7 @@ BAD_LENGTH = 3  # LENGTH (value) out of range
 BAD_MAGIC = 4  # MAGIC (value) is neither 0 nor 1
 BAD_CODEC = 5  # ATTRIBUTES (value) name codec 3
 SHORT_V1 = 6  # magic 1 with LENGTH (value) below its 6-byte header
+WRAPPER = 7  # take only (messages/flat.py): a compressed message, ATTRIBUTES in value
 
 # One scanned message, as the kernel writes it (native byte order, 24 bytes)
 RECORD = np.dtype(
@@ -63,10 +65,31 @@ _CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC 
 _BINARY = pa.binary()
 
 
-# a stale build (another record size, or without the fast lane's functions) is not used
+# Every fact _kernel.h repeats, as the kernel exports it: a build that disagrees (a drift, a
+# stale build) is not used, with a warning; one without the fast lane's functions neither.
+KERNEL_CONSTANTS: Mapping[str, int] = {
+    "RECORD_SIZE": RECORD.itemsize,
+    **{f"RECORD_{k.upper()}": v[1] for k, v in (RECORD.fields or {}).items() if k != "pad"},
+    "LENGTH_SIZE": LENGTH_SIZE,
+    "MIN_LENGTH": MIN_LENGTH,
+    "MIN_LENGTH_V1": MIN_LENGTH_V1,
+    "HEADER_V0_SIZE": HEADER_V0_SIZE,
+    "HEADER_V1_SIZE": HEADER_V1_SIZE,
+    "MAX_MESSAGE_LENGTH": MAX_MESSAGE_LENGTH,
+    "CODEC_MASK": CODEC_MASK,
+    "ST_END": END,
+    "ST_SHORT": SHORT,
+    "ST_PARTIAL": PARTIAL,
+    "ST_BAD_LENGTH": BAD_LENGTH,
+    "ST_BAD_MAGIC": BAD_MAGIC,
+    "ST_BAD_CODEC": BAD_CODEC,
+    "ST_SHORT_V1": SHORT_V1,
+    "ST_WRAPPER": WRAPPER,
+}
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",
-    lambda m: RECORD.itemsize == m.RECORD_SIZE and hasattr(m, "snappy_fetch"),
+    lambda m: hasattr(m, "snappy_fetch"),
+    KERNEL_CONSTANTS,
 )
 ENGINE = "kernel" if kernel is not None else "python"
 

@@ -152,8 +152,9 @@ def _check_assigned(cluster: Cluster, assign: Assign) -> list[TopicPartition]:
                 if (broker, partition) not in have:
                     raise OptionError(
                         "assign",
-                        f"topic {topic!r} has no broker-partition {broker}-{partition} "
-                        f"(it has: {', '.join(f'{b}-{p}' for b, p in sorted(have))})",
+                        f"topic {topic!r} has no broker-partition "
+                        f"{partition_key(broker, partition)} (it has: "
+                        f"{', '.join(partition_key(b, p) for b, p in sorted(have))})",
                     )
         out.extend((topic, b, p) for b, p in wanted)
     return out

@@ -42,7 +42,7 @@ from pyspark.sql.datasource import (
 )
 
 from kafka_pyspark import defaults
-from kafka_pyspark.names import describe_tp
+from kafka_pyspark.names import TopicPartition, describe_tp
 
 if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ReadOptions
@@ -74,7 +74,7 @@ class OffsetRange:
         return self.end - self.start
 
     @property
-    def key(self) -> tuple[str, int, int]:
+    def key(self) -> TopicPartition:
         return (self.topic, self.broker, self.partition)
 
     def describe(self) -> str:
@@ -323,7 +323,7 @@ class _OffsetWindow:
 
 def split_ranges(
     ranges: Sequence[OffsetRange],
-    segment_starts: Mapping[tuple[str, int, int], Sequence[int]],
+    segment_starts: Mapping[TopicPartition, Sequence[int]],
     min_partitions: int,
 ) -> list[OffsetRange]:
     """Cut ranges at segment starts until there are ``min_partitions`` (where possible).
@@ -382,7 +382,7 @@ def plan_partitions(
     brokers: Mapping[int, tuple[str, int]],
     settings: FetchSettings,
     *,
-    segment_starts: Mapping[tuple[str, int, int], Sequence[int]] | None = None,
+    segment_starts: Mapping[TopicPartition, Sequence[int]] | None = None,
     min_partitions: int | None = None,
     pushed: PlanFilter | None = None,
 ) -> list[Kafka07InputPartition]:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 from kafka_pyspark.errors import OptionError, data_loss_error, data_loss_skipped
-from kafka_pyspark.names import TopicPartition, describe_tp
+from kafka_pyspark.names import TopicPartition, describe_tp, partition_key
 from kafka_pyspark.spark.log_bounds import LogBounds
 from kafka_pyspark.spark.options import OffsetSpec, canonical_name
 from kafka_pyspark.wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
@@ -29,8 +29,9 @@ def _check_named(option: str, spec: OffsetSpec, tps: Sequence[TopicPartition]) -
             topic, broker, partition = tp
             raise OptionError(
                 option,
-                f"names topic {topic!r} {broker}-{partition}, which the cluster does not have "
-                f"(it has: {', '.join(f'{b}-{p}' for t, b, p in sorted(known) if t == topic)})",
+                f"names topic {topic!r} {partition_key(broker, partition)}, which the cluster "
+                f"does not have (it has: "
+                f"{', '.join(partition_key(b, p) for t, b, p in sorted(known) if t == topic)})",
             )
 
 

@@ -79,7 +79,7 @@ __all__ = ["Kafka07StreamReader"]
 log = logging.getLogger(__name__)
 
 
-class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("kafka07")`` (see the module docstring)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from kafka_pyspark import defaults
 from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.names import check_group_id
+from kafka_pyspark.names import TopicPartition, check_group_id, partition_key
 from kafka_pyspark.option_values import (
     bool_option,
     int_option,
@@ -78,7 +78,7 @@ class OffsetSpec:
     """
 
     kind: OffsetKind
-    offsets: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
     timestamp: int | None = None
     default: Literal["earliest", "latest"] = "earliest"
 
@@ -86,14 +86,14 @@ class OffsetSpec:
         return hash((self.kind, tuple(sorted(self.offsets.items())), self.timestamp))
 
 
-def parse_offsets_json(option: str, raw: str) -> dict[tuple[str, int, int], int]:
+def parse_offsets_json(option: str, raw: str) -> dict[TopicPartition, int]:
     """``{"topic": {"0-1": 1234, "0-2": -2}}`` -> ``{("topic", 0, 1): 1234, ...}``."""
     doc = json_value(option, raw)
     if not isinstance(doc, dict) or not doc:
         raise OptionError(
             option, f'must be a non-empty JSON object {{"topic": {{"0-1": 1234}}}}, got {raw!r}'
         )
-    out: dict[tuple[str, int, int], int] = {}
+    out: dict[TopicPartition, int] = {}
     for topic, parts in doc.items():
         topic_value(option, topic)
         if not isinstance(parts, dict) or not parts:
@@ -119,8 +119,9 @@ def parse_offsets_json(option: str, raw: str) -> dict[tuple[str, int, int], int]
             if out.get((topic, broker, partition), value) != value:
                 raise OptionError(
                     option,
-                    f"topic {topic!r}: broker-partition {broker}-{partition} is given twice "
-                    f"(as {key!r}, with offsets {out[(topic, broker, partition)]} and {value})",
+                    f"topic {topic!r}: broker-partition {partition_key(broker, partition)} is "
+                    f"given twice (as {key!r}, with offsets {out[(topic, broker, partition)]} "
+                    f"and {value})",
                 )
             out[(topic, broker, partition)] = value
     return out
@@ -220,7 +221,9 @@ def _check_offsets_subscribed(option: str, spec: OffsetSpec, sub: Subscription) 
         if isinstance(sub, Assign):
             if (topic, broker, partition) not in sub.partitions:
                 raise OptionError(
-                    option, f"names topic {topic!r} {broker}-{partition}, which assign does not"
+                    option,
+                    f"names topic {topic!r} {partition_key(broker, partition)}, which assign "
+                    "does not",
                 )
         elif not sub.allows(topic):
             what = "subscribe" if isinstance(sub, Subscribe) else "subscribePattern"
@@ -316,7 +319,8 @@ def _check_start_before_end(starting: OffsetSpec, ending: OffsetSpec) -> None:
             topic, broker, partition = key
             raise OptionError(
                 "startingOffsets",
-                f"topic {topic!r} {broker}-{partition}: start {start} is after endingOffsets {end}",
+                f"topic {topic!r} {partition_key(broker, partition)}: start {start} is after "
+                f"endingOffsets {end}",
             )
 
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.names import not_a_partition_key, parse_partition_key
+from kafka_pyspark.names import TopicPartition, not_a_partition_key, parse_partition_key
 from kafka_pyspark.option_values import json_value, topic_value
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -63,7 +63,7 @@ class SubscribePattern:
 class Assign:
     """``assign``: explicit ``(topic, broker, partition)`` triples, sorted."""
 
-    partitions: tuple[tuple[str, int, int], ...]
+    partitions: tuple[TopicPartition, ...]
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -96,7 +96,7 @@ def parse_assign(raw: str) -> Assign:
         raise OptionError(
             "assign", f'must be a non-empty JSON object {{"topic": ["0-0", "0-1"]}}, got {raw!r}'
         )
-    found: set[tuple[str, int, int]] = set()
+    found: set[TopicPartition] = set()
     for topic, keys in doc.items():
         topic_value("assign", topic)
         if not isinstance(keys, list) or not keys:

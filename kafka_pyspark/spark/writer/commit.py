@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafka_pyspark.errors import KafkaError, with_context
-from kafka_pyspark.spark.writer.rows import Target
+from kafka_pyspark.names import TopicPartition, partition_key
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class Kafka07CommitMessage(WriterCommitMessage):
 
     task: str
     rows: int
-    written: dict[Target, tuple[int, int, int]] = field(default_factory=dict)
+    written: dict[TopicPartition, tuple[int, int, int]] = field(default_factory=dict)
     failure: KafkaError | None = None
 
     @property
@@ -46,7 +46,7 @@ class Kafka07CommitMessage(WriterCommitMessage):
         return sum(b for _, b, _ in self.written.values())
 
 
-def fmt_written(written: Mapping[Target, tuple[int, int, int]], limit: int = 20) -> str:
+def fmt_written(written: Mapping[TopicPartition, tuple[int, int, int]], limit: int = 20) -> str:
     if not written:
         return "nothing"
     by_topic: dict[str, list[tuple[int, int, int, int]]] = {}
@@ -56,15 +56,15 @@ def fmt_written(written: Mapping[Target, tuple[int, int, int]], limit: int = 20)
     for topic, rows in by_topic.items():
         msgs = sum(r[2] for r in rows)
         nbytes = sum(r[3] for r in rows)
-        detail = ", ".join(f"{b}-{p}: {m}" for b, p, m, _ in rows[:limit])
+        detail = ", ".join(f"{partition_key(b, p)}: {m}" for b, p, m, _ in rows[:limit])
         if len(rows) > limit:
             detail += f", ... ({len(rows) - limit} more)"
         parts.append(f"topic {topic!r}: {msgs} messages, {nbytes} bytes [{detail}]")
     return "; ".join(parts)
 
 
-def merge(messages: Iterable[Kafka07CommitMessage]) -> dict[Target, tuple[int, int, int]]:
-    total: dict[Target, tuple[int, int, int]] = {}
+def merge(messages: Iterable[Kafka07CommitMessage]) -> dict[TopicPartition, tuple[int, int, int]]:
+    total: dict[TopicPartition, tuple[int, int, int]] = {}
     for msg in messages:
         for t, (m, n, s) in msg.written.items():
             pm, pn, ps = total.get(t, (0, 0, 0))
@@ -116,10 +116,10 @@ def abort_job(messages: Sequence[WriterCommitMessage | None], what: str) -> None
     log.warning("%s", text)
 
 
-def fmt_sets(counts: Mapping[Target, tuple[int, int]]) -> str:
+def fmt_sets(counts: Mapping[TopicPartition, tuple[int, int]]) -> str:
     if not counts:
         return "nothing"
     return ", ".join(
-        f"topic {t!r} {b}-{p}: {sets} message sets, {nbytes} bytes"
+        f"topic {t!r} {partition_key(b, p)}: {sets} message sets, {nbytes} bytes"
         for (t, b, p), (sets, nbytes) in sorted(counts.items())
     )

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_pyspark.errors import InvalidPartitionError, SchemaError, TopicNameError
+from kafka_pyspark.names import partition_key
 from kafka_pyspark.partitioner import hash_partitions, java_hashcodes, random_partitions
 from kafka_pyspark.spark.writer.rows import RowError, Targets, row_label
 from kafka_pyspark.wire import INT32_MAX, validate_topic_name
@@ -262,8 +263,8 @@ class Router:
             if problem is not None:
                 i = int(both[int(np.flatnonzero(inverse == k)[0])])
                 raise RowError(InvalidPartitionError(
-                    f"{row_label(self.task, int(row_no[i]))}: explicit target {bb}-{pp} of "
-                    f"topic {topic!r}: {problem}"
+                    f"{row_label(self.task, int(row_no[i]))}: explicit target "
+                    f"{partition_key(bb, pp)} of topic {topic!r}: {problem}"
                 ))
             pair_ids[k] = self.targets.id((topic, int(bb), int(pp)))
         out[both] = pair_ids[inverse]

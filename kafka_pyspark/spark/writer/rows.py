@@ -9,9 +9,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.errors import KafkaError
-
-Target = tuple[str, int, int]
-"""(topic, broker id, partition)"""
+from kafka_pyspark.names import TopicPartition
 
 
 class RowError(Exception):
@@ -42,17 +40,17 @@ class Targets:
     __slots__ = ("_index", "_keys")
 
     def __init__(self) -> None:
-        self._keys: list[Target] = []
-        self._index: dict[Target, int] = {}
+        self._keys: list[TopicPartition] = []
+        self._index: dict[TopicPartition, int] = {}
 
-    def id(self, target: Target) -> int:
+    def id(self, target: TopicPartition) -> int:
         i = self._index.get(target)
         if i is None:
             i = self._index[target] = len(self._keys)
             self._keys.append(target)
         return i
 
-    def __getitem__(self, i: int) -> Target:
+    def __getitem__(self, i: int) -> TopicPartition:
         return self._keys[i]
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.errors import MessageTooLargeError
+from kafka_pyspark.names import partition_key
 from kafka_pyspark.spark.options.write import WriteOptions
 from kafka_pyspark.spark.write_sizes import (
     MAX_COMPRESS_INPUT,
@@ -165,6 +166,6 @@ class SetBuilder:
             else f"more than one request can carry ({self._max_request} bytes)"
         )
         return MessageTooLargeError(
-            f"{self._label(row)}: {what} for topic {topic!r} broker-partition {b}-{p} has a "
-            f"{payload}-byte payload{raw}, {limit}"
+            f"{self._label(row)}: {what} for topic {topic!r} broker-partition "
+            f"{partition_key(b, p)} has a {payload}-byte payload{raw}, {limit}"
         )

@@ -26,13 +26,13 @@ from kafka_pyspark.errors import (
     SchemaError,
     with_context,
 )
+from kafka_pyspark.names import TopicPartition, partition_key
 from kafka_pyspark.spark.write_sizes import message_limit, request_limit
 from kafka_pyspark.spark.writer.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark.spark.writer.plan import WritePlan
 from kafka_pyspark.spark.writer.route import Router
 from kafka_pyspark.spark.writer.rows import (
     RowError,
-    Target,
     Targets,
     as_binary,
     row_label,
@@ -98,7 +98,7 @@ class TaskWriter:
 
     # --- results -------------------------------------------------------------------------
 
-    def _written(self) -> dict[Target, tuple[int, int, int]]:
+    def _written(self) -> dict[TopicPartition, tuple[int, int, int]]:
         return {self._targets[i]: (m, n, s) for i, (m, n, s) in self._confirmed.items() if m}
 
     def _result(self, error: KafkaError | None = None) -> Kafka07CommitMessage:
@@ -172,7 +172,8 @@ class TaskWriter:
         try:
             self._producer().send(broker, topic, partition, data)
         except RequestTooLargeError as e:  # only a message set of one huge message
-            raise RowError(MessageTooLargeError(f"{topic}/{broker}-{partition}: {e}")) from e
+            where = f"{topic}/{partition_key(broker, partition)}"
+            raise RowError(MessageTooLargeError(f"{where}: {e}")) from e
         except BrokerConnectionError as e:
             raise self._delivery_failure(e) from e
         c = self._handed.setdefault(target, [0, 0, 0])
@@ -199,7 +200,7 @@ class TaskWriter:
         self._record_confirmed(confirmed)
         return None
 
-    def _record_confirmed(self, confirmed: Mapping[Target, tuple[int, int]]) -> None:
+    def _record_confirmed(self, confirmed: Mapping[TopicPartition, tuple[int, int]]) -> None:
         for key, (sets, nbytes) in confirmed.items():
             target = self._targets.id(key)
             handed = self._handed.get(target, [0, 0, 0])
