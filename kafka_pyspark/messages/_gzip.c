@@ -3,12 +3,15 @@
  * libdeflate (pyproject.toml), so that a wheel needs nothing at run time and a build without
  * libdeflate still installs: gzip sets then take flat.py's ISA-L path.
  *
- * For every gzip wrapper of an outer set: its CRC32 (libdeflate_crc32), its payload inflated
- * by libdeflate straight into the value column (one call, bounded by the room left, the
- * member's ISIZE and max.decompressed.size), the inner set walked and compacted there in place
- * by the kernel's own `take` (_kernel.c, reached through the capsule _kernel exports: one
- * walker for all lanes), and the rows' CRC words checked by one libdeflate_crc32 over them
- * while they are in cache (kafka_pyspark/messages/crc.py explains the words).
+ * For every gzip wrapper of an outer set: its CRC32, its member's deflate body inflated by
+ * libdeflate straight into the value column (one call, without the GIL, bounded by the room
+ * left, the member's ISIZE and max.decompressed.size), the member's trailer checked (CRC32 of
+ * what it inflated to, ISIZE), the inner set walked and compacted there in place by the
+ * kernel's own `take` (_kernel.c, reached through the capsule _kernel exports: one walker for
+ * all lanes), and the rows' CRC words checked by one CRC call over them while they are in
+ * cache (kafka_pyspark/messages/crc.py explains the words). CRCs: python-isal's crc32 when
+ * the caller passes it (VPCLMULQDQ where the CPU has it: ~3x libdeflate 1.14's here, more
+ * than the cost of calling back), else libdeflate's.
  *
  * The lane decides nothing: a payload that is not exactly one gzip member with Java's header
  * shape (1f 8b 08, no flags) and nothing after it, an ISIZE that is not the size inflated, a
@@ -89,6 +92,27 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(total);
 }
 
+/* CRC-32 (zlib's) of p[0:n] continued from `init`: by the Python callable fn when there is
+ * one (python-isal's, through a memoryview: no copy; faster than libdeflate's on large
+ * buffers), else by libdeflate. 0, or -1 with an exception raised by fn. */
+static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
+{
+    if (fn == Py_None) {
+        *out = (uint32_t)libdeflate_crc32(init, p, (size_t)n);
+        return 0;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (!view)
+        return -1;
+    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
+    Py_DECREF(view);
+    if (!r)
+        return -1;
+    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 static void xor_words(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
 {
     for (Py_ssize_t i = k0; i < k1; i++) {
@@ -101,18 +125,19 @@ static void xor_words(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
     }
 }
 
-/* Whether payloads k0..k1-1 of the sink match their CRC words; 4 bytes after them are free
- * (the caller keeps them so). */
-static int rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
+/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised); 4 bytes
+ * after them are free (the caller keeps them so). */
+static int rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
 {
     if (k0 == k1)
         return 1;
     Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
+    uint32_t crc;
     memset(s->data + hi, 0, 4);
     xor_words(s, k0, k1);
-    uint32_t crc = libdeflate_crc32(CHECK_OK, s->data + lo, (size_t)(hi + 4 - lo));
+    int r = crc32_of(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
     xor_words(s, k0, k1);
-    return crc == CHECK_OK;
+    return r < 0 ? -1 : crc == CHECK_OK;
 }
 
 typedef struct {
@@ -123,58 +148,78 @@ typedef struct {
     int64_t *counts;
     int verify;
     int64_t limit;
+    PyObject *crc; /* a crc32(data, value) callable, or None: libdeflate's */
+    struct libdeflate_decompressor *d;
 } fetch_t;
 
-/* One wrapper: checked, inflated at the sink's end and taken there in place; ST_END, or the
- * status that stops the lane. Pure C: runs without the GIL. */
-static int one_wrapper(const fetch_t *f, Py_ssize_t i, struct libdeflate_decompressor *d,
-                       sink_t *s)
+/* Inflates the member p[0:size] (header checked) into out[0:isize]: 0 when its deflate body
+ * ends exactly at its trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
+static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *p, int64_t size,
+                          uint8_t *out, int64_t isize)
+{
+    size_t body = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE), used = 0, written = 0;
+    enum libdeflate_result rc;
+    PyThreadState *ts = PyEval_SaveThread();
+    rc = libdeflate_deflate_decompress_ex(d, p + GZIP_HEADER_SIZE, body, out, (size_t)isize,
+                                          &used, &written);
+    PyEval_RestoreThread(ts);
+    return rc == LIBDEFLATE_SUCCESS && used == body && written == (size_t)isize ? 0 : -1;
+}
+
+/* One wrapper: checked, inflated at the sink's end (its trailer checked: CRC32 and ISIZE) and
+ * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc). */
+static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
 {
     const rec_t *r = &f->recs[i];
     int64_t size, isize = -1;
     const uint8_t *p = wrapper_payload(r, f->buf, f->len, &size);
+    uint32_t crc;
     if (p)
         isize = member_size(p, size, f->limit);
     if (isize < 0 || isize > s->dcap - 4 - s->dpos) /* 4 bytes stay free for rows_ok */
         return ST_BAD_GZIP;
-    if (f->verify && libdeflate_crc32(0, p, (size_t)size) != r->crc)
+    if (f->verify && crc32_of(f->crc, p, size, 0, &crc) < 0)
+        return -1;
+    if (f->verify && crc != r->crc)
         return ST_BAD_CRC;
-    size_t used = 0, out = 0;
-    Py_ssize_t start = s->dpos;
-    if (libdeflate_gzip_decompress_ex(d, p, (size_t)size, s->data + start, (size_t)isize, &used,
-                                      &out) != LIBDEFLATE_SUCCESS ||
-        used != (size_t)size || out != (size_t)isize)
+    Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
+    if (inflate_member(f->d, p, size, s->data + start, isize) < 0)
         return ST_BAD_GZIP;
-    Py_ssize_t pos = start, end = start + (Py_ssize_t)out, before = s->k;
+    if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
+        return -1;
+    if (crc != le32(p + size - GZIP_TRAILER_SIZE))
+        return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
     long long value = 0;
-    int status = take(s->data, &pos, end, end, s, &value);
+    int status = take(s->data, &start, end, end, s, &value);
     if (status != ST_END)
         return status;
     f->counts[i] = s->k - before;
-    return f->verify && !rows_ok(s, before, s->k) ? ST_BAD_CRC : ST_END;
+    int ok = f->verify ? rows_ok(s, before, s->k, f->crc) : 1;
+    return ok < 0 ? -1 : ok ? ST_END : ST_BAD_CRC;
 }
 
-/* gzip_fetch(buf, recs, data, dpos, offsets, words, k, counts, verify, limit)
+/* gzip_fetch(buf, recs, data, dpos, offsets, words, k, counts, verify, limit, crc32)
  *     -> (status, i, dpos, k)
  * For every gzip wrapper recs[i] of buf, in order: its CRC32 checked (when verify), its
  * payload inflated (at most `limit` bytes) and taken into the sink at (dpos, k) (data,
  * offsets, words as for take), counts[i] = the rows it held, their CRCs checked (when
- * verify). Stops at the first wrapper i that is anything else (status ST_BAD_GZIP,
- * ST_BAD_CRC or a take status): the caller then decodes the set on the general path. */
+ * verify). CRCs by the callable crc32 (python-isal's), or by libdeflate when it is None.
+ * Stops at the first wrapper i that is anything else (status ST_BAD_GZIP, ST_BAD_CRC or a
+ * take status): the caller then decodes the set on the general path. */
 static PyObject *gzip_fetch(PyObject *self, PyObject *args)
 {
     Py_buffer buf, recbuf, data, offs, wbuf, cbuf;
     Py_ssize_t dpos, k;
     long long limit;
     int verify;
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*w*nw*w*nw*pL", &buf, &recbuf, &data, &dpos, &offs, &wbuf,
-                          &k, &cbuf, &verify, &limit))
+    PyObject *fn, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*w*nw*w*nw*pLO", &buf, &recbuf, &data, &dpos, &offs, &wbuf,
+                          &k, &cbuf, &verify, &limit, &fn))
         return NULL;
     fetch_t f = {(const uint8_t *)buf.buf, buf.len, (const rec_t *)recbuf.buf,
-                 recbuf.len / (Py_ssize_t)sizeof(rec_t), (int64_t *)cbuf.buf, verify, limit};
+                 recbuf.len / (Py_ssize_t)sizeof(rec_t), (int64_t *)cbuf.buf, verify, limit, fn,
+                 NULL};
     sink_t s;
-    struct libdeflate_decompressor *d = NULL;
     Py_ssize_t i = 0;
     int status = ST_END;
     if (sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
@@ -183,18 +228,21 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
         goto done;
     }
-    d = libdeflate_alloc_decompressor();
-    if (!d) {
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is neither callable nor None");
+        goto done;
+    }
+    f.d = libdeflate_alloc_decompressor();
+    if (!f.d) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
     for (; i < f.n && status == ST_END; i++)
-        status = one_wrapper(&f, i, d, &s);
-    Py_END_ALLOW_THREADS
-    result = Py_BuildValue("(innn)", status, status == ST_END ? i : i - 1, s.dpos, s.k);
+        status = one_wrapper(&f, i, &s);
+    if (status >= 0)
+        result = Py_BuildValue("(innn)", status, status == ST_END ? i : i - 1, s.dpos, s.k);
 done:
-    libdeflate_free_decompressor(d);
+    libdeflate_free_decompressor(f.d);
     PyBuffer_Release(&buf);
     PyBuffer_Release(&recbuf);
     PyBuffer_Release(&data);
