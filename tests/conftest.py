@@ -21,12 +21,16 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from pyspark.sql import SparkSession
+
     from kafka_pyspark.testing.broker import EmbeddedBroker
+    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "spark-conf"))
@@ -35,7 +39,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
-def zookeeper() -> Iterator[Any]:
+def zookeeper() -> Iterator[ZooKeeperServer]:
     from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
     with ZooKeeperServer() as zk:
@@ -43,12 +47,12 @@ def zookeeper() -> Iterator[Any]:
 
 
 @pytest.fixture
-def zk_connect(zookeeper: Any) -> Iterator[str]:
+def zk_connect(zookeeper: ZooKeeperServer) -> Iterator[str]:
     yield zookeeper.new_chroot("t")
 
 
 @pytest.fixture
-def kz(zk_connect: str) -> Iterator[Any]:
+def kz(zk_connect: str) -> Iterator[KazooClient]:
     from _cluster import kazoo_client
 
     client = kazoo_client(zk_connect)
@@ -60,7 +64,7 @@ def kz(zk_connect: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def broker(tmp_path: Path, zk_connect: str) -> Iterator[Any]:
+def broker(tmp_path: Path, zk_connect: str) -> Iterator[EmbeddedBroker]:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
     with EmbeddedBroker(
@@ -78,7 +82,7 @@ def b(tmp_path: Path) -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture
-def brokers(tmp_path: Path, zk_connect: str) -> Iterator[list[Any]]:
+def brokers(tmp_path: Path, zk_connect: str) -> Iterator[list[EmbeddedBroker]]:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
     with EmbeddedBroker(
@@ -90,7 +94,7 @@ def brokers(tmp_path: Path, zk_connect: str) -> Iterator[list[Any]]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark() -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     from kafka_pyspark import register

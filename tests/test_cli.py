@@ -7,7 +7,7 @@ import json
 import socket
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 from _cluster import kazoo_client
@@ -17,13 +17,19 @@ from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.registry import Registry
 
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+
 pytestmark = pytest.mark.zk
 
 # Hand-computed sizes: a magic-1 message is 4 (length) + 1 + 1 + 4 (header) + payload.
 THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
 
 
-def _produce(broker: Any, topic: str, partition: int, values: list[bytes], codec: str) -> None:
+def _produce(
+    broker: EmbeddedBroker, topic: str, partition: int, values: list[bytes], codec: str
+) -> None:
     with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
         conn.produce(topic, partition, encode_message_set(values, compression=codec))
         conn.barrier(topic, partition)
@@ -54,7 +60,7 @@ def hung_broker(zk_connect: str) -> Iterator[int]:
 
 
 def test_offsets_by_zookeeper(
-    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 1, THREE, "none")
     broker.wait_for_topic("t")
@@ -71,7 +77,7 @@ def test_offsets_by_zookeeper(
     ]}
 
 
-def test_offsets_by_broker_list(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_offsets_by_broker_list(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
     _produce(broker, "t", 0, THREE[:2], "none")
     bl = f"0:{broker.host}:{broker.port}"
     assert main(["offsets", "--broker-list", bl, "--topic", "t"]) == 0
@@ -80,7 +86,7 @@ def test_offsets_by_broker_list(broker: Any, capsys: pytest.CaptureFixture[str])
 
 
 def test_a_hung_broker_is_an_error_row_and_the_rest_is_shown(
-    broker: Any, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
@@ -96,7 +102,9 @@ def test_a_hung_broker_is_an_error_row_and_the_rest_is_shown(
     assert len(lines) == 4
 
 
-def test_topics(brokers: list[Any], zk_connect: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_topics(
+    brokers: list[EmbeddedBroker], zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     _produce(brokers[0], "t", 0, THREE, "none")
     _produce(brokers[1], "t", 2, THREE, "none")
     _produce(brokers[1], "u", 0, THREE, "none")
@@ -123,7 +131,7 @@ def test_topics(brokers: list[Any], zk_connect: str, capsys: pytest.CaptureFixtu
 
 
 def test_lag_shows_every_committed_partition(
-    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
@@ -147,7 +155,7 @@ def test_lag_shows_every_committed_partition(
 
 
 def test_unknown_topic_group_and_wrong_chroot(
-    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["offsets", "--zk", zk_connect, "--topic", "nope"]) == 1
     assert capsys.readouterr().err == "kafka07: topic 'nope' is not registered in ZooKeeper\n"
@@ -166,7 +174,7 @@ def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
 
 
 def test_produce_keyed_lines_then_consume(
-    brokers: list[Any], zk_connect: str, monkeypatch: pytest.MonkeyPatch,
+    brokers: list[EmbeddedBroker], zk_connect: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _produce(brokers[0], "k", 0, [b"x"], "none")  # registers k: 0:2 and, below, 1:3
@@ -182,7 +190,9 @@ def test_produce_keyed_lines_then_consume(
     end = brokers[1].log_end("k", 0)  # 11 (the "y") + one gzip wrapper
     assert doc == {"topic": "k", "messages": 4, "partitions": {"1-0": 2, "1-1": 1, "1-2": 1},
                    "bytes": doc["bytes"]}
-    assert doc["bytes"] == sum(brokers[1].log_end("k", p) for p in range(3)) - 11
+    ends = [brokers[1].log_end("k", p) for p in range(3)]
+    assert None not in ends
+    assert doc["bytes"] == sum(e or 0 for e in ends) - 11
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--partition", "1-0"]) == 0
     assert capsys.readouterr().out == "y\none\nfour\n"
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--json",
@@ -194,7 +204,7 @@ def test_produce_keyed_lines_then_consume(
 
 
 def test_produce_stops_at_a_line_without_a_key(
-    broker: Any, zk_connect: str, monkeypatch: pytest.MonkeyPatch,
+    broker: EmbeddedBroker, zk_connect: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _stdin(monkeypatch, b"a:1\nno key here\nb:2\n")
@@ -211,7 +221,7 @@ def test_produce_stops_at_a_line_without_a_key(
 
 
 def test_consume_from_group_latest_and_dump_a_live_range(
-    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
@@ -233,7 +243,7 @@ def test_consume_from_group_latest_and_dump_a_live_range(
 
 
 def test_dump_a_segment_file_written_by_the_broker(
-    broker: Any, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "d", 0, THREE, "none")
     _produce(broker, "d", 0, [b"x", b"yy"], "gzip")
@@ -248,7 +258,7 @@ def test_dump_a_segment_file_written_by_the_broker(
 
 
 def test_consume_follow_waits_for_new_messages(
-    broker: Any, zk_connect: str, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import threading
 
@@ -267,7 +277,7 @@ def test_consume_follow_waits_for_new_messages(
 
 
 def test_consume_reports_a_hung_broker_and_reads_the_rest(
-    broker: Any, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
+    broker: EmbeddedBroker, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(broker, "t", 1, THREE[:1], "none")
     broker.wait_for_topic("t")

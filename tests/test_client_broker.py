@@ -230,7 +230,7 @@ def test_unflushed_data_is_not_read_and_fails_clearly(tmp_path: Path) -> None:
 
 
 @pytest.mark.zk
-def test_producer_across_two_registered_brokers(brokers: list[Any]) -> None:
+def test_producer_across_two_registered_brokers(brokers: list[EmbeddedBroker]) -> None:
     b0, b1 = brokers
     sets = {(0, p): encode_message_set([f"{p}".encode()] * 3, compression="gzip")
             for p in range(2)}

@@ -60,8 +60,11 @@ def log_of(values: list[bytes], per_segment: int) -> tuple[list[bytes], list[int
     return segs, offsets
 
 
+Fake = tuple[FakeBroker, ScriptedServer, BrokerConnection]
+
+
 @pytest.fixture
-def fake() -> Iterator[tuple[FakeBroker, ScriptedServer, BrokerConnection]]:
+def fake() -> Iterator[Fake]:
     broker = FakeBroker(partitions=3)
     with ScriptedServer(broker) as srv, BrokerConnection(
         srv.host, srv.port, timeout=2.0, retries=1, backoff=0.001, broker_id=4
@@ -77,7 +80,7 @@ def rows(results: Any) -> list[tuple[int, bytes]]:
     return out
 
 
-def test_range_across_segments_and_fetches(fake: Any) -> None:
+def test_range_across_segments_and_fetches(fake: Fake) -> None:
     broker, srv, conn = fake
     values = payloads(40)
     segs, offsets = log_of(values, 7)
@@ -93,7 +96,7 @@ def test_range_across_segments_and_fetches(fake: Any) -> None:
     assert fetches[0].offset == 0 and all(f.offset < end for f in fetches)
 
 
-def test_sub_ranges_stop_at_end(fake: Any) -> None:
+def test_sub_ranges_stop_at_end(fake: Fake) -> None:
     broker, _, conn = fake
     values = payloads(10)
     segs, offsets = log_of(values, 4)
@@ -107,7 +110,7 @@ def test_sub_ranges_stop_at_end(fake: Any) -> None:
     assert list(iter_range(conn, "t", 0, offsets[5], offsets[5])) == []
 
 
-def test_partial_tails_are_refetched(fake: Any) -> None:
+def test_partial_tails_are_refetched(fake: Fake) -> None:
     broker, _, conn = fake
     values = payloads(25, size=30)
     segs, offsets = log_of(values, 25)
@@ -117,7 +120,7 @@ def test_partial_tails_are_refetched(fake: Any) -> None:
         assert got == list(zip(offsets, values, strict=True))
 
 
-def test_big_message_doubles_the_fetch_size_then_returns(fake: Any) -> None:
+def test_big_message_doubles_the_fetch_size_then_returns(fake: Fake) -> None:
     broker, _, conn = fake
     values = [b"a" * 10, b"B" * 1000, b"c" * 10, b"d" * 10]
     segs, offsets = log_of(values, 10)
@@ -128,7 +131,7 @@ def test_big_message_doubles_the_fetch_size_then_returns(fake: Any) -> None:
     assert broker.fetch_sizes == [64, 64, 1024, 40]
 
 
-def test_tiny_fetch_size_still_works(fake: Any) -> None:
+def test_tiny_fetch_size_still_works(fake: Fake) -> None:
     broker, _, conn = fake
     values = payloads(3)
     segs, offsets = log_of(values, 3)
@@ -137,7 +140,7 @@ def test_tiny_fetch_size_still_works(fake: Any) -> None:
     assert got == list(zip(offsets, values, strict=True))
 
 
-def test_message_over_max_fetch_size(fake: Any) -> None:
+def test_message_over_max_fetch_size(fake: Fake) -> None:
     broker, _, conn = fake
     segs, offsets = log_of([b"a" * 10, b"Z" * 5000], 10)
     broker.log("big", 1).segments = segs
@@ -151,7 +154,7 @@ def test_message_over_max_fetch_size(fake: Any) -> None:
         assert part in msg
 
 
-def test_offset_out_of_range_is_typed_with_context(fake: Any) -> None:
+def test_offset_out_of_range_is_typed_with_context(fake: Fake) -> None:
     broker, _, conn = fake
     broker.log("t", 0).segments = [message(b"x")]
     with pytest.raises(OffsetOutOfRangeError) as ei:
@@ -161,7 +164,7 @@ def test_offset_out_of_range_is_typed_with_context(fake: Any) -> None:
     assert f"127.0.0.1:{conn.port}" in msg
 
 
-def test_wrong_partition_is_typed(fake: Any) -> None:
+def test_wrong_partition_is_typed(fake: Fake) -> None:
     _, _, conn = fake
     with pytest.raises(WrongPartitionError, match="partition 9"):
         list(iter_range(conn, "t", 9, 0, 10))
@@ -185,7 +188,7 @@ def test_every_fetch_error_code_is_mapped(code: int, cls: type[BrokerError]) -> 
         assert "topic 't', broker 1, partition 0, offset 0" in str(ei.value)
 
 
-def test_empty_answer_before_end_fails_after_bounded_retries(fake: Any) -> None:
+def test_empty_answer_before_end_fails_after_bounded_retries(fake: Fake) -> None:
     broker, srv, conn = fake
     values = payloads(4)
     segs, offsets = log_of(values, 4)
@@ -201,7 +204,7 @@ def test_empty_answer_before_end_fails_after_bounded_retries(fake: Any) -> None:
     assert len(empty) == 3
 
 
-def test_data_becoming_visible_is_read(fake: Any) -> None:
+def test_data_becoming_visible_is_read(fake: Fake) -> None:
     broker, _, conn = fake
     values = payloads(4)
     segs, offsets = log_of(values, 4)
@@ -220,7 +223,7 @@ def test_data_becoming_visible_is_read(fake: Any) -> None:
     assert got == list(zip(offsets, values, strict=True))
 
 
-def test_offset_inside_a_message_fails_clearly(fake: Any) -> None:
+def test_offset_inside_a_message_fails_clearly(fake: Fake) -> None:
     broker, _, conn = fake
     segs, _ = log_of([b"x" * 40, b"y" * 40], 10)
     broker.log("t", 0).segments = segs
@@ -229,7 +232,7 @@ def test_offset_inside_a_message_fails_clearly(fake: Any) -> None:
     assert "topic 't', broker 4, partition 0" in str(ei.value)
 
 
-def test_short_answer_inside_a_message_is_not_waited_for(fake: Any) -> None:
+def test_short_answer_inside_a_message_is_not_waited_for(fake: Fake) -> None:
     broker, srv, conn = fake
     broker.log("t", 0).segments = [message(b"x" * 100)]
     # From offset 1 the "length" is 00 00 6a 01 = 27137: past everything the broker has.
@@ -240,7 +243,7 @@ def test_short_answer_inside_a_message_is_not_waited_for(fake: Any) -> None:
     assert len(srv.requests) == 2  # the first answer was full (doubling), the second short
 
 
-def test_multi_range(fake: Any) -> None:
+def test_multi_range(fake: Fake) -> None:
     broker, srv, conn = fake
     va, vb, vc = payloads(30), payloads(5, size=200), payloads(12, size=3)
     sa, oa = log_of(va, 8)
@@ -265,7 +268,7 @@ def test_multi_range(fake: Any) -> None:
     assert any(isinstance(r, wire.MultiFetchRequest) for r in srv.requests)
 
 
-def test_multi_range_respects_the_response_limit(fake: Any) -> None:
+def test_multi_range_respects_the_response_limit(fake: Fake) -> None:
     broker, srv, conn = fake
     vals = payloads(10)
     for p in range(3):
@@ -282,23 +285,24 @@ def test_multi_range_respects_the_response_limit(fake: Any) -> None:
             assert sum(f.max_size for f in r.fetches) <= 130
 
 
-def test_multi_range_errors_are_typed(fake: Any) -> None:
+def test_multi_range_errors_are_typed(fake: Fake) -> None:
     broker, _, conn = fake
     broker.log("t", 0).segments = [message(b"x")]
     with pytest.raises(OffsetOutOfRangeError, match="partition 0, offset 50"):
         list(iter_multi_range(conn, [("t", 0, 0, 5), ("t", 0, 50, 60)]))
 
 
-def test_probe_partition_count_uses_fetch_only(fake: Any) -> None:
+def test_probe_partition_count_uses_fetch_only(fake: Fake) -> None:
     _, srv, conn = fake
     assert probe_partition_count(conn, "anything") == 3
-    assert all(isinstance(r, wire.FetchRequest) and r.max_size == 0 for r in srv.requests)
-    assert [r.partition for r in srv.requests] == [0, 1, 2, 3]
+    fetches = [r for r in srv.requests if isinstance(r, wire.FetchRequest)]
+    assert fetches == srv.requests and all(r.max_size == 0 for r in fetches)
+    assert [r.partition for r in fetches] == [0, 1, 2, 3]
     with pytest.raises(Exception, match="probe limit"):
         probe_partition_count(conn, "anything", limit=2)
 
 
-def test_offsets_helpers(fake: Any) -> None:
+def test_offsets_helpers(fake: Fake) -> None:
     broker, _, conn = fake
     segs, _ = log_of(payloads(9), 3)
     broker.log("t", 0).segments = segs

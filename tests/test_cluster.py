@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _bytes import message
@@ -15,6 +15,10 @@ from kafka_pyspark.cluster import Cluster
 from kafka_pyspark.cluster_options import BrokerAddress, cluster_options, parse_broker_list
 from kafka_pyspark.errors import KafkaError, OptionError, TopicNameError
 from kafka_pyspark.registry import Registry
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 # --- parse_broker_list (pure) --------------------------------------------------------------
 
@@ -175,7 +179,7 @@ def _wait_registered(registry: Registry, topic: str, brokers: int) -> dict[int, 
 
 
 @pytest.mark.zk
-def test_broker_list_probes_the_embedded_broker(broker: Any) -> None:
+def test_broker_list_probes_the_embedded_broker(broker: EmbeddedBroker) -> None:
     with Cluster(cluster_options(broker_list=broker.broker_list_entry)) as cluster:
         assert cluster.brokers() == {0: BrokerAddress(0, broker.host, broker.port)}
         _produce(broker.host, broker.port, "events", 1)
@@ -186,7 +190,7 @@ def test_broker_list_probes_the_embedded_broker(broker: Any) -> None:
 
 
 @pytest.mark.zk
-def test_broker_list_two_brokers(brokers: list[Any]) -> None:
+def test_broker_list_two_brokers(brokers: list[EmbeddedBroker]) -> None:
     broker_list = ",".join(b.broker_list_entry for b in reversed(brokers))
     with Cluster(cluster_options(broker_list=broker_list, socket_timeout_ms=10000)) as cluster:
         assert list(cluster.brokers()) == [0, 1]
@@ -194,7 +198,9 @@ def test_broker_list_two_brokers(brokers: list[Any]) -> None:
 
 
 @pytest.mark.zk
-def test_zookeeper_mode_against_embedded_brokers(zk_connect: str, brokers: list[Any]) -> None:
+def test_zookeeper_mode_against_embedded_brokers(
+    zk_connect: str, brokers: list[EmbeddedBroker]
+) -> None:
     with Cluster(cluster_options(zk_connect=zk_connect)) as cluster:
         assert cluster.brokers() == {
             b.broker_id: BrokerAddress(b.broker_id, b.host, b.port) for b in brokers

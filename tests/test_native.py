@@ -57,7 +57,7 @@ def test_the_built_decode_kernel_exports_every_constant_it_repeats_with_the_pyth
         "MIN_LENGTH_V1": 6, "HEADER_V0_SIZE": 9, "HEADER_V1_SIZE": 10,
         "MAX_MESSAGE_LENGTH": 1 << 30, "CODEC_MASK": 3, "ST_END": 0, "ST_SHORT": 1,
         "ST_PARTIAL": 2, "ST_BAD_LENGTH": 3, "ST_BAD_MAGIC": 4, "ST_BAD_CODEC": 5,
-        "ST_SHORT_V1": 6,
+        "ST_SHORT_V1": 6, "ST_WRAPPER": 7,
     }
     if not _native.pure_forced():
         assert walk.kernel is kernel

@@ -7,9 +7,13 @@ this process, in one namespace (as a notebook kernel would), reusing the test se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -24,7 +28,7 @@ def cells(path: Path) -> list[str]:
     return text[len(HEADER):].split(SEPARATOR)
 
 
-def run(name: str, spark: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def run(name: str, spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.delenv("DATABRICKS_RUNTIME_VERSION", raising=False)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     path = NOTEBOOKS / name
@@ -53,7 +57,7 @@ def test_every_notebook_is_a_databricks_source_file() -> None:
         assert all(line.startswith("# MAGIC") for line in parts[0].strip().splitlines())
 
 
-def test_batch_ingest(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_ingest(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     ns = run("01_batch_ingest.py", spark, monkeypatch)
     assert ns["ingested"] == 3000
     assert sum(ns["partition_counts"].values()) == 3000
@@ -62,7 +66,7 @@ def test_batch_ingest(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert int(ns["volume"]["count"].sum()) == 3000
 
 
-def test_streaming_pipeline(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streaming_pipeline(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     ns = run("02_streaming_pipeline.py", spark, monkeypatch)
     assert {r["status"] for r in ns["lag_before"]} == {"not-committed"}
     assert ns["batches"] > 1  # maxBytesPerTrigger cut the backlog into several micro-batches
@@ -72,7 +76,7 @@ def test_streaming_pipeline(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None
     assert ns["rows_in_table"] == 1200
 
 
-def test_write_and_read_back(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_and_read_back(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     ns = run("03_write_and_read_back.py", spark, monkeypatch)
     assert ns["rows_back"] == 2000
     assert ns["ids_back"] == list(range(2000))

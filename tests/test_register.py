@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from kafka_pyspark import _registered, register
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 pytestmark = pytest.mark.spark
 
@@ -14,7 +18,7 @@ REPLACED = "replaced a previously registered data source"
 
 
 def test_register_again_logs_no_replacement_warning(
-    spark: Any, capfd: pytest.CaptureFixture[str]
+    spark: SparkSession, capfd: pytest.CaptureFixture[str]
 ) -> None:
     assert _registered(spark, "kafka07")  # conftest registered it (or Spark did by itself)
     capfd.readouterr()
@@ -26,5 +30,5 @@ def test_register_again_logs_no_replacement_warning(
         "subscribe", "t").load().columns[:2] == ["topic", "broker"]
 
 
-def test_an_unknown_name_is_not_registered(spark: Any) -> None:
+def test_an_unknown_name_is_not_registered(spark: SparkSession) -> None:
     assert not _registered(spark, "kafka07-no-such-source")

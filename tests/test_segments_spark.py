@@ -7,10 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from test_segments_read import logdir  # noqa: F401  (a fixture)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 COMMON = ("topic", "broker", "partition", "offset", "next_offset", "inner_index",
           "compression", "value")
@@ -18,7 +22,7 @@ COMMON = ("topic", "broker", "partition", "offset", "next_offset", "inner_index"
 pytestmark = pytest.mark.spark
 
 
-def load(spark: Any, **options: str) -> Any:
+def load(spark: SparkSession, **options: str) -> Any:
     reader = spark.read.format("kafka07")
     for k, v in options.items():
         reader = reader.option(k, v)
@@ -32,7 +36,7 @@ def tuples(df: Any, columns: tuple[str, ...] = COMMON) -> list[tuple[Any, ...]]:
 
 @pytest.mark.zk
 def test_broker_segment_files_read_back_like_the_live_reader(
-    spark: Any, zk_connect: str, tmp_path: Path
+    spark: SparkSession, zk_connect: str, tmp_path: Path
 ) -> None:
     from kafka_pyspark.client import Producer
     from kafka_pyspark.messages import encode_message_set
@@ -69,7 +73,9 @@ def test_broker_segment_files_read_back_like_the_live_reader(
         assert {r[8:] for r in got} == {(None, None, -1, None)}
 
 
-def test_log_directory_subscribe_and_filters(spark: Any, logdir: Path) -> None:  # noqa: F811
+def test_log_directory_subscribe_and_filters(
+    spark: SparkSession, logdir: Path  # noqa: F811
+) -> None:
     everything = load(spark, path=str(logdir))
     assert everything.count() == 47
     events0 = load(spark, path=f"file://{logdir}", subscribe="events").where(
@@ -86,7 +92,7 @@ def test_log_directory_subscribe_and_filters(spark: Any, logdir: Path) -> None: 
     assert one["value"] == b"m2" and one["compression"] == "lz4" and one["headers"] is None
 
 
-def test_headers_and_null_values_through_spark(spark: Any, tmp_path: Path) -> None:
+def test_headers_and_null_values_through_spark(spark: SparkSession, tmp_path: Path) -> None:
     from segment_builder import ZSTD, batch, record
 
     d = tmp_path / "h-0"
@@ -99,7 +105,7 @@ def test_headers_and_null_values_through_spark(spark: Any, tmp_path: Path) -> No
             for r in rows] == [(b"k", None, [("a", b"1"), ("b", None)]), (None, b"v", [])]
 
 
-def test_corrupt_file_fails_naming_file_and_byte(spark: Any, tmp_path: Path) -> None:
+def test_corrupt_file_fails_naming_file_and_byte(spark: SparkSession, tmp_path: Path) -> None:
     from segment_builder import batch, record
 
     d = tmp_path / "c-0"
@@ -115,7 +121,9 @@ def test_corrupt_file_fails_naming_file_and_byte(spark: Any, tmp_path: Path) -> 
     assert tuples(lenient, ("offset", "value")) == [(0, b"a")]
 
 
-def test_path_with_zk_connect_or_stream_is_an_error(spark: Any, logdir: Path) -> None:  # noqa: F811
+def test_path_with_zk_connect_or_stream_is_an_error(
+    spark: SparkSession, logdir: Path  # noqa: F811
+) -> None:
     with pytest.raises(Exception, match=r"option 'path': conflicts with zk\.connect"):
         load(spark, path=str(logdir), **{"zk.connect": "127.0.0.1:1"})
     from kafka_pyspark.errors import OptionError

@@ -8,14 +8,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
 
-def test_read_write_and_stream_through_spark_connect(broker: Any, zk_connect: str) -> None:
+def test_read_write_and_stream_through_spark_connect(
+    broker: EmbeddedBroker, zk_connect: str
+) -> None:
     pytest.importorskip("grpc", reason="pip install 'pyspark[connect]' (the test extra has it)")
     script = Path(__file__).with_name("connect_smoke.py")
     # SPARK_TESTING: the local Connect server binds an ephemeral port and the client asks it

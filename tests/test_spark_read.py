@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _cluster import kafka_partitions
@@ -31,6 +31,13 @@ from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.planning import FetchSettings, Kafka07InputPartition, OffsetRange
 from kafka_pyspark.spark.reader import Kafka07BatchReader, read_partition
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+
 
 pytestmark = [pytest.mark.zk]
 
@@ -111,7 +118,7 @@ def fill(producer: Any, data: Data, topic: str, broker: int, partition: int,
 @dataclass
 class Cluster:
     zk: str
-    brokers: list[Any]
+    brokers: list[EmbeddedBroker]
     data: Data
 
     def options(self, **kw: Any) -> dict[str, str]:
@@ -120,12 +127,14 @@ class Cluster:
         return out
 
 
-def _chroot(zookeeper: Any) -> str:
+def _chroot(zookeeper: ZooKeeperServer) -> str:
     return str(zookeeper.new_chroot("read"))
 
 
 @pytest.fixture(scope="module")
-def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
     from kafka_pyspark.client import Producer
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
@@ -191,7 +200,7 @@ def spark_rows(df: Any) -> list[Row]:
             for r in df.collect()]
 
 
-def load(spark: Any, options: dict[str, str]) -> Any:
+def load(spark: SparkSession, options: dict[str, str]) -> Any:
     r = spark.read.format("kafka07")
     for k, v in options.items():
         r = r.option(k, v)
@@ -206,7 +215,7 @@ def keyed(rows: Iterable[Row]) -> Counter[Row]:
 
 
 @pytest.mark.spark
-def test_read_everything_exactly(spark: Any, cluster: Cluster) -> None:
+def test_read_everything_exactly(spark: SparkSession, cluster: Cluster) -> None:
     got = spark_rows(load(spark, cluster.options(subscribe=MIXED)))
     want = cluster.data.rows(MIXED)
     assert len(got) == len(want)
@@ -216,7 +225,9 @@ def test_read_everything_exactly(spark: Any, cluster: Cluster) -> None:
 
 
 @pytest.mark.spark
-def test_small_fetch_size_many_segments_min_partitions(spark: Any, cluster: Cluster) -> None:
+def test_small_fetch_size_many_segments_min_partitions(
+    spark: SparkSession, cluster: Cluster
+) -> None:
     b1 = cluster.brokers[1]
     assert len(b1.segment_files(MIXED, 1)) > 3  # the topic spans several segments
     options = cluster.options(subscribe=MIXED, minPartitions=24, **{"fetch.size": 2048})
@@ -247,7 +258,7 @@ def test_min_partitions_split_at_segment_starts(cluster: Cluster) -> None:
 
 
 @pytest.mark.spark
-def test_resume_at_next_offset(spark: Any, cluster: Cluster) -> None:
+def test_resume_at_next_offset(spark: SparkSession, cluster: Cluster) -> None:
     data = cluster.data
     inner = next(r for r in data.logs[(MIXED, 0, 1)].rows[50:] if r[5] == 1)  # in a wrapper
     plain = next(r for r in data.logs[(MIXED, 1, 1)].rows[40:] if r[6] == "none")
@@ -267,7 +278,7 @@ def test_resume_at_next_offset(spark: Any, cluster: Cluster) -> None:
 
 
 @pytest.mark.spark
-def test_filter_pushdown_matches_spark_filtering(spark: Any, cluster: Cluster) -> None:
+def test_filter_pushdown_matches_spark_filtering(spark: SparkSession, cluster: Cluster) -> None:
     rows10 = cluster.data.logs[(MIXED, 1, 0)].rows
     low, high = rows10[len(rows10) // 4][3], rows10[len(rows10) // 2][3]
     where = f"broker = 1 AND partition IN (0, 2) AND offset >= {low} AND offset < {high}"
@@ -285,7 +296,9 @@ def test_filter_pushdown_matches_spark_filtering(spark: Any, cluster: Cluster) -
 
 
 @pytest.mark.spark
-def test_filtered_query_does_not_leak_into_later_queries(spark: Any, cluster: Cluster) -> None:
+def test_filtered_query_does_not_leak_into_later_queries(
+    spark: SparkSession, cluster: Cluster
+) -> None:
     # Spark 4.3 reuses the plan made during one query's filter pushdown for later scans of the
     # same DataFrame (see pushdown.NARROW_PLAN): the later unfiltered count must still be whole.
     df = load(spark, cluster.options(subscribe=MIXED))
@@ -359,14 +372,14 @@ def test_push_filters_invisible_to_spark_pushdown_check() -> None:
 
 
 @pytest.mark.spark
-def test_empty_partition_reads_nothing(spark: Any, cluster: Cluster) -> None:
+def test_empty_partition_reads_nothing(spark: SparkSession, cluster: Cluster) -> None:
     options = cluster.options(assign=f'{{"{MIXED}": ["1-2"]}}')
     assert plan(options) == []
     assert load(spark, options).count() == 0  # Spark reads its placeholder partition
 
 
 @pytest.mark.spark
-def test_topic_not_found_is_clear(spark: Any, cluster: Cluster) -> None:
+def test_topic_not_found_is_clear(spark: SparkSession, cluster: Cluster) -> None:
     with pytest.raises(TopicNotFoundError, match="'no-such-topic'"):
         plan(cluster.options(subscribe="no-such-topic"))
     with pytest.raises(Exception, match="TopicNotFoundError") as info:
@@ -375,7 +388,7 @@ def test_topic_not_found_is_clear(spark: Any, cluster: Cluster) -> None:
 
 
 @pytest.mark.spark
-def test_option_error_at_load_names_option(spark: Any, cluster: Cluster) -> None:
+def test_option_error_at_load_names_option(spark: SparkSession, cluster: Cluster) -> None:
     for options, name in (
         (cluster.options(subscribe=MIXED, startingOfsets="earliest"), "startingofsets"),
         (cluster.options(subscribe=MIXED, startingOffsets="{bad json"), "startingOffsets"),
@@ -555,7 +568,7 @@ def lone_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any,
 
 
 @pytest.mark.spark
-def test_broker_list_without_zookeeper(spark: Any, lone_broker: tuple[Any, Data]) -> None:
+def test_broker_list_without_zookeeper(spark: SparkSession, lone_broker: tuple[Any, Data]) -> None:
     b, data = lone_broker
     options = {"broker.list": f"3:{b.host}:{b.port}", "subscribe": "plain"}
     got = spark_rows(load(spark, options))

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _cluster import java_hash, java_index, read_log
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -20,7 +26,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.zk]
 Found = dict[tuple[int, int], list[tuple[Any, ...]]]  # (value, compression) per message
 
 
-def read_topic(brokers: Sequence[Any], topic: str) -> Found:
+def read_topic(brokers: Sequence[EmbeddedBroker], topic: str) -> Found:
     """Every (value, compression) per (broker, partition), in log order."""
     return read_log(brokers, topic, "value", "compression")
 
@@ -29,7 +35,9 @@ def values_of(found: Found) -> Counter[bytes]:
     return Counter(v for vals in found.values() for v, _ in vals)
 
 
-def create_topic(spark: Any, zk: str, brokers: Sequence[Any], topic: str) -> None:
+def create_topic(
+    spark: SparkSession, zk: str, brokers: Sequence[EmbeddedBroker], topic: str
+) -> None:
     """Write one message to partition 0 of every broker; wait until they registered the topic."""
     rows = [(b.broker_id, 0, "x") for b in brokers]
     df = spark.createDataFrame(rows, "broker int, partition int, value string")
@@ -46,8 +54,9 @@ def writer(df: Any, zk: str, **options: str) -> Any:
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])
-def test_write_each_codec_round_trip(spark: Any, brokers: list[Any], zk_connect: str,
-                                     codec: str) -> None:
+def test_write_each_codec_round_trip(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, codec: str
+) -> None:
     rows = [(f"k{i % 37}", f"value-{i}-" + "x" * (i % 50)) for i in range(2000)]
     df = spark.createDataFrame(rows, "key string, value string").repartition(3)
     writer(df, zk_connect, topic=f"codec-{codec}", compression_codec=codec,
@@ -66,7 +75,7 @@ def test_write_each_codec_round_trip(spark: Any, brokers: list[Any], zk_connect:
     assert all(len(s) == 1 for s in where.values())
 
 
-def test_key_routing_matches_java_hashcode(spark: Any, brokers: list[Any],
+def test_key_routing_matches_java_hashcode(spark: SparkSession, brokers: list[EmbeddedBroker],
                                            zk_connect: str) -> None:
     topic = "routed"
     create_topic(spark, zk_connect, brokers, topic)
@@ -93,7 +102,9 @@ def test_key_routing_matches_java_hashcode(spark: Any, brokers: list[Any],
     assert len({bps[java_index(k, 5)] for k in keys}) == 5  # the test covers every partition
 
 
-def test_binary_keys_and_min_value_corner(spark: Any, broker: Any, zk_connect: str) -> None:
+def test_binary_keys_and_min_value_corner(
+    spark: SparkSession, broker: EmbeddedBroker, zk_connect: str
+) -> None:
     from kafka_pyspark.partitioner import java_bytes_hashcode
 
     topic = "corner"
@@ -114,8 +125,9 @@ def test_binary_keys_and_min_value_corner(spark: Any, broker: Any, zk_connect: s
         assert place[v] == (0, abs(h) % 2)
 
 
-def test_min_value_key_without_partition_is_an_error(spark: Any, brokers: list[Any],
-                                                     zk_connect: str) -> None:
+def test_min_value_key_without_partition_is_an_error(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str
+) -> None:
     topic = "corner3"
     create_topic(spark, zk_connect, brokers, topic)
     df = spark.createDataFrame([("polygenelubricants", "v")], "key string, value string")
@@ -125,7 +137,7 @@ def test_min_value_key_without_partition_is_an_error(spark: Any, brokers: list[A
     assert "polygenelubricants" in str(e.value)
 
 
-def test_new_topic_then_registered_partitions(spark: Any, brokers: list[Any],
+def test_new_topic_then_registered_partitions(spark: SparkSession, brokers: list[EmbeddedBroker],
                                               zk_connect: str) -> None:
     topic = "fresh"
     df = spark.range(3000).selectExpr("CAST(id AS STRING) AS value",
@@ -144,7 +156,7 @@ def test_new_topic_then_registered_partitions(spark: Any, brokers: list[Any],
     assert second == {(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)}
 
 
-def test_explicit_targets_and_topic_column(spark: Any, brokers: list[Any],
+def test_explicit_targets_and_topic_column(spark: SparkSession, brokers: list[EmbeddedBroker],
                                            zk_connect: str) -> None:
     rows = [(f"t{i % 3}" if i % 4 else None, i % 2, 0, f"r{i}") for i in range(300)]
     df = spark.createDataFrame(rows, "topic string, broker int, partition int, value string")
@@ -160,7 +172,9 @@ def test_explicit_targets_and_topic_column(spark: Any, brokers: list[Any],
                 assert (b, p) == (int(v[1:]) % 2, 0)
 
 
-def test_explicit_target_errors(spark: Any, brokers: list[Any], zk_connect: str) -> None:
+def test_explicit_target_errors(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str
+) -> None:
     df = spark.createDataFrame([(7, 0, "v")], "broker int, partition int, value string")
     with pytest.raises(Exception, match="broker 7 is not a live broker"):
         writer(df, zk_connect, topic="bad-target").save()
@@ -169,7 +183,9 @@ def test_explicit_target_errors(spark: Any, brokers: list[Any], zk_connect: str)
         writer(df, zk_connect, topic="bad-target").save()
 
 
-def test_driver_side_errors_before_any_byte(spark: Any, broker: Any, zk_connect: str) -> None:
+def test_driver_side_errors_before_any_byte(
+    spark: SparkSession, broker: EmbeddedBroker, zk_connect: str
+) -> None:
     df = spark.createDataFrame([("k", "v")], "key string, value string")
     cases = [
         ({"topic": "t", "compression.codec": "lz4"}, "compression.codec"),
@@ -195,7 +211,9 @@ def test_driver_side_errors_before_any_byte(spark: Any, broker: Any, zk_connect:
     assert broker.topics() == []  # nothing was written anywhere
 
 
-def test_oversize_message_is_reported(spark: Any, broker: Any, zk_connect: str) -> None:
+def test_oversize_message_is_reported(
+    spark: SparkSession, broker: EmbeddedBroker, zk_connect: str
+) -> None:
     rows = [("k1", "a" * 10), ("big-key", "b" * 5000), ("k3", "c" * 10)]
     df = spark.createDataFrame(rows, "key string, value string").coalesce(1)
     with pytest.raises(Exception, match="MessageTooLargeError") as e:
@@ -205,7 +223,7 @@ def test_oversize_message_is_reported(spark: Any, broker: Any, zk_connect: str) 
     assert "max.message.size (1000)" in text
 
 
-def test_broker_list_mode(spark: Any, broker: Any) -> None:
+def test_broker_list_mode(spark: SparkSession, broker: EmbeddedBroker) -> None:
     topic = "static"
     df = spark.range(500).selectExpr("CAST(id AS STRING) AS key", "CAST(id AS STRING) AS value")
     (df.write.format("kafka07").mode("append").option("broker.list", broker.broker_list_entry)

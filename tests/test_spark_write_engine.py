@@ -9,7 +9,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +34,10 @@ from kafka_pyspark.spark.writer import (
     commit_job,
 )
 from kafka_pyspark.spark.writer.route import RandomRuns
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 pytestmark = pytest.mark.zk
 
@@ -68,7 +72,7 @@ EXPLICIT = StructType(
 )
 
 
-def create_topic(zk: str, brokers: Sequence[Any], topic: str) -> None:
+def create_topic(zk: str, brokers: Sequence[EmbeddedBroker], topic: str) -> None:
     """Write one message to partition 0 of every broker and wait until they registered it."""
     ids = [b.broker_id for b in brokers]
     batch = pa.record_batch(
@@ -82,7 +86,7 @@ def create_topic(zk: str, brokers: Sequence[Any], topic: str) -> None:
         b.wait_for_topic(topic)
 
 
-def wrapper_payloads(broker: Any, topic: str, partition: int) -> list[int]:
+def wrapper_payloads(broker: EmbeddedBroker, topic: str, partition: int) -> list[int]:
     """Payload size of every outer (wrapper) message in a partition."""
     from kafka_pyspark.client import BrokerConnection, iter_range, latest
 
@@ -97,7 +101,9 @@ def wrapper_payloads(broker: Any, topic: str, partition: int) -> list[int]:
     return [sizes[o] for o in sorted(sizes)]
 
 
-def test_round_trip_counts_and_key_stickiness(brokers: list[Any], zk_connect: str) -> None:
+def test_round_trip_counts_and_key_stickiness(
+    brokers: list[EmbeddedBroker], zk_connect: str
+) -> None:
     keys = [f"user-{i % 101}" for i in range(5000)]
     values = [f"{k}:{i}".encode() for i, k in enumerate(keys)]
     result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="eng", batch_size="64",
@@ -115,7 +121,7 @@ def test_round_trip_counts_and_key_stickiness(brokers: list[Any], zk_connect: st
     assert all(len(s) == 1 for s in home.values())
 
 
-def test_keyless_rows_go_in_runs_of_batch_size(broker: Any, zk_connect: str) -> None:
+def test_keyless_rows_go_in_runs_of_batch_size(broker: EmbeddedBroker, zk_connect: str) -> None:
     create_topic(zk_connect, [broker], "runs")
     values = [str(i).encode() for i in range(1000)]
     result = TaskWriter(plan(zk_connect, topic="runs", batch_size="100")).write(
@@ -132,7 +138,9 @@ def test_keyless_rows_go_in_runs_of_batch_size(broker: Any, zk_connect: str) -> 
             assert rest[j : j + 100] == list(range(rest[j], rest[j] + 100))
 
 
-def test_null_keys_go_in_runs_of_batch_size_across_batches(broker: Any, zk_connect: str) -> None:
+def test_null_keys_go_in_runs_of_batch_size_across_batches(
+    broker: EmbeddedBroker, zk_connect: str
+) -> None:
     # the same random routing as keyless rows: a run of batch.size null-key rows continues
     # across Arrow batches (it used to restart per batch, so sets mixed rows of distant batches)
     create_topic(zk_connect, [broker], "nullruns")
@@ -160,7 +168,9 @@ def test_random_runs_continue_across_calls() -> None:
         assert len(set(got[j : j + 4].tolist())) == 1
 
 
-def test_compressed_set_split_to_fit_max_message_size(broker: Any, zk_connect: str) -> None:
+def test_compressed_set_split_to_fit_max_message_size(
+    broker: EmbeddedBroker, zk_connect: str
+) -> None:
     values = [os.urandom(300) for _ in range(400)]  # incompressible
     result = TaskWriter(plan(zk_connect, topic="split", compression_codec="gzip",
                              max_message_size="10000")).write(batches(values))
@@ -172,7 +182,7 @@ def test_compressed_set_split_to_fit_max_message_size(broker: Any, zk_connect: s
     assert len(sizes) == sum(s for _, _, s in result.written.values()) > 2
 
 
-def test_single_message_wrapper_too_large(broker: Any, zk_connect: str) -> None:
+def test_single_message_wrapper_too_large(broker: EmbeddedBroker, zk_connect: str) -> None:
     values = [b"a" * 50] * 300 + [os.urandom(2000)] + [b"z"] * 10
     p = plan(zk_connect, topic="toolarge", compression_codec="snappy", max_message_size="1500")
     result = TaskWriter(p, task="task 9").write(batches(values, size=100))
@@ -188,7 +198,7 @@ def test_single_message_wrapper_too_large(broker: Any, zk_connect: str) -> None:
     assert f"{stored} messages" in str(e.value)
 
 
-def test_uncompressed_oversize_names_row_and_key(broker: Any, zk_connect: str) -> None:
+def test_uncompressed_oversize_names_row_and_key(broker: EmbeddedBroker, zk_connect: str) -> None:
     keys = ["a", "b", "the-big-one"]
     values = [b"1", b"2", b"x" * 2001]
     result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="big", max_message_size="2000"),
@@ -199,7 +209,7 @@ def test_uncompressed_oversize_names_row_and_key(broker: Any, zk_connect: str) -
     assert broker.topics() == []  # the bad batch sent nothing
 
 
-def test_null_value_and_min_value_key(brokers: list[Any], zk_connect: str) -> None:
+def test_null_value_and_min_value_key(brokers: list[EmbeddedBroker], zk_connect: str) -> None:
     batch = pa.record_batch([pa.array([b"ok", None], pa.binary())], names=["value"])
     result = TaskWriter(plan(zk_connect, topic="nulls")).write([batch])
     assert result.error_type == "SchemaError" and "value is null" in (result.error or "")
@@ -218,7 +228,7 @@ def test_null_value_and_min_value_key(brokers: list[Any], zk_connect: str) -> No
         commit_job([bad], "write")
 
 
-def test_broker_unreachable_before_any_data(broker: Any, zk_connect: str) -> None:
+def test_broker_unreachable_before_any_data(broker: EmbeddedBroker, zk_connect: str) -> None:
     p = plan(zk_connect, topic="down")
     broker.stop()
     try:
@@ -228,7 +238,9 @@ def test_broker_unreachable_before_any_data(broker: Any, zk_connect: str) -> Non
         broker.restart()
 
 
-def test_broker_stopped_mid_write_then_task_retried(brokers: list[Any], zk_connect: str) -> None:
+def test_broker_stopped_mid_write_then_task_retried(
+    brokers: list[EmbeddedBroker], zk_connect: str
+) -> None:
     """The task fails with a clear error; running it again (Spark's retry) completes; nothing
     is missing; duplicates are only rows the failed attempt sent and are counted."""
     topic = "midway"
@@ -289,7 +301,9 @@ def test_commit_raises_the_tasks_error_whole() -> None:
     assert e.value.unconfirmed == {("x", 0, 0): (1, 90)}
 
 
-def test_explicit_target_that_cannot_exist_names_the_row(broker: Any, zk_connect: str) -> None:
+def test_explicit_target_that_cannot_exist_names_the_row(
+    broker: EmbeddedBroker, zk_connect: str
+) -> None:
     create_topic(zk_connect, [broker], "explicit")  # registered: the broker's 2 partitions
 
     def rows(partition: int) -> pa.RecordBatch:

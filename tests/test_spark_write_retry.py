@@ -17,10 +17,14 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 from _cluster import count_values, read_topic
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -84,7 +88,7 @@ def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
-def test_broker_stopped_mid_write_spark_retries(brokers: list[Any], zk_connect: str,
+def test_broker_stopped_mid_write_spark_retries(brokers: list[EmbeddedBroker], zk_connect: str,
                                                 tmp_path: Path) -> None:
     topic = "retried"
     marks = tmp_path / "marks"

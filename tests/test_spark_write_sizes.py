@@ -11,10 +11,16 @@ from __future__ import annotations
 import random
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 from test_spark_write import read_topic, values_of, writer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -28,7 +34,7 @@ def _values(seed: int, counts: dict[int, int]) -> list[bytes]:
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])
 def test_every_size_class_round_trips_with_default_options(
-    spark: Any, broker: Any, zk_connect: str, codec: str
+    spark: SparkSession, broker: EmbeddedBroker, zk_connect: str, codec: str
 ) -> None:
     # The sizes of issue 8 (5 x 500 KB, 30 x 100 KB, 200 x 20 KB: each once failed with
     # "does not fit in one request"), tiny ones, and two just under max.message.size (with
@@ -47,7 +53,7 @@ def test_every_size_class_round_trips_with_default_options(
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])
 def test_just_over_max_message_size_names_the_row(
-    spark: Any, broker: Any, zk_connect: str, codec: str
+    spark: SparkSession, broker: EmbeddedBroker, zk_connect: str, codec: str
 ) -> None:
     values = _values(3, {20_000: 3, LIMIT + 1: 1, 10: 2})
     df = spark.createDataFrame([(v,) for v in values], "value binary").coalesce(1)
@@ -63,7 +69,7 @@ def test_just_over_max_message_size_names_the_row(
 
 
 def test_broker_dropping_what_the_writer_allowed_fails_the_write(
-    spark: Any, tmp_path: Path, zk_connect: str
+    spark: SparkSession, tmp_path: Path, zk_connect: str
 ) -> None:
     """Issue 8 defect 2: writer max.message.size 3 MB, broker 1 MB. The broker drops the set
     without an answer (0.7.2); the write must fail naming where, never report success."""

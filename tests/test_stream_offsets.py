@@ -327,3 +327,35 @@ def test_start_inside_a_message_is_detected() -> None:
 
     with pytest.raises(InvalidMessageSizeError, match="not a message boundary"):
         admit({A: (5, 400)}, 100, scan)
+
+
+# --- scan_window: hand-written 0.7 headers (magic 0: LENGTH | MAGIC | CRC32 | payload) ----------
+
+
+def _magic0(payload: bytes) -> bytes:
+    # LENGTH = 1 (magic) + 4 (crc) + payload; a header-only scan never checks the CRC
+    return (5 + len(payload)).to_bytes(4, "big") + b"\x00" + b"\xde\xad\xbe\xef" + payload
+
+
+def test_scan_window_boundaries_and_lookups() -> None:
+    from kafka_pyspark.spark.admission import scan_window
+
+    third = _magic0(b"0123456789")  # 19 bytes, only its first 6 in the window
+    data = _magic0(b"abc") + _magic0(b"hello") + third[:6]
+    sc = scan_window(data, 1000)
+    assert sc.boundaries.tolist() == [1000, 1012, 1026]
+    assert sc.next_size == 19
+    assert [sc.size_at(x) for x in (999, 1000, 1005, 1012, 1026, 1027)] == [
+        None, 12, None, 14, 19, None
+    ]
+    assert [sc.last_at_or_before(x) for x in (999, 1000, 1011, 1012, 1025, 1026, 5000)] == [
+        None, 1000, 1000, 1012, 1012, 1026, 1026
+    ]
+    # the next LENGTH field cut short: its size is unknown
+    short = scan_window(data[:-3], 1000)
+    assert short.boundaries.tolist() == [1000, 1012, 1026]
+    assert short.next_size is None
+    # a window inside the first message: only its start is a known boundary
+    head = scan_window(data[:8], 1000)
+    assert head.boundaries.tolist() == [1000]
+    assert head.next_size == 12

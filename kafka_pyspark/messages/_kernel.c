@@ -24,6 +24,7 @@
  *       (an involution: calling it twice restores `data`).
  *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
  *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
+ *   _C_API: a capsule holding `take`'s C functions (see _kernel.h) for _gzip.c's gzip lane.
  *
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
@@ -449,6 +450,7 @@ static int add_constants(PyObject *m)
         {"ST_BAD_MAGIC", ST_BAD_MAGIC},
         {"ST_BAD_CODEC", ST_BAD_CODEC},
         {"ST_SHORT_V1", ST_SHORT_V1},
+        {"ST_WRAPPER", ST_WRAPPER},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         if (PyModule_AddIntConstant(m, c[i].name, c[i].value) < 0) {
@@ -462,8 +464,14 @@ PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
     kp_snappy_init();
+    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t), kp_take,
+                                   kp_sink_parse};
     PyObject *m = PyModule_Create(&module);
-    if (m && add_constants(m) < 0) {
+    if (!m)
+        return NULL;
+    PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
+    if (add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;
     }

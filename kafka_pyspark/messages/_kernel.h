@@ -1,4 +1,5 @@
-/* Shared by _kernel.c (the walk) and _snappy.c (snappy-java wrappers): see _kernel.c. */
+/* Shared by _kernel.c (the walk) and _snappy.c (snappy-java wrappers): see _kernel.c; and by
+ * _gzip.c (a module of its own), which reaches the walk through _kernel's capsule (below). */
 #ifndef KAFKA_PYSPARK_KERNEL_H
 #define KAFKA_PYSPARK_KERNEL_H
 
@@ -24,7 +25,8 @@ enum {
     ST_WRAPPER = 7,    /* take only: a compressed message (ATTRIBUTES in value) */
     ST_FULL = 8,       /* take only: an output buffer is full */
     ST_BAD_SNAPPY = 9, /* snappy_take only: not a snappy payload this kernel decodes */
-    ST_BAD_CRC = 10    /* snappy_fetch only: a CRC32 does not match */
+    ST_BAD_CRC = 10,   /* snappy_fetch, gzip_fetch: a CRC32 does not match */
+    ST_BAD_GZIP = 11   /* gzip_fetch only: not a gzip payload that lane inflates */
 };
 
 typedef struct {
@@ -138,5 +140,21 @@ PyObject *kp_snappy_take(PyObject *self, PyObject *args);
 PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
+
+/* What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it
+ * links libdeflate) as the capsule _kernel._C_API: the walk itself (and its sink's set-up), so that there is one. A
+ * user checks version and sizes (a stale build of either side is refused). */
+#define KP_CAPI_NAME "kafka_pyspark.messages._kernel._C_API"
+#define KP_CAPI_VERSION 1
+typedef int (*kp_take_fn)(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop,
+                          sink_t *s, long long *value);
+typedef int (*kp_sink_parse_fn)(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
+                                Py_buffer *wbuf, Py_ssize_t k);
+typedef struct {
+    int version;
+    size_t rec_size, sink_size;
+    kp_take_fn take;
+    kp_sink_parse_fn sink_parse;
+} kp_capi_t;
 
 #endif

@@ -47,6 +47,7 @@ BAD_LENGTH = 3  # LENGTH (value) out of range
 BAD_MAGIC = 4  # MAGIC (value) is neither 0 nor 1
 BAD_CODEC = 5  # ATTRIBUTES (value) name codec 3
 SHORT_V1 = 6  # magic 1 with LENGTH (value) below its 6-byte header
+WRAPPER = 7  # take only (messages/flat.py): a compressed message, ATTRIBUTES in value
 
 # One scanned message, as the kernel writes it (native byte order, 24 bytes)
 RECORD = np.dtype(
@@ -83,6 +84,7 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
     "ST_BAD_MAGIC": BAD_MAGIC,
     "ST_BAD_CODEC": BAD_CODEC,
     "ST_SHORT_V1": SHORT_V1,
+    "ST_WRAPPER": WRAPPER,
 }
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",

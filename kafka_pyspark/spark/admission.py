@@ -12,13 +12,17 @@ and its cost.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from kafka_pyspark.errors import InvalidMessageSizeError
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.stream_checkpoint import Offsets
+
+I64 = npt.NDArray[np.int64]
 
 __all__ = [
     "Admission",
@@ -62,7 +66,6 @@ def water_fill(demands: Mapping[TopicPartition, int], budget: int) -> dict[Topic
     return out
 
 
-@dataclass(frozen=True)
 class Scan:
     """What a header-only scan of one byte window ``[lo, hi)`` of a log found.
 
@@ -70,22 +73,39 @@ class Scan:
     always starts at a known boundary): the start of each complete message and the end of the
     last one. ``next_size``: full size (4 + LENGTH) of the message starting at
     ``boundaries[-1]``, if its 4-byte length field was inside the window, else ``None``.
+
+    The boundaries are kept as one int64 array (a window of a micro-batch holds hundreds of
+    thousands of messages: Python ints per boundary cost more than fetching the window), and
+    looked up by binary search.
     """
 
-    boundaries: tuple[int, ...]
-    next_size: int | None = None
+    __slots__ = ("boundaries", "next_size")
+
+    def __init__(self, boundaries: Sequence[int] | I64, next_size: int | None = None) -> None:
+        self.boundaries: I64 = np.asarray(boundaries, dtype=np.int64)
+        self.next_size = next_size
+
+    def __repr__(self) -> str:
+        b = self.boundaries
+        return f"Scan({len(b)} boundaries in [{b[0] if len(b) else '-'}, " \
+               f"{b[-1] if len(b) else '-'}], next_size={self.next_size})"
 
     def size_at(self, offset: int) -> int | None:
         """Size of the message starting at boundary ``offset``, if this scan knows it."""
         b = self.boundaries
-        if not b or offset < b[0] or offset > b[-1]:
+        if not len(b) or offset < b[0] or offset > b[-1]:
             return None
         if offset == b[-1]:
             return self.next_size
-        i = bisect_left(b, offset)
+        i = int(np.searchsorted(b, offset))
         if b[i] != offset:
             return None
-        return b[i + 1] - offset
+        return int(b[i + 1]) - offset
+
+    def last_at_or_before(self, limit: int) -> int | None:
+        """The last boundary seen at or before ``limit`` (None if there is none)."""
+        i = int(np.searchsorted(self.boundaries, limit, side="right"))
+        return int(self.boundaries[i - 1]) if i else None
 
 
 Windows = Mapping[TopicPartition, tuple[int, int]]
@@ -311,13 +331,11 @@ class _Admitter:
 
     def _cut(self, tp: TopicPartition, lo: int, limit: int, sc: Scan | None) -> int:
         """4. The last boundary the scan saw at or before ``limit`` (``lo`` if none)."""
-        end = lo
-        if sc is not None:
-            self.last_scan[tp] = sc
-            for b in sc.boundaries:
-                if end < b <= limit:
-                    end = b
-        return end
+        if sc is None:
+            return lo
+        self.last_scan[tp] = sc
+        last = sc.last_at_or_before(limit)
+        return lo if last is None else max(lo, last)
 
     def _take_whole_messages(self) -> int:
         """5. In priority order, a partition whose next message's size a scan saw takes that
@@ -409,14 +427,14 @@ def scan_window(data: bytes | memoryview, lo: int) -> Scan:
     from kafka_pyspark.messages import scan_boundaries
 
     starts, end = scan_boundaries(data, lo)
-    bounds = [int(x) for x in starts]
-    if not bounds or bounds[-1] != end:
-        bounds.append(int(end))
+    bounds = starts
+    if not len(bounds) or bounds[-1] != end:
+        bounds = np.append(bounds, np.int64(end))
     if bounds[0] != lo:
-        bounds.insert(0, lo)
+        bounds = np.insert(bounds, 0, np.int64(lo))
     pos = end - lo
     next_size = None
     if len(data) - pos >= HEADER:
         length = int.from_bytes(bytes(data[pos : pos + HEADER]), "big", signed=True)
         next_size = HEADER + length if length >= 0 else None
-    return Scan(tuple(bounds), next_size)
+    return Scan(bounds, next_size)

@@ -21,6 +21,7 @@ from kafka_pyspark.errors import (
 )
 from kafka_pyspark.messages import decode_message_set
 from kafka_pyspark.messages.layout import LENGTH, MIN_LENGTH_BY_MAGIC
+from kafka_pyspark.segments.names import partition_dir_name
 from kafka_pyspark.testing.broker.errors import CloseConnection
 from kafka_pyspark.testing.broker.registration import ZkRegistrar
 from kafka_pyspark.testing.broker.transport import MSG_MORE, send_slice
@@ -158,7 +159,7 @@ class RequestHandlers:
         if not self._check_partition(req.topic, req.partition):
             # 0.7.2: InvalidPartitionException escapes the handler: no answer, connection closed
             raise CloseConnection(
-                f"OFFSETS for invalid partition {req.topic}-{req.partition}"
+                f"OFFSETS for invalid partition {partition_dir_name(req.topic, req.partition)}"
             )
         plog = self._log(req.topic, req.partition)
         if plog is None:  # 0.7.2 Log.getEmptyOffsets
@@ -189,7 +190,7 @@ class RequestHandlers:
             plog, new_topic = store.get_or_create(topic, partition)
         except (OSError, KafkaError) as e:
             raise CloseConnection(
-                f"{kind}: cannot open the log of {topic}-{partition}: {e}"
+                f"{kind}: cannot open the log of {partition_dir_name(topic, partition)}: {e}"
             ) from e
         if new_topic:
             with self._new_topic_cond:
@@ -201,18 +202,20 @@ class RequestHandlers:
         if too_big is not None:
             # 0.7.2: MessageSizeTooLargeException is logged, the set dropped, the connection kept
             log.warning(
-                "%s on %s-%d dropped: payload size of %d at offset %d of the set is larger "
+                "%s on %s dropped: payload size of %d at offset %d of the set is larger "
                 "than max.message.size %d",
-                kind, topic, partition, too_big[1], too_big[0], self._max_message_size,
+                kind, partition_dir_name(topic, partition), too_big[1], too_big[0],
+                self._max_message_size,
             )
             return
         try:
             valid, messages = _validate(data)
         except _Rejected as e:
-            raise CloseConnection(f"{kind} on {topic}-{partition} refused: {e}") from e
+            where = partition_dir_name(topic, partition)
+            raise CloseConnection(f"{kind} on {where} refused: {e}") from e
         if valid < len(data):
-            log.debug("%s on %s-%d: dropped a truncated %d-byte tail", kind, topic, partition,
-                      len(data) - valid)
+            log.debug("%s on %s: dropped a truncated %d-byte tail", kind,
+                      partition_dir_name(topic, partition), len(data) - valid)
         plog.append(memoryview(data)[:valid], messages)
 
 
