@@ -7,11 +7,15 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_CONF_DIR := $(abspath spark-conf)
 
-.PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check
+.PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check \
+        libdeflate-check
 
 setup: $(STAMP) java-check zookeeper-check
 
-$(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard kafka_pyspark/formats/_*.[ch])
+# libdeflate's header (installed by libdeflate-check, first) is a prerequisite once it exists:
+# an environment built without it is rebuilt with the gzip lane
+$(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard kafka_pyspark/formats/_*.[ch]) \
+          $(wildcard /usr/include/libdeflate.h) | libdeflate-check
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules.
@@ -33,6 +37,15 @@ zookeeper-check:
 	elif [ "$$(id -u)" = "0" ]; then \
 	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
 	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
+
+# libdeflate (header and static library) builds the optional gzip lane, messages/_gzip.c, linked
+# in statically; without it the build leaves the lane out and gzip sets take the ISA-L path
+libdeflate-check:
+	@if echo '#include <libdeflate.h>' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then echo "libdeflate ok"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+	  ((apt-get install -y -q libdeflate-dev || (apt-get update -q && apt-get install -y -q libdeflate-dev)) \
+	    >/dev/null && echo "libdeflate-dev installed") || echo "libdeflate-dev: not installed (gzip lane left out)"; \
+	else echo "libdeflate-dev is missing: the gzip lane is left out (to build it: sudo apt-get install -y libdeflate-dev)"; fi
 
 # the codec tests run twice: with the compiled kernels (0.7 decode, v2 record walk), then on
 # the pure-Python path

@@ -1,4 +1,5 @@
-/* Shared by _kernel.c (the walk) and _snappy.c (snappy-java wrappers): see _kernel.c. */
+/* Shared by _kernel.c (the walk) and _snappy.c (snappy-java wrappers): see _kernel.c; and by
+ * _gzip.c (a module of its own), which reaches the walk through _kernel's capsule (below). */
 #ifndef KAFKA_PYSPARK_KERNEL_H
 #define KAFKA_PYSPARK_KERNEL_H
 
@@ -24,7 +25,8 @@ enum {
     ST_WRAPPER = 7,    /* take only: a compressed message (ATTRIBUTES in value) */
     ST_FULL = 8,       /* take only: an output buffer is full */
     ST_BAD_SNAPPY = 9, /* snappy_take only: not a snappy payload this kernel decodes */
-    ST_BAD_CRC = 10    /* snappy_fetch only: a CRC32 does not match */
+    ST_BAD_CRC = 10,   /* snappy_fetch, gzip_fetch: a CRC32 does not match */
+    ST_BAD_GZIP = 11   /* gzip_fetch only: not a gzip payload that lane inflates */
 };
 
 typedef struct {
@@ -61,12 +63,71 @@ typedef struct {
     int64_t base;
 } sink_t;
 
+static inline uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
 static inline uint32_t be32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
 uint32_t kp_zeros_crc(int64_t n);
+
+/* crc32 of n zero bytes (kp_zeros_crc), inline for the sizes of the table */
+#define KP_ZERO_TABLE 65536
+extern uint32_t kp_zero_table[KP_ZERO_TABLE];
+static inline uint32_t zeros_crc(int64_t n)
+{
+    return n < KP_ZERO_TABLE ? kp_zero_table[n] : kp_zeros_crc(n);
+}
+
+/* --- one header (the walks of _kernel.c and _snappy.c) --- */
+
+typedef struct {
+    int32_t length;
+    uint32_t crc;
+    uint8_t magic, attributes, codec;
+} head_t;
+
+/* The message at pos (pos < end): ST_END when it is complete and well-formed (its fields in
+ * *h), else the status that stops a walk there (*value says why). */
+static inline int read_head(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, head_t *h,
+                            long long *value)
+{
+    if (end - pos < LENGTH_SIZE)
+        return ST_SHORT;
+    int32_t length = (int32_t)be32(p + pos);
+    *value = length;
+    if (length < MIN_LENGTH || length > MAX_MESSAGE_LENGTH)
+        return ST_BAD_LENGTH;
+    if ((Py_ssize_t)length > end - pos - LENGTH_SIZE)
+        return ST_PARTIAL;
+    const uint8_t *m = p + pos + LENGTH_SIZE;
+    h->length = length;
+    h->magic = m[0];
+    h->attributes = h->codec = 0;
+    if (m[0] == 1) {
+        if (length < MIN_LENGTH_V1)
+            return ST_SHORT_V1;
+        h->attributes = m[1];
+        h->codec = m[1] & CODEC_MASK;
+        *value = m[1];
+        if (h->codec == 3)
+            return ST_BAD_CODEC;
+        h->crc = be32(m + 2);
+    } else if (m[0] == 0) {
+        h->crc = be32(m + 1);
+    } else {
+        *value = m[0];
+        return ST_BAD_MAGIC;
+    }
+    *value = 0;
+    return ST_END;
+}
+
 int kp_take(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
             long long *value);
 int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
@@ -79,5 +140,21 @@ PyObject *kp_snappy_take(PyObject *self, PyObject *args);
 PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
+
+/* What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it
+ * links libdeflate) as the capsule _kernel._C_API: the walk itself (and its sink's set-up), so that there is one. A
+ * user checks version and sizes (a stale build of either side is refused). */
+#define KP_CAPI_NAME "kafka_pyspark.messages._kernel._C_API"
+#define KP_CAPI_VERSION 1
+typedef int (*kp_take_fn)(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop,
+                          sink_t *s, long long *value);
+typedef int (*kp_sink_parse_fn)(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
+                                Py_buffer *wbuf, Py_ssize_t k);
+typedef struct {
+    int version;
+    size_t rec_size, sink_size;
+    kp_take_fn take;
+    kp_sink_parse_fn sink_parse;
+} kp_capi_t;
 
 #endif

@@ -5,7 +5,10 @@ snappy) that each hold plain messages only. For those, the kernel's ``take`` wal
 messages and copies their payloads into the Arrow value column in the same pass (no record
 array in between), and a snappy wrapper is decompressed by the kernel straight into the value
 column and compacted there in place (``snappy_take``): one call per wrapper, no intermediate
-bytes. gzip wrappers are inflated by :mod:`.compression` (ISA-L), then taken the same way.
+bytes. gzip wrappers go the same way when the optional module ``_gzip`` loads (``_gzip.c``:
+libdeflate, linked in, inflates each one into the value column, the kernel's ``take`` compacts
+it there; a whole fetch in one call, :data:`gzip_lane`); else they are inflated by
+:mod:`.compression` (ISA-L), then taken.
 
 These functions return ``None`` for anything else (a mixed or nested set, a malformed message,
 a CRC mismatch, a payload the kernel does not decode, a decompression budget exceeded):
@@ -24,14 +27,23 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages import compression, walk
-from kafka_pyspark.messages.crc import crc32
+from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32
 from kafka_pyspark.messages.layout import CODEC_GZIP
 from kafka_pyspark.wire.protocol import INT32_MAX
 
 _BINARY = pa.binary()
 WRAPPER = walk.WRAPPER  # the kernel's ST_WRAPPER: take stopped at a compressed message
 _scratch = threading.local()
+
+# the gzip lane (``_gzip.c``): only beside the kernel whose walk it runs (KAFKA_PYSPARK_PURE, a
+# build without libdeflate, or a stale build leave it out: gzip sets then take the ISA-L path)
+gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "gzip_fetch"))
+             if walk.kernel is not None else None)
+# its CRCs: ISA-L's (through a call back; ~3x faster than libdeflate's on large buffers), else
+# libdeflate's own (None) rather than stdlib zlib's
+_GZIP_CRC = crc32 if CRC32_ENGINE == "isal" else None
 
 
 class Plain(NamedTuple):
@@ -187,6 +199,10 @@ def wrapped(
     total = kernel.snappy_total(buf, recs)  # snappy wrappers only: their sizes in one call
     if 0 <= total <= max_decompressed:  # (so each one is within the budget too)
         return _snappy_fetch(buf, recs, total, verify_crc, sink)
+    if gzip_lane is not None:  # gzip wrappers only, each one member within the budget
+        total = gzip_lane.gzip_total(buf, recs, max_decompressed)
+        if 0 <= total <= max_decompressed:
+            return _gzip_fetch(buf, recs, total, verify_crc, max_decompressed, sink)
     fields = list(zip(walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
                       recs["crc"].tolist(), recs["codec"].tolist(), strict=True))
     hints = [_size_hint(buf, start, size, codec, max_decompressed)
@@ -214,6 +230,22 @@ def _snappy_fetch(buf: memoryview, recs: npt.NDArray[Any], total: int, verify_cr
         return None
     offsets[: k + 1] += t.dpos
     return _finish(sink, t, t.dpos + dpos, t.k + k), counts
+
+
+def _gzip_fetch(buf: memoryview, recs: npt.NDArray[Any], total: int, verify_crc: bool,
+                max_decompressed: int, sink: ValueSink | None,
+                ) -> tuple[pa.Array, npt.NDArray[np.int64]] | None:
+    """:func:`wrapped` for gzip wrappers by :data:`gzip_lane`: all of them in one call, into
+    ``total`` bytes of room (the ISIZEs: the lane checks each one against what it inflates)."""
+    assert gzip_lane is not None
+    t = _target(sink, total, total // walk.MIN_SIZE + 1)
+    counts = np.empty(len(recs), dtype=np.int64)
+    status, _, dpos, k = gzip_lane.gzip_fetch(buf, recs, t.buffer, t.dpos, t.offsets, t.words,
+                                              t.k, counts, verify_crc, max_decompressed,
+                                              _GZIP_CRC)
+    if status != walk.END:
+        return None
+    return _finish(sink, t, dpos, k), counts
 
 
 def _size_hint(buf: memoryview, start: int, size: int, codec: int, limit: int) -> int:

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from rel_support import Recorder
+
+if TYPE_CHECKING:
+    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 COLUMNS = ("scenario", "expected", "read/written", "missing", "duplicated", "outcome", "s")
 
@@ -50,9 +54,6 @@ def _count(expected: Sequence[Any] | int, got: Sequence[Any] | int) -> tuple[int
     extra = have - want
     duplicated = sum(n for v, n in extra.items() if v in want)
     return len(expected), len(got), missing, duplicated
-
-
-Recorder = Callable[..., None]
 
 
 @pytest.fixture
@@ -117,7 +118,7 @@ def format_table(records: Sequence[Record]) -> list[str]:
     return lines
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _RECORDS:
         return
     terminalreporter.section("reliability: rows expected / read or written, outcome, seconds")
@@ -129,7 +130,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def own_zookeeper() -> Iterator[Any]:
+def own_zookeeper() -> Iterator[ZooKeeperServer]:
     """A ZooKeeper of this module alone (tests stop and pause it; the session one is shared).
     Left running after each test (a test that halts or pauses it brings it back)."""
     from kafka_pyspark.testing.zookeeper import ZooKeeperServer
@@ -139,7 +140,7 @@ def own_zookeeper() -> Iterator[Any]:
 
 
 @pytest.fixture
-def revive_zookeeper(own_zookeeper: Any) -> Iterator[Any]:
+def revive_zookeeper(own_zookeeper: ZooKeeperServer) -> Iterator[ZooKeeperServer]:
     """``own_zookeeper``, brought back (resumed, restarted) after the test whatever happened."""
     yield own_zookeeper
     own_zookeeper.resume()

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 
-def new_chroot(zk: Any) -> str:
+Recorder = Callable[..., None]
+"""The ``record`` fixture (conftest.py): ``record(scenario, expected=..., got=..., detail="")``."""
+
+
+def new_chroot(zk: ZooKeeperServer) -> str:
     """A fresh chroot on ``zk``; the connect string with it."""
     return str(zk.new_chroot("r"))
 
 
-def read_sink(spark: Any, sink: Path) -> list[bytes]:
+def read_sink(spark: SparkSession, sink: Path) -> list[bytes]:
     """Every value in a parquet sink directory (empty list if nothing was written)."""
     if not sink.exists() or not any(sink.glob("*.parquet")):
         return []
@@ -41,9 +52,9 @@ def produce(
 
 
 def stream_query(
-    spark: Any, zk: str, checkpoint: Path, sink: Path, trigger: str = "300 milliseconds",
+    spark: SparkSession, zk: str, checkpoint: Path, sink: Path, trigger: str = "300 milliseconds",
     **options: str,
-) -> Any:
+) -> StreamingQuery:
     """A started ``readStream.format('kafka07')`` -> parquet query."""
     reader = spark.readStream.format("kafka07").option("zk.connect", zk)
     for k, v in options.items():
@@ -127,7 +138,7 @@ class BrokerProcess:
         self.stop()
 
 
-def wait_first_task_done(spark: Any, timeout: float = 60.0) -> int:
+def wait_first_task_done(spark: SparkSession, timeout: float = 60.0) -> int:
     """Block until the running job has completed one task; the tasks still to run then."""
     import time
 

@@ -14,16 +14,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from rel_support import (
     BrokerProcess,
+    Recorder,
     produce,
     read_sink,
     values,
     wait_first_task_done,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark]
 
@@ -36,7 +40,7 @@ def broker_proc(tmp_path: Path) -> Iterator[BrokerProcess]:
         yield b
 
 
-def _kill_and_restart(spark: Any, broker: BrokerProcess, wait: float = 60.0) -> int:
+def _kill_and_restart(spark: SparkSession, broker: BrokerProcess, wait: float = 60.0) -> int:
     """Kill once the running job completed a task (or after ``wait`` s: a micro-batch can be
     over before a poll sees it), restart; the tasks left at the kill (-1: none seen)."""
     remaining = wait_first_task_done(spark, wait)
@@ -49,7 +53,7 @@ def _kill_and_restart(spark: Any, broker: BrokerProcess, wait: float = 60.0) -> 
 class _Job(threading.Thread):
     """A Spark action in a thread (the test kills the broker meanwhile)."""
 
-    def __init__(self, spark: Any, fn: Any) -> None:
+    def __init__(self, spark: Any, fn: Any) -> None:  # Any: run() reaches the JVM
         super().__init__(daemon=True)
         self.spark = spark
         self.fn = fn
@@ -73,7 +77,7 @@ def _clear(error: BaseException, broker: BrokerProcess) -> bool:
 
 
 def test_sigkill_during_batch_read(
-    spark: Any, broker_proc: BrokerProcess, record: Any
+    spark: SparkSession, broker_proc: BrokerProcess, record: Recorder
 ) -> None:
     topic = f"k{uuid.uuid4().hex[:8]}"
     sent: list[bytes] = []
@@ -101,7 +105,7 @@ def test_sigkill_during_batch_read(
 
 
 def test_sigkill_during_stream(
-    spark: Any, broker_proc: BrokerProcess, tmp_path: Path, record: Any
+    spark: SparkSession, broker_proc: BrokerProcess, tmp_path: Path, record: Recorder
 ) -> None:
     topic = f"k{uuid.uuid4().hex[:8]}"
     sent = produce(broker_proc, topic, {0: values("a0", 300, 100), 1: values("a1", 300, 100)})
@@ -112,6 +116,7 @@ def test_sigkill_during_stream(
          .option("checkpointLocation", str(tmp_path / "cp"))
          .option("path", str(tmp_path / "sink"))
          .trigger(processingTime="200 milliseconds").start())
+    error: BaseException | None
     try:
         remaining = _kill_and_restart(spark, broker_proc, wait=10.0)
         sent += produce(broker_proc, topic, {0: values("b0", 200, 100),
@@ -134,7 +139,7 @@ def test_sigkill_during_stream(
 
 
 def test_sigkill_during_write(
-    spark: Any, broker_proc: BrokerProcess, record: Any
+    spark: SparkSession, broker_proc: BrokerProcess, record: Recorder
 ) -> None:
     """At-least-once: a save() that succeeds has written every row (duplicates are
     possible and counted); one that fails says so with the delivery summary."""

@@ -23,12 +23,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from rel_support import produce, read_sink, values
+from rel_support import Recorder, produce, read_sink, values
 
 from kafka_pyspark.testing.broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark]
 
@@ -87,7 +90,7 @@ def _committed_offsets(checkpoint: Path) -> dict[str, Any] | None:
 
 
 def test_driver_sigkill_mid_stream_resumes_from_checkpoint(
-    spark: Any, plain_broker: EmbeddedBroker, tmp_path: Path, record: Any
+    spark: SparkSession, plain_broker: EmbeddedBroker, tmp_path: Path, record: Recorder
 ) -> None:
     topic = f"d{uuid.uuid4().hex[:8]}"
     sent = produce(plain_broker, topic, {0: values("a0", 200), 1: values("a1", 200)})
@@ -121,7 +124,7 @@ def test_driver_sigkill_mid_stream_resumes_from_checkpoint(
 
 
 def test_torn_tail_in_the_newest_segment(
-    spark: Any, plain_broker: EmbeddedBroker, record: Any
+    spark: SparkSession, plain_broker: EmbeddedBroker, record: Recorder
 ) -> None:
     topic = f"t{uuid.uuid4().hex[:8]}"
     sent = produce(plain_broker, topic, {0: values("a0", 50), 1: values("a1", 50)})

@@ -17,10 +17,9 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from rel_support import produce, values
+from rel_support import Recorder, produce, values
 
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import BrokerConnectionError
@@ -79,7 +78,7 @@ MALFORMED = [
 
 
 def test_malformed_and_slow_requests_do_not_stop_the_broker(
-    lone_broker: EmbeddedBroker, record: Any
+    lone_broker: EmbeddedBroker, record: Recorder
 ) -> None:
     """Each malformed request gets its connection closed; 20 connections that send half a
     request and stall hold nothing up (a normal client is served meanwhile) and are closed by
@@ -127,7 +126,7 @@ HOSTILE_TOPICS = [b"..", b".", b"../escape", b"a/../../escape", b"/tmp/abs-escap
 
 
 def test_topic_names_never_escape_the_log_directory(
-    lone_broker: EmbeddedBroker, tmp_path: Path, record: Any
+    lone_broker: EmbeddedBroker, tmp_path: Path, record: Recorder
 ) -> None:
     """Raw PRODUCEs with topic names made to escape the log directory: nothing is created
     outside it, and the broker still serves a legal topic."""
@@ -213,7 +212,7 @@ class _SilentServer:
                 pytest.param(0.2, id="trickles")]
 )
 def test_client_fails_clearly_on_a_broker_that_does_not_answer(
-    trickle: float | None, record: Any
+    trickle: float | None, record: Recorder
 ) -> None:
     """A FETCH to a broker that never answers (or trickles): a BrokerConnectionError naming
     host:port, not a hang. The guard below only detects a hang (20 x the 0.5 s timeout); it

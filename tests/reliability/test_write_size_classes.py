@@ -15,11 +15,15 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from rel_support import Recorder
 
 from kafka_pyspark.testing.broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
@@ -56,18 +60,18 @@ def sink_broker(zk_connect: str, tmp_path: Path) -> Iterator[EmbeddedBroker]:
         yield b
 
 
-def _frame(spark: Any, vals: list[bytes]) -> Any:
+def _frame(spark: SparkSession, vals: list[bytes]) -> Any:
     # keyed and not: even rows have a key (hash partitioner), odd rows a null key (random)
     data = [(f"k{i % 7}".encode() if i % 2 == 0 else None, v) for i, v in enumerate(vals)]
     return spark.createDataFrame(data, "key binary, value binary").coalesce(1)
 
 
-def _write(spark: Any, zk: str, topic: str, vals: list[bytes], codec: str) -> None:
+def _write(spark: SparkSession, zk: str, topic: str, vals: list[bytes], codec: str) -> None:
     (_frame(spark, vals).write.format("kafka07").option("zk.connect", zk)
      .option("topic", topic).option("compression.codec", codec).mode("append").save())
 
 
-def _read(spark: Any, zk: str, topic: str) -> list[bytes]:
+def _read(spark: SparkSession, zk: str, topic: str) -> list[bytes]:
     df = (spark.read.format("kafka07").option("zk.connect", zk).option("subscribe", topic)
           .load())
     return [bytes(r["value"]) for r in df.select("value").collect()]
@@ -83,7 +87,7 @@ CASES = [
 
 @pytest.mark.parametrize(("codec", "sizes"), CASES)
 def test_write_size_classes_read_back_exactly(
-    spark: Any, sink_broker: EmbeddedBroker, zk_connect: str, record: Any,
+    spark: SparkSession, sink_broker: EmbeddedBroker, zk_connect: str, record: Recorder,
     codec: str, sizes: str,
 ) -> None:
     topic = f"s{uuid.uuid4().hex[:8]}"
@@ -100,7 +104,7 @@ def test_write_size_classes_read_back_exactly(
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])
 def test_write_just_over_the_limit_fails_naming_the_row(
-    spark: Any, sink_broker: EmbeddedBroker, zk_connect: str, record: Any, codec: str,
+    spark: SparkSession, sink_broker: EmbeddedBroker, zk_connect: str, record: Recorder, codec: str,
 ) -> None:
     """Rows 0-2 tiny, row 3 one byte over the limit (incompressible), rows 4-5 tiny: the
     save fails naming row 3; a reader then sees rows 0-2 exactly or nothing, never a part

@@ -13,15 +13,18 @@ import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _cluster import kazoo_client
-from rel_support import produce, read_sink, values
+from rel_support import Recorder, produce, read_sink, values
 
 from kafka_pyspark.errors import RegistryPermissionError
 from kafka_pyspark.registry import Registry
 from kafka_pyspark.testing.broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.zk]
 
@@ -63,7 +66,7 @@ def locked(
 
 def test_registry_with_and_without_credentials(
     locked: tuple[str, EmbeddedBroker, str, str], caplog: pytest.LogCaptureFixture,
-    record: Any,
+    record: Recorder,
 ) -> None:
     zk, _broker, topic, group = locked
     caplog.set_level(logging.DEBUG)
@@ -110,7 +113,8 @@ def test_registry_with_and_without_credentials(
 
 @pytest.mark.spark
 def test_spark_read_and_group_commit_with_acl(
-    spark: Any, locked: tuple[str, EmbeddedBroker, str, str], tmp_path: Path, record: Any,
+    spark: SparkSession, locked: tuple[str, EmbeddedBroker, str, str], tmp_path: Path,
+    record: Recorder,
 ) -> None:
     """A batch read and an availableNow stream with commitToGroup, through the ACLs with
     zk.auth; without it the read fails with the permission error naming the node; the

@@ -14,15 +14,18 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from rel_support import new_chroot, produce, read_sink, stream_query, values
+from rel_support import Recorder, new_chroot, produce, read_sink, stream_query, values
 
 from kafka_pyspark.errors import RegistryUnavailableError
 from kafka_pyspark.registry import Registry
 from kafka_pyspark.testing.broker import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.zk]
 
@@ -82,8 +85,8 @@ def fault_end(zk: Any, fault: str) -> None:
     ("fault", "commit"), [("stop", True), ("pause", True), ("restart", False)]
 )
 def test_stream_goes_on_through_zookeeper_outage(
-    spark: Any, zk_broker: tuple[Any, str, EmbeddedBroker], tmp_path: Path, record: Any,
-    fault: str, commit: bool,
+    spark: SparkSession, zk_broker: tuple[Any, str, EmbeddedBroker], tmp_path: Path,
+    record: Recorder, fault: str, commit: bool,
 ) -> None:
     """Rows produced before, during and after the outage all arrive exactly once; with
     commitToGroup the group offsets reach the log ends after ZooKeeper is back."""

@@ -1,0 +1,334 @@
+/* gzip wrappers of Kafka 0.7 message sets, a whole fetch in one call: the fast lane's gzip
+ * part (kafka_pyspark/messages/flat.py). An optional module of its own, linked statically with
+ * libdeflate (pyproject.toml), so that a wheel needs nothing at run time and a build without
+ * libdeflate still installs: gzip sets then take flat.py's ISA-L path.
+ *
+ * For every gzip wrapper of an outer set: its CRC32, its member's deflate body inflated by
+ * libdeflate straight into the value column (one call, without the GIL, bounded by the room
+ * left, the member's ISIZE and max.decompressed.size), the member's trailer checked (CRC32 of
+ * what it inflated to, ISIZE), the inner set walked and compacted there in place by the
+ * kernel's own `take` (_kernel.c, reached through the capsule _kernel exports: one walker for
+ * all lanes), and the rows' CRC words checked by one CRC call over them while they are in
+ * cache (kafka_pyspark/messages/crc.py explains the words). CRCs: python-isal's crc32 when
+ * the caller passes it (VPCLMULQDQ where the CPU has it: ~3x libdeflate 1.14's here, more
+ * than the cost of calling back), else libdeflate's.
+ *
+ * The lane decides nothing: a payload that is not exactly one gzip member with Java's header
+ * shape (1f 8b 08, no flags) and nothing after it, an ISIZE that is not the size inflated, a
+ * CRC mismatch, an inflate error, a budget or room exceeded, an inner set that is not whole
+ * plain messages: all stop it with a status, and flat.py hands the set to the general path,
+ * which raises the exact error (or decodes what this lane does not: several members, trailing
+ * bytes, header fields). Nothing here trusts a length: every record is checked against the
+ * buffer it points into and every write against the room of its target.
+ */
+#include <string.h>
+
+#include <libdeflate.h>
+
+#include "_kernel.h"
+
+#define CODEC_GZIP 1
+#define GZIP_HEADER_SIZE 10 /* 1f 8b | CM 8 | FLG | MTIME (4) | XFL | OS */
+#define GZIP_TRAILER_SIZE 8 /* CRC32 of the data | ISIZE, both little-endian */
+#define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
+
+static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
+static kp_sink_parse_fn sink_parse;
+
+static inline uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+/* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
+static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
+                                      int64_t *size)
+{
+    if (r->codec != CODEC_GZIP || r->magic != 1 || r->start < 0 || r->start > len)
+        return NULL;
+    int64_t start = payload_start(r);
+    *size = payload_size(r);
+    if (*size < 0 || start + *size > len)
+        return NULL;
+    return buf + start;
+}
+
+/* The ISIZE of a payload this lane inflates: one member with the header Java writes (no
+ * FLG bits: no name, comment, extra field or header CRC), at most `limit`; else -1. */
+static int64_t member_size(const uint8_t *p, int64_t n, int64_t limit)
+{
+    if (n < GZIP_HEADER_SIZE + GZIP_TRAILER_SIZE || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 ||
+        p[3] != 0)
+        return -1;
+    int64_t isize = le32(p + n - 4);
+    return isize <= limit ? isize : -1;
+}
+
+/* gzip_total(buf, recs, limit): the bytes the gzip wrappers of recs announce (their ISIZEs),
+ * all together; -1 if one is not a gzip wrapper this lane inflates within `limit`. */
+static PyObject *gzip_total(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, recbuf;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "y*y*L", &buf, &recbuf, &limit))
+        return NULL;
+    const rec_t *recs = (const rec_t *)recbuf.buf;
+    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t);
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t size, isize = -1;
+        const uint8_t *p = wrapper_payload(&recs[i], (const uint8_t *)buf.buf, buf.len, &size);
+        if (p)
+            isize = member_size(p, size, limit);
+        if (isize < 0) {
+            total = -1;
+            break;
+        }
+        total += isize;
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&recbuf);
+    return PyLong_FromLongLong(total);
+}
+
+/* CRC-32 (zlib's) of p[0:n] continued from `init`: by the Python callable fn when there is
+ * one (python-isal's, through a memoryview: no copy; faster than libdeflate's on large
+ * buffers), else by libdeflate. 0, or -1 with an exception raised by fn. */
+static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
+{
+    if (fn == Py_None) {
+        *out = (uint32_t)libdeflate_crc32(init, p, (size_t)n);
+        return 0;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (!view)
+        return -1;
+    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
+    Py_DECREF(view);
+    if (!r)
+        return -1;
+    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static void xor_words(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
+{
+    for (Py_ssize_t i = k0; i < k1; i++) {
+        uint8_t *at = s->data + s->offsets[i + 1];
+        uint32_t w = s->words[i];
+        at[0] ^= (uint8_t)w;
+        at[1] ^= (uint8_t)(w >> 8);
+        at[2] ^= (uint8_t)(w >> 16);
+        at[3] ^= (uint8_t)(w >> 24);
+    }
+}
+
+/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised); 4 bytes
+ * after them are free (the caller keeps them so). */
+static int rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
+{
+    if (k0 == k1)
+        return 1;
+    Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
+    uint32_t crc;
+    memset(s->data + hi, 0, 4);
+    xor_words(s, k0, k1);
+    int r = crc32_of(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
+    xor_words(s, k0, k1);
+    return r < 0 ? -1 : crc == CHECK_OK;
+}
+
+typedef struct {
+    const uint8_t *buf;
+    Py_ssize_t len;
+    const rec_t *recs;
+    Py_ssize_t n;
+    int64_t *counts;
+    int verify;
+    int64_t limit;
+    PyObject *crc; /* a crc32(data, value) callable, or None: libdeflate's */
+    struct libdeflate_decompressor *d;
+} fetch_t;
+
+/* Inflates the member p[0:size] (header checked) into out[0:isize]: 0 when its deflate body
+ * ends exactly at its trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
+static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *p, int64_t size,
+                          uint8_t *out, int64_t isize)
+{
+    size_t body = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE), used = 0, written = 0;
+    enum libdeflate_result rc;
+    PyThreadState *ts = PyEval_SaveThread();
+    rc = libdeflate_deflate_decompress_ex(d, p + GZIP_HEADER_SIZE, body, out, (size_t)isize,
+                                          &used, &written);
+    PyEval_RestoreThread(ts);
+    return rc == LIBDEFLATE_SUCCESS && used == body && written == (size_t)isize ? 0 : -1;
+}
+
+/* One wrapper: checked, inflated at the sink's end (its trailer checked: CRC32 and ISIZE) and
+ * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc). */
+static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
+{
+    const rec_t *r = &f->recs[i];
+    int64_t size, isize = -1;
+    const uint8_t *p = wrapper_payload(r, f->buf, f->len, &size);
+    uint32_t crc;
+    if (p)
+        isize = member_size(p, size, f->limit);
+    if (isize < 0 || isize > s->dcap - 4 - s->dpos) /* 4 bytes stay free for rows_ok */
+        return ST_BAD_GZIP;
+    if (f->verify && crc32_of(f->crc, p, size, 0, &crc) < 0)
+        return -1;
+    if (f->verify && crc != r->crc)
+        return ST_BAD_CRC;
+    Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
+    if (inflate_member(f->d, p, size, s->data + start, isize) < 0)
+        return ST_BAD_GZIP;
+    if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
+        return -1;
+    if (crc != le32(p + size - GZIP_TRAILER_SIZE))
+        return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
+    long long value = 0;
+    int status = take(s->data, &start, end, end, s, &value);
+    if (status != ST_END)
+        return status;
+    f->counts[i] = s->k - before;
+    int ok = f->verify ? rows_ok(s, before, s->k, f->crc) : 1;
+    return ok < 0 ? -1 : ok ? ST_END : ST_BAD_CRC;
+}
+
+/* gzip_fetch(buf, recs, data, dpos, offsets, words, k, counts, verify, limit, crc32)
+ *     -> (status, i, dpos, k)
+ * For every gzip wrapper recs[i] of buf, in order: its CRC32 checked (when verify), its
+ * payload inflated (at most `limit` bytes) and taken into the sink at (dpos, k) (data,
+ * offsets, words as for take), counts[i] = the rows it held, their CRCs checked (when
+ * verify). CRCs by the callable crc32 (python-isal's), or by libdeflate when it is None.
+ * Stops at the first wrapper i that is anything else (status ST_BAD_GZIP, ST_BAD_CRC or a
+ * take status): the caller then decodes the set on the general path. */
+static PyObject *gzip_fetch(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, recbuf, data, offs, wbuf, cbuf;
+    Py_ssize_t dpos, k;
+    long long limit;
+    int verify;
+    PyObject *fn, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*w*nw*w*nw*pLO", &buf, &recbuf, &data, &dpos, &offs, &wbuf,
+                          &k, &cbuf, &verify, &limit, &fn))
+        return NULL;
+    fetch_t f = {(const uint8_t *)buf.buf, buf.len, (const rec_t *)recbuf.buf,
+                 recbuf.len / (Py_ssize_t)sizeof(rec_t), (int64_t *)cbuf.buf, verify, limit, fn,
+                 NULL};
+    sink_t s;
+    Py_ssize_t i = 0;
+    int status = ST_END;
+    if (sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+        goto done;
+    if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < f.n) {
+        PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
+        goto done;
+    }
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is neither callable nor None");
+        goto done;
+    }
+    f.d = libdeflate_alloc_decompressor();
+    if (!f.d) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; i < f.n && status == ST_END; i++)
+        status = one_wrapper(&f, i, &s);
+    if (status >= 0)
+        result = Py_BuildValue("(innn)", status, status == ST_END ? i : i - 1, s.dpos, s.k);
+done:
+    libdeflate_free_decompressor(f.d);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&recbuf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    PyBuffer_Release(&cbuf);
+    return result;
+}
+
+/* inflate(payload, out) -> bytes written: one gzip member (nothing after it) inflated into
+ * out by libdeflate; ValueError if it is not one or does not fit (tests, and the bench's plain
+ * inflate of the same payloads). */
+static PyObject *inflate(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, out;
+    if (!PyArg_ParseTuple(args, "y*w*", &buf, &out))
+        return NULL;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    size_t used = 0, written = 0;
+    enum libdeflate_result rc = LIBDEFLATE_BAD_DATA;
+    if (d)
+        rc = libdeflate_gzip_decompress_ex(d, buf.buf, (size_t)buf.len, out.buf, (size_t)out.len,
+                                           &used, &written);
+    libdeflate_free_decompressor(d);
+    Py_ssize_t len = buf.len;
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&out);
+    if (!d)
+        return PyErr_NoMemory();
+    if (rc != LIBDEFLATE_SUCCESS || used != (size_t)len) {
+        PyErr_Format(PyExc_ValueError, "inflate: not one gzip member that fits (result %d)",
+                     (int)rc);
+        return NULL;
+    }
+    return PyLong_FromSize_t(written);
+}
+
+static PyMethodDef methods[] = {
+    {"gzip_total", gzip_total, METH_VARARGS, "Bytes gzip wrappers announce (ISIZE), together."},
+    {"gzip_fetch", gzip_fetch, METH_VARARGS, "Check, inflate and take gzip wrappers."},
+    {"inflate", inflate, METH_VARARGS, "Inflate one gzip member into a buffer (libdeflate)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_gzip",
+    .m_doc = "gzip wrappers of Kafka 0.7 message sets, inflated by libdeflate and walked by "
+             "the decode kernel.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+/* _kernel's C functions; NULL with ImportError raised when there is no usable _kernel. (Not
+ * PyCapsule_Import: it reaches the capsule through package attributes, which a package still
+ * importing, as kafka_pyspark.messages is when flat.py loads this module, does not have yet.) */
+static const kp_capi_t *kernel_api(void)
+{
+    const kp_capi_t *api = NULL;
+    PyObject *kernel = PyImport_ImportModule("kafka_pyspark.messages._kernel");
+    PyObject *capsule = kernel ? PyObject_GetAttrString(kernel, "_C_API") : NULL;
+    if (capsule)
+        api = (const kp_capi_t *)PyCapsule_GetPointer(capsule, KP_CAPI_NAME);
+    Py_XDECREF(capsule);
+    Py_XDECREF(kernel);
+    if (api && (api->version != KP_CAPI_VERSION || api->rec_size != sizeof(rec_t) ||
+                api->sink_size != sizeof(sink_t)))
+        api = NULL;
+    if (!api && (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_ImportError))) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ImportError, "_gzip: no _kernel with a matching " KP_CAPI_NAME);
+    }
+    return api;
+}
+
+PyMODINIT_FUNC PyInit__gzip(void)
+{
+    const kp_capi_t *api = kernel_api();
+    if (!api)
+        return NULL;
+    take = api->take;
+    sink_parse = api->sink_parse;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,300 @@
+"""The gzip lane (``messages/_gzip.c``, libdeflate, linked in): whole fetches of gzip wrappers
+checked, inflated and taken in one call. It must give exactly what the general path gives (and
+what the ISA-L path of ``flat`` gives when the module is not built), decide no error itself (a
+doubtful wrapper stops it: the general path raises the exact error) and never trust a length.
+
+Gzip members are written by hand here (RFC 1952 header, a stored deflate block, CRC32 and
+ISIZE trailer) or by the stdlib's ``gzip`` (``_bytes.gzip_wrapper``), never by the encoder
+under test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+import shutil
+import struct
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _bytes import message, message_set
+
+from kafka_pyspark._native import pure_forced
+from kafka_pyspark.errors import MessageError
+from kafka_pyspark.messages import decode, decode_message_set, flat, walk
+
+LANE = flat.gzip_lane
+needs_lane = pytest.mark.skipif(LANE is None, reason="the gzip lane (_gzip) is not built")
+END, WRAPPER, BAD_CRC, BAD_GZIP = 0, 7, 10, 11
+LIMIT = 1 << 20
+
+# LENGTH 8, MAGIC 1, ATTRIBUTES 0, CRC32("hi"), "hi"; then magic 0, "abc"
+HI = bytes.fromhex("00000008" "01" "00" "d8932aac") + b"hi"
+ABC = bytes.fromhex("00000008" "00" "352441c2") + b"abc"
+HEADER = bytes.fromhex("1f8b" "08" "00" "00000000" "00" "ff")  # deflate, no flags, Java's shape
+
+
+def stored(data: bytes, *, header: bytes = HEADER, isize: int | None = None,
+           crc: int | None = None) -> bytes:
+    """One gzip member holding ``data`` in one stored deflate block (BFINAL 1, BTYPE 00)."""
+    block = b"\x01" + struct.pack("<HH", len(data), 0xFFFF ^ len(data)) + data
+    trailer = struct.pack("<II", zlib.crc32(data) if crc is None else crc,
+                          len(data) if isize is None else isize)
+    return header + block + trailer
+
+
+def wrapper(payload: bytes) -> bytes:
+    return message(payload, codec=1)
+
+
+@pytest.fixture
+def lanes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Records, per decode call, which lane gave the result: "gzip" (this one), "flat" (the
+    fast lane without it) or "general"; and "stepped aside" when this one was tried first."""
+    taken: list[str] = []
+    fetch, fast = flat._gzip_fetch, decode._decode_flat
+    tried: list[bool] = []
+
+    def spy_fetch(*args: Any) -> Any:
+        result = fetch(*args)
+        tried.append(result is not None)
+        return result
+
+    def spy_fast(*args: Any) -> Any:
+        tried.clear()
+        result = fast(*args)
+        if tried and not tried[0]:
+            taken.append("stepped aside")
+        taken.append("general" if result is None else "gzip" if tried else "flat")
+        return result
+
+    monkeypatch.setattr(flat, "_gzip_fetch", spy_fetch)
+    monkeypatch.setattr(decode, "_decode_flat", spy_fast)
+    yield taken
+
+
+def outcome(data: bytes, **kw: Any) -> tuple[Any, ...]:
+    try:
+        r = decode_message_set(data, 1000, **kw)
+    except MessageError as e:
+        return type(e), e.offset, str(e)
+    return (r.batch.to_pydict(), r.next_offset, r.bytes_consumed, r.message_count,
+            r.partial_size)
+
+
+def all_paths(data: bytes, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, ...]:
+    """The outcome with the gzip lane; the same without it (ISA-L) and on the general path."""
+    result = outcome(data, **kw)
+    with monkeypatch.context() as m:
+        m.setattr(flat, "gzip_lane", None)
+        assert outcome(data, **kw) == result
+        m.setattr(walk, "kernel", None)
+        assert outcome(data, **kw) == result
+    return result
+
+
+def test_the_lane_loads_where_it_is_built() -> None:
+    if pure_forced() or walk.kernel is None:
+        pytest.skip("the pure-Python path is in use")
+    if not list(Path(flat.__file__).parent.glob("_gzip.*.so")):
+        pytest.skip("the gzip lane (_gzip) is not built")
+    assert LANE is not None and LANE.LIBDEFLATE  # built, so it must load (not silently off)
+
+
+@needs_lane
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="no ldd")
+def test_the_module_needs_no_libdeflate_at_run_time() -> None:
+    assert LANE is not None and LANE.__file__ is not None
+    linked = subprocess.run(["ldd", LANE.__file__], capture_output=True, text=True, check=True)
+    assert "libdeflate" not in linked.stdout
+
+
+@needs_lane
+def test_golden_member_and_inflate() -> None:
+    assert LANE is not None
+    payload = stored(HI + ABC)
+    out = bytearray(64)
+    assert LANE.inflate(payload, out) == 24 and bytes(out[:24]) == HI + ABC
+    for bad in (payload + b"\x00", payload[:-1], b"", stored(HI + ABC, crc=0)):
+        with pytest.raises(ValueError):
+            LANE.inflate(bad, out)
+    with pytest.raises(ValueError):  # no room
+        LANE.inflate(payload, bytearray(23))
+
+
+CRCS = [None, zlib.crc32]  # libdeflate's CRC-32 in C, or a callable's
+
+
+def fetch(data: bytes, size: int = 256, rows: int = 16, limit: int = LIMIT,
+          verify: bool = True) -> tuple[Any, ...]:
+    """gzip_fetch of the wrappers of ``data`` into a fresh sink, with each CRC engine (both
+    must give the same)."""
+    assert LANE is not None
+    scan = walk.scan(memoryview(data), 0, len(data), len(data))
+    results = []
+    for crc in CRCS:
+        out, offsets = np.zeros(size, np.uint8), np.zeros(rows + 1, np.int32)
+        words, counts = np.zeros(rows, np.uint32), np.zeros(len(scan.recs), np.int64)
+        r = LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts, verify, limit,
+                            crc)
+        results.append((*r, bytes(out[: r[2]]), offsets[: r[3] + 1].tolist(), counts.tolist()))
+    assert results[0] == results[1]
+    return results[0]
+
+
+@needs_lane
+def test_fetch_golden() -> None:
+    data = wrapper(stored(HI + ABC)) + wrapper(stored(ABC))
+    assert fetch(data) == (END, 2, 8, 3, b"hiabcabc", [0, 2, 5, 8], [2, 1])
+    assert LANE is not None
+    scan = walk.scan(memoryview(data), 0, len(data), len(data))
+    assert LANE.gzip_total(data, scan.recs, LIMIT) == 24 + 12
+    assert LANE.gzip_total(data, scan.recs, 23) == -1  # a wrapper past the budget
+
+
+@needs_lane
+def test_fetch_stops_at_what_it_does_not_decide() -> None:
+    good = wrapper(stored(HI))
+    inner = HI + ABC
+    fname = bytes.fromhex("1f8b" "08" "08" "00000000" "00" "ff") + b"name\x00"
+    nested = message(stored(wrapper(stored(HI))), codec=1)
+    for second, status in [
+        (wrapper(stored(inner[:5]) + stored(inner[5:])), BAD_GZIP),  # two members
+        (wrapper(stored(inner) + b"\x00junk"), BAD_GZIP),  # bytes after the member
+        (wrapper(stored(inner, isize=23)), BAD_GZIP),  # ISIZE lies (libdeflate checks it)
+        (wrapper(stored(inner, isize=25)), BAD_GZIP),
+        (wrapper(stored(inner, isize=0)), BAD_GZIP),
+        (wrapper(stored(inner, isize=(1 << 32) - 1)), BAD_GZIP),
+        (wrapper(stored(inner, crc=0)), BAD_GZIP),  # the member's own CRC
+        (wrapper(stored(inner, header=fname)), BAD_GZIP),  # a header field: general path
+        (wrapper(stored(inner)[:-1]), BAD_GZIP),  # cut off
+        (wrapper(stored(inner, header=HEADER[:2] + b"\x07" + HEADER[3:])), BAD_GZIP),
+        (message(stored(inner), codec=1, crc=1), BAD_CRC),  # the wrapper's CRC
+        (wrapper(stored(HI + message(b"abc", crc=1))), BAD_CRC),  # an inner message's CRC
+        (wrapper(stored(HI + ABC[:-1])), walk.PARTIAL),  # the inner set cut off
+        (nested, WRAPPER),
+        (message(stored(inner), codec=2), BAD_GZIP),  # snappy
+        (wrapper(b"\x1f\x8b"), BAD_GZIP),
+    ]:
+        status_, i, *_ = fetch(good + second)
+        assert (status_, i) == (status, 1), second.hex()
+    assert fetch(wrapper(stored(HI + message(b"abc", crc=1))), verify=False)[:2] == (END, 1)
+    assert fetch(good + wrapper(stored(inner)), size=20)[:2] == (BAD_GZIP, 1)  # no room
+    assert fetch(good + wrapper(stored(inner)), limit=23)[:2] == (BAD_GZIP, 1)  # budget
+
+
+@needs_lane
+def test_fetch_guards() -> None:
+    assert LANE is not None
+    data = wrapper(stored(HI)) * 2
+    scan = walk.scan(memoryview(data), 0, len(data), len(data))
+    out, offsets, words = np.zeros(64, np.uint8), np.zeros(9, np.int32), np.zeros(8, np.uint32)
+    counts = np.zeros(2, np.int64)
+    args = (True, LIMIT, None)
+    with pytest.raises(ValueError):
+        LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts[:1], *args)
+    for dpos, k in [(-1, 0), (65, 0), (0, -1), (0, 9)]:
+        with pytest.raises(ValueError):
+            LANE.gzip_fetch(data, scan.recs, out, dpos, offsets, words, k, counts, *args)
+    with pytest.raises(TypeError):
+        LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts, True, LIMIT, 0)
+
+    def failing(data: Any, value: int = 0) -> int:
+        raise RuntimeError("crc")
+
+    with pytest.raises(RuntimeError):  # the callable's error, not a status
+        LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts, True, LIMIT, failing)
+    recs = scan.recs.copy()
+    for start in (len(data) - 5, len(data) + 1, (1 << 63) - 1, -1):
+        recs["start"][1] = start  # a record pointing past the buffer (or overflowing)
+        assert LANE.gzip_total(data, recs, LIMIT) == -1
+        r = LANE.gzip_fetch(data, recs, out, 0, offsets, words, 0, counts, *args)
+        assert r[:2] == (BAD_GZIP, 1)
+    # rows: one row of room left for two
+    r = LANE.gzip_fetch(data, scan.recs, out, 0, offsets[:2], words, 0, counts, *args)
+    assert r[0] == 8  # the kernel's ST_FULL
+
+
+@needs_lane
+def test_lane_agrees_with_both_other_paths(monkeypatch: pytest.MonkeyPatch,
+                                           lanes: list[str]) -> None:
+    values = [b"", b"a", b"hello", bytes(300), b"x" * 5000]
+    inner = message_set(values)
+    # name: (set, the lanes its decode takes, whether it decodes); "flat": the fast lane on ISA-L
+    # when this one does not even start (bytes after the member make its ISIZE no hint)
+    aside = ["stepped aside", "general"]
+    sets = {
+        "stdlib gzip": (wrapper(gzip.compress(inner, mtime=0)) * 3, ["gzip"], True),
+        "hand-built": (wrapper(stored(HI + ABC)) + wrapper(stored(ABC)), ["gzip"], True),
+        "empty inner set": (wrapper(stored(b"")) + wrapper(stored(HI)), ["gzip"], True),
+        "a partial last wrapper": ((wrapper(stored(HI)) * 2)[:-3], ["gzip"], True),
+        "two members": (wrapper(stored(inner[:20]) + stored(inner[20:])), aside, True),
+        "trailing bytes": (wrapper(stored(inner) + b"\x00junk"), ["flat"], True),
+        "lying ISIZE": (wrapper(stored(inner, isize=len(inner) + 1)), aside, False),
+        "huge ISIZE": (wrapper(stored(inner, isize=(1 << 32) - 1)), ["general"], False),
+        "bad inner CRC": (wrapper(stored(HI + message(b"abc", crc=1))), aside, False),
+        "bad wrapper CRC": (message(stored(HI), codec=1, crc=1), aside, False),
+    }
+    for name, (data, expected, decodes) in sets.items():
+        lanes.clear()
+        outcome(data)
+        assert lanes == expected, name
+        result = all_paths(data, monkeypatch)
+        assert isinstance(result[0], dict) == decodes, name
+    assert all_paths(wrapper(stored(HI + message(b"abc", crc=1))), monkeypatch,
+                     verify_crc=False)[0]["value"] == [b"hi", b"abc"]
+    rows = all_paths(sets["empty inner set"][0], monkeypatch)[0]
+    assert rows["value"] == [b"hi"] and rows["offset"] == [1000 + len(wrapper(stored(b"")))]
+    for limit in (0, 23, 24):
+        all_paths(sets["hand-built"][0], monkeypatch, max_decompressed_size=limit)
+
+
+@needs_lane
+def test_values_of_several_fetches_share_a_sink(monkeypatch: pytest.MonkeyPatch,
+                                                lanes: list[str]) -> None:
+    sink = flat.ValueSink(1 << 16, 1024)
+    first = wrapper(gzip.compress(message_set([b"a" * 100] * 30), mtime=0))
+    second = wrapper(stored(HI + ABC))
+    a = decode_message_set(first, 0, sink=sink).batch.column("value")
+    bad = message(stored(HI), codec=1, crc=1)  # stops the lane after it wrote into the sink
+    with pytest.raises(MessageError):
+        decode_message_set(second + bad, 0, sink=sink)
+    b = decode_message_set(second, 0, sink=sink).batch.column("value")
+    assert lanes == ["gzip", "stepped aside", "general", "gzip"]
+    joined = flat.join_views([a, b])
+    assert joined is not None and joined.to_pylist() == [b"a" * 100] * 30 + [b"hi", b"abc"]
+
+
+def random_gzip_set(rnd: random.Random) -> bytes:
+    parts = []
+    for _ in range(rnd.randrange(1, 8)):
+        values = [rnd.randbytes(rnd.choice([0, 3, 40, 400])) for _ in range(rnd.randrange(0, 30))]
+        inner = b"".join(message(v, magic=rnd.choice([0, 1])) for v in values)
+        payload = (gzip.compress(inner, compresslevel=rnd.choice([1, 6, 9]), mtime=0)
+                   if rnd.random() < 0.8 else stored(inner))
+        parts.append(wrapper(payload))
+    data = bytearray(b"".join(parts))
+    for _ in range(rnd.randrange(0, 3)):  # corruption anywhere: headers, members, trailers
+        at = rnd.randrange(len(data))
+        if rnd.random() < 0.7:
+            data[at] ^= 1 << rnd.randrange(8)
+        else:
+            del data[at:]
+    return bytes(data)
+
+
+@needs_lane
+@pytest.mark.parametrize("seed", range(60))
+def test_random_gzip_sets_agree(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rnd = random.Random(seed)
+    if seed % 2:
+        monkeypatch.setattr(flat, "_GZIP_CRC", None)  # libdeflate's CRC-32, not ISA-L's
+    kw: dict[str, Any] = {"verify_crc": rnd.random() < 0.8}
+    if rnd.random() < 0.3:
+        kw["max_decompressed_size"] = rnd.randrange(0, 20000)
+    all_paths(random_gzip_set(rnd), monkeypatch, **kw)
