@@ -121,6 +121,9 @@ def test_max_bytes_cuts_at_message_boundaries(
     broker: EmbeddedBroker, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = spy_multifetch(monkeypatch)
+    # the algorithm's own scans, each in the micro-batch that needs it (the prefetch of the
+    # next micro-batch's windows: test_prefetched_scans_*)
+    monkeypatch.setattr(Kafka07StreamReader, "prefetch_scans", False)
     # partition 0: 100 messages of 40 bytes (30 + 10 header); partition 1: one 5000-byte
     # gzip wrapper, then small ones
     send(broker, topic, 0, encode_message_set(values("a", 100)))
@@ -169,6 +172,58 @@ def test_max_bytes_cuts_at_message_boundaries(
     for batch_scans in scans:  # each round trip: at most the budget + a header per partition
         assert len(batch_scans) <= MAX_ROUNDS + 2  # + starved heads + the progress rule
         assert all(sum(n for _, _, n in rt) <= 1000 + 2 * HEADER for rt in batch_scans)
+
+
+def test_prefetched_scans_same_ends_off_the_critical_path(
+    broker: EmbeddedBroker, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With maxBytesPerTrigger, the next micro-batch's first-round windows are scanned in the
+    background after each latestOffset: the ends are exactly those chosen without the
+    prefetch, latestOffset itself no longer asks for those windows, stop() ends the thread."""
+    import threading
+
+    where: list[tuple[str, list[tuple[int, int, int]]]] = []  # (thread, MULTIFETCH parts)
+    real = BrokerConnection.multifetch
+
+    def spy(self: BrokerConnection, fetches: Sequence[FetchRequest]) -> list[FetchResponse]:
+        parts = [(f.partition, f.offset, f.max_size) for f in fetches]
+        where.append((threading.current_thread().name, parts))
+        return real(self, fetches)
+
+    monkeypatch.setattr(BrokerConnection, "multifetch", spy)
+    send(broker, topic, 0, encode_message_set(values("a", 60)))  # 40-byte messages
+    send(broker, topic, 1, encode_message_set(values("b", 60)))
+    opts = {"subscribe": topic, "startingOffsets": "earliest", "maxBytesPerTrigger": "1000"}
+    plain, fetched = make(zk_connect, **opts), make(zk_connect, **opts)
+    plain.prefetch_scans = False
+    starts = [plain.initialOffset(), fetched.initialOffset()]
+    batches = 0
+    sizes: list[int] = []
+    while True:
+        ends = [plain.latestOffset(starts[0], ReadMaxBytes(1000))]
+        where.clear()
+        ends.append(fetched.latestOffset(starts[1], ReadMaxBytes(1000)))
+        assert ends[1] == ends[0]
+        if ends[0] == starts[0]:
+            break
+        batches += 1
+        main = [parts for name, parts in where if name == threading.current_thread().name]
+        rounds = fetched.last_admission.windows
+        sizes.append(sum(e - starts[0][topic][k] for k, e in ends[0][topic].items()))
+        if rounds:
+            first = [(tp[2], lo, hi - lo) for tp, (lo, hi) in sorted(rounds[0].items())]
+            # micro-batch 1 scans its first round itself; later ones find it prefetched
+            assert (first in main) == (batches == 1)
+            assert len(main) == len(rounds) - (batches > 1)
+        else:  # the rest fits: no scan at all
+            assert main == []
+        starts = ends
+    # round 1: 500 bytes each, cut at 480 (12 messages); the 40 left: one more message
+    assert sizes == [1000, 1000, 1000, 1000, 800]
+    assert fetched._prefetch.started == 3  # after micro-batches 1-3: more left than fits
+    fetched.stop()
+    plain.stop()
+    assert not [t for t in threading.enumerate() if t.name == "kafka07-stream-prefetch"]
 
 
 def test_available_now_target(broker: EmbeddedBroker, zk_connect: str, topic: str) -> None:

@@ -57,9 +57,8 @@
  * sizes that occur in practice; longer ones square-and-multiply.
  */
 #define POLY 0xEDB88320u
-#define ZERO_TABLE 65536
 static uint32_t byte_table[256];
-static uint32_t zero_table[ZERO_TABLE];
+uint32_t kp_zero_table[KP_ZERO_TABLE];
 static uint32_t x2n[64]; /* x^(2^k) mod P */
 
 static uint32_t mulmod(uint32_t a, uint32_t b)
@@ -76,8 +75,8 @@ static uint32_t mulmod(uint32_t a, uint32_t b)
 
 uint32_t kp_zeros_crc(int64_t n)
 {
-    if (n < ZERO_TABLE)
-        return zero_table[n];
+    if (n < KP_ZERO_TABLE)
+        return kp_zero_table[n];
     uint64_t bits = (uint64_t)n * 8;
     uint32_t reg = 0xFFFFFFFFu;
     for (int k = 0; bits; k++, bits >>= 1)
@@ -95,57 +94,13 @@ static void init_tables(void)
         byte_table[i] = c;
     }
     uint32_t reg = 0xFFFFFFFFu;
-    for (int n = 0; n < ZERO_TABLE; n++) {
-        zero_table[n] = ~reg;
+    for (int n = 0; n < KP_ZERO_TABLE; n++) {
+        kp_zero_table[n] = ~reg;
         reg = (reg >> 8) ^ byte_table[reg & 0xFF];
     }
     x2n[0] = 1u << 30; /* x^1 */
     for (int k = 1; k < 64; k++)
         x2n[k] = mulmod(x2n[k - 1], x2n[k - 1]);
-}
-
-/* --- one header --------------------------------------------------------------------------- */
-
-typedef struct {
-    int32_t length;
-    uint32_t crc;
-    uint8_t magic, attributes, codec;
-} head_t;
-
-/* The message at pos (pos < end): ST_END when it is complete and well-formed (its fields in
- * *h), else the status that stops a walk there (*value says why). */
-static inline int read_head(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, head_t *h,
-                            long long *value)
-{
-    if (end - pos < LENGTH_SIZE)
-        return ST_SHORT;
-    int32_t length = (int32_t)be32(p + pos);
-    *value = length;
-    if (length < MIN_LENGTH || length > MAX_MESSAGE_LENGTH)
-        return ST_BAD_LENGTH;
-    if ((Py_ssize_t)length > end - pos - LENGTH_SIZE)
-        return ST_PARTIAL;
-    const uint8_t *m = p + pos + LENGTH_SIZE;
-    h->length = length;
-    h->magic = m[0];
-    h->attributes = h->codec = 0;
-    if (m[0] == 1) {
-        if (length < MIN_LENGTH_V1)
-            return ST_SHORT_V1;
-        h->attributes = m[1];
-        h->codec = m[1] & CODEC_MASK;
-        *value = m[1];
-        if (h->codec == 3)
-            return ST_BAD_CODEC;
-        h->crc = be32(m + 2);
-    } else if (m[0] == 0) {
-        h->crc = be32(m + 1);
-    } else {
-        *value = m[0];
-        return ST_BAD_MAGIC;
-    }
-    *value = 0;
-    return ST_END;
 }
 
 static inline void prefetch_to(const uint8_t *p, Py_ssize_t *fetched, Py_ssize_t pos,
@@ -266,7 +221,7 @@ int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, s
             room = pos + skip - dpos + size; /* in place: the bytes after the payload are unread */
         copy_down(data + dpos, p + pos + skip, size, room, end - pos - skip);
         dpos += size;
-        words[k] = h.crc ^ kp_zeros_crc(size);
+        words[k] = h.crc ^ zeros_crc(size);
         offsets[++k] = (int32_t)dpos;
         if (starts)
             starts[m] = s->base + pos;
@@ -381,7 +336,7 @@ static PyObject *gather(PyObject *self, PyObject *args)
         }
         memcpy(d + dpos, p + start, (size_t)size);
         dpos += size;
-        words[k] = r->crc ^ kp_zeros_crc(size);
+        words[k] = r->crc ^ zeros_crc(size);
         offsets[++k] = (int32_t)dpos;
     }
     result = Py_BuildValue("(nn)", dpos, k);

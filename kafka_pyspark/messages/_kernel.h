@@ -63,12 +63,71 @@ typedef struct {
     int64_t base;
 } sink_t;
 
+static inline uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
 static inline uint32_t be32(const uint8_t *p)
 {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
 uint32_t kp_zeros_crc(int64_t n);
+
+/* crc32 of n zero bytes (kp_zeros_crc), inline for the sizes of the table */
+#define KP_ZERO_TABLE 65536
+extern uint32_t kp_zero_table[KP_ZERO_TABLE];
+static inline uint32_t zeros_crc(int64_t n)
+{
+    return n < KP_ZERO_TABLE ? kp_zero_table[n] : kp_zeros_crc(n);
+}
+
+/* --- one header (the walks of _kernel.c and _snappy.c) --- */
+
+typedef struct {
+    int32_t length;
+    uint32_t crc;
+    uint8_t magic, attributes, codec;
+} head_t;
+
+/* The message at pos (pos < end): ST_END when it is complete and well-formed (its fields in
+ * *h), else the status that stops a walk there (*value says why). */
+static inline int read_head(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, head_t *h,
+                            long long *value)
+{
+    if (end - pos < LENGTH_SIZE)
+        return ST_SHORT;
+    int32_t length = (int32_t)be32(p + pos);
+    *value = length;
+    if (length < MIN_LENGTH || length > MAX_MESSAGE_LENGTH)
+        return ST_BAD_LENGTH;
+    if ((Py_ssize_t)length > end - pos - LENGTH_SIZE)
+        return ST_PARTIAL;
+    const uint8_t *m = p + pos + LENGTH_SIZE;
+    h->length = length;
+    h->magic = m[0];
+    h->attributes = h->codec = 0;
+    if (m[0] == 1) {
+        if (length < MIN_LENGTH_V1)
+            return ST_SHORT_V1;
+        h->attributes = m[1];
+        h->codec = m[1] & CODEC_MASK;
+        *value = m[1];
+        if (h->codec == 3)
+            return ST_BAD_CODEC;
+        h->crc = be32(m + 2);
+    } else if (m[0] == 0) {
+        h->crc = be32(m + 1);
+    } else {
+        *value = m[0];
+        return ST_BAD_MAGIC;
+    }
+    *value = 0;
+    return ST_END;
+}
+
 int kp_take(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
             long long *value);
 int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,

@@ -30,12 +30,6 @@ static const uint8_t JAVA_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 #define JAVA_HEADER_SIZE 16
 #define MAX_VARINT 5
 
-static inline uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-
 /* The uncompressed size a raw block announces (its varint); -1 if unreadable. */
 static int64_t block_size(const uint8_t *p, Py_ssize_t n, Py_ssize_t *used)
 {
@@ -55,72 +49,129 @@ static int64_t block_size(const uint8_t *p, Py_ssize_t n, Py_ssize_t *used)
 #else
 #define LIKELY(x) (x)
 #endif
-#define FAST_IN 21  /* a tag, its 4 offset bytes and a 16-byte literal */
-#define FAST_OUT 80 /* a 64-byte copy in 16-byte steps, or a 16-byte literal */
+#define FAST_IN 33  /* a tag and a 32-byte literal (or a tag and its 4 offset bytes) */
+#define FAST_OUT 64 /* the longest copy: short_copy's steps stay within it */
+#define FAST_DONE 16 /* output written before the fast loop may run (see fast_elements) */
 
-/* The elements of a block while far from both ends (FAST_IN bytes of input left, FAST_OUT of
- * output): a short literal or any copy then fits without a bounds check on its length (its
- * offset is still checked); stops before a long literal or near an end, for raw_block's
- * careful loop. 0, or -1: a copy from before the start. */
-/* Per copy tag: its length (bits 0-7), the high bits of its offset (bits 8-10, a 1-byte-offset
- * copy) and the offset bytes that follow the tag (bits 11-13). */
-static uint16_t copy_table[256];
+/* Per tag, what the fast loop needs without a branch on the kind of element:
+ *   bits 0-7    its length in the output (a literal's when (tag >> 2) < 60)
+ *   bits 8-15   the input it takes: the tag and its offset bytes (copy) or its bytes (literal)
+ *   bits 16-27  the part of the offset the tag gives: its high bits (1-byte-offset copy), or 16
+ *               for a literal (so a literal passes the offset checks, see fast_elements)
+ *   bit 30      E_SLOW: longer than 32 bytes (or a literal whose length follows the tag)
+ *   bit 31      E_LITERAL
+ *   bits 32-63  the mask of the offset bytes after the tag (0 for a literal) */
+#define E_SLOW (1u << 30)
+#define E_LITERAL (1u << 31)
+static uint64_t tag_table[256];
 static const uint32_t trailer_mask[5] = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF};
 
 void kp_snappy_init(void)
 {
-    for (int tag = 0; tag < 256; tag++) {
-        int kind = tag & 3, len = (tag >> 2) + 1, extra = kind == 3 ? 4 : kind, high = 0;
-        if (kind == 1) {
-            len = 4 + ((tag >> 2) & 7);
-            high = (tag >> 5) << 8;
+    for (uint32_t tag = 0; tag < 256; tag++) {
+        uint32_t kind = tag & 3, len, extra = 0, base = 16, flags = E_LITERAL;
+        if (kind == 0) {
+            len = (tag >> 2) + 1;
+        } else {
+            extra = kind == 3 ? 4 : kind;
+            len = kind == 1 ? 4 + ((tag >> 2) & 7) : (tag >> 2) + 1;
+            base = kind == 1 ? (tag >> 5) << 8 : 0;
+            flags = 0;
         }
-        copy_table[tag] = (uint16_t)(len | high | (extra << 11));
+        uint32_t take = 1 + (kind == 0 ? len : extra);
+        flags |= len > 32 ? E_SLOW : 0;
+        tag_table[tag] = len | (take << 8) | (base << 16) | flags |
+                         ((uint64_t)trailer_mask[extra] << 32);
     }
 }
 
+/* A copy of len <= 64 bytes from off bytes back (it may overlap itself: the bytes repeat with
+ * period off), with FAST_OUT bytes of room at op. */
+static inline void short_copy(uint8_t *op, size_t off, size_t len)
+{
+    const uint8_t *from = op - off;
+    if (off >= 16) {
+        for (size_t i = 0; i < len; i += 16)
+            memcpy(op + i, from + i, 16);
+    } else if (off >= 8) {
+        for (size_t i = 0; i < len; i += 8)
+            memcpy(op + i, from + i, 8);
+    } else {
+        /* the first 8 bytes one at a time, then 8 at a time from the multiple of off that is
+         * 8 to 14 bytes back (the same bytes, the pattern repeating) */
+        for (size_t i = 0; i < 8; i++)
+            op[i] = from[i];
+        size_t step = off * ((8 + off - 1) / off);
+        for (size_t i = 8; i < len; i += 8)
+            memcpy(op + i, op + i - step, 8);
+    }
+}
+
+/* A literal of the fast loop whose length needs more than its tag says: 0, or -1 when it does
+ * not fit what is left of the input or the output (raw_block's careful loop then decides). */
+static inline int long_literal(uint8_t tag, const uint8_t **ipp, const uint8_t *in_end,
+                               uint8_t **opp, const uint8_t *op_end)
+{
+    const uint8_t *at = *ipp + 1;
+    size_t len = tag >> 2;
+    if (len >= 60) { /* 1..4 length bytes follow: within FAST_IN of the input */
+        len = le32(at) & trailer_mask[len - 59];
+        at += (tag >> 2) - 59;
+    }
+    len += 1;
+    if ((size_t)(in_end - at) < len || (size_t)(op_end - *opp) < len)
+        return -1;
+    memcpy(*opp, at, len);
+    *ipp = at + len;
+    *opp += len;
+    return 0;
+}
+
+/* The elements of a block while far from both ends (FAST_IN bytes of input left, FAST_OUT of
+ * output) and FAST_DONE bytes into the output. An element of up to 32 bytes with nothing
+ * doubtful (a literal, or a copy from 16 or more bytes back and not before the start) is two
+ * 16-byte moves from where it comes from, chosen without a branch, whatever its length (the
+ * bytes past it are rewritten by the next elements, never past the announced size); others
+ * take short_copy or long_literal. Stops near an end or at a literal that does not fit, for
+ * raw_block's careful loop. 0, or -1: a copy from offset 0 or before the start. */
 static int fast_elements(const uint8_t **ipp, const uint8_t *in_end, uint8_t **opp,
                          const uint8_t *dst, const uint8_t *op_end)
 {
     const uint8_t *ip = *ipp;
     uint8_t *op = *opp;
-    int ok = 0;
-    while (in_end - ip >= FAST_IN && op_end - op >= FAST_OUT) {
-        uint8_t tag = *ip;
-        if ((tag & 3) == 0) {
-            size_t len = (size_t)(tag >> 2) + 1;
-            if (len > 16)
-                break;
-            memcpy(op, ip + 1, 16);
-            ip += 1 + len;
-            op += len;
-            continue;
-        }
-        uint32_t entry = copy_table[tag], extra = entry >> 11;
-        size_t len = entry & 0xFF;
-        size_t off = (entry & 0x700) + (le32(ip + 1) & trailer_mask[extra]);
-        ip += 1 + extra;
-        if (!LIKELY(off - 1 < (size_t)(op - dst))) { /* off == 0 or before the start */
-            ok = -1;
-            break;
-        }
-        const uint8_t *from = op - off;
-        if (LIKELY(off >= 16)) {
-            memcpy(op, from, 16);
-            for (size_t i = 16; i < len; i += 16)
-                memcpy(op + i, from + i, 16);
-        } else if (off >= 8) {
-            for (size_t i = 0; i < len; i += 8)
-                memcpy(op + i, from + i, 8);
+    if (in_end - ip < FAST_IN || op_end - op < FAST_OUT || op - dst < FAST_DONE)
+        return 0;
+    const uint8_t *ip_last = in_end - FAST_IN;
+    const uint8_t *op_last = op_end - FAST_OUT;
+    while (ip <= ip_last && op <= op_last) {
+        uint64_t entry = tag_table[*ip];
+        uint32_t e = (uint32_t)entry;
+        size_t len = e & 0xFF;
+        size_t off = ((e >> 16) & 0xFFF) + (le32(ip + 1) & (uint32_t)(entry >> 32));
+        size_t done = (size_t)(op - dst); /* >= FAST_DONE: done - 16 does not wrap */
+        if (!LIKELY(!(e & E_SLOW) && off - 16 <= done - 16)) { /* 16 <= off <= done */
+            if (e & E_LITERAL) {
+                if (long_literal(*ip, &ip, in_end, &op, op_end) < 0)
+                    break;
+                continue;
+            }
+            if (off - 1 >= done) { /* offset 0, or before the start */
+                *ipp = ip;
+                *opp = op;
+                return -1;
+            }
+            short_copy(op, off, len);
         } else {
-            for (size_t i = 0; i < len; i++)
-                op[i] = from[i];
+            const uint8_t *from = (e & E_LITERAL) ? ip + 1 : op - off;
+            memcpy(op, from, 16); /* in two steps: from may be op - 16 */
+            memcpy(op + 16, from + 16, 16);
         }
         op += len;
+        ip += (e >> 8) & 0xFF;
     }
     *ipp = ip;
     *opp = op;
-    return ok;
+    return 0;
 }
 
 /* One literal (its tag read) near an end of the block, or a long one: 0, or -1. */
@@ -290,8 +341,67 @@ PyObject *kp_snappy_size(PyObject *self, PyObject *arg)
     return PyLong_FromLongLong(total);
 }
 
+/* Moves n bytes down from src to dst = src - gap (the payloads of a decompressed wrapper, to
+ * the end of the value column), avail bytes being readable at src. With 32 bytes or more
+ * between them, in 32-byte steps, each loaded before it is stored: the stores (up to 31 bytes
+ * past n) only overwrite bytes already read, and the reads (up to 31 bytes past n) stay within
+ * avail; else by memmove. */
+static inline void move_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_ssize_t gap,
+                             Py_ssize_t avail)
+{
+    if (gap >= 32 && n <= 512 && avail >= ((n + 31) & ~(Py_ssize_t)31)) {
+        for (Py_ssize_t i = 0; i < n; i += 32) {
+            uint8_t chunk[32];
+            memcpy(chunk, src + i, 32);
+            memcpy(dst + i, chunk, 32);
+        }
+    } else {
+        memmove(dst, src, (size_t)n);
+    }
+}
+
+/* The message set decompressed at data[pos:end], above the sink's end (s->dpos <= pos, both in
+ * s->data), taken as kp_take takes plain messages (same statuses, same sink contents): each
+ * payload moved down to the sink's end, its end and CRC word recorded. */
+static int take_inflated(sink_t *s, Py_ssize_t pos, Py_ssize_t end, long long *value)
+{
+    uint8_t *const data = s->data;
+    int32_t *const offsets = s->offsets;
+    uint32_t *const words = s->words;
+    Py_ssize_t dpos = s->dpos, k = s->k, m = s->m;
+    Py_ssize_t rows = s->ocap - 1 < s->wcap ? s->ocap - 1 : s->wcap; /* k < rows */
+    int status = ST_END;
+    head_t h;
+    while (pos < end) {
+        status = read_head(data, pos, end, &h, value);
+        if (status != ST_END)
+            break;
+        if (h.codec) {
+            status = ST_WRAPPER;
+            *value = h.attributes;
+            break;
+        }
+        Py_ssize_t from = pos + LENGTH_SIZE + 1 + h.magic + 4;
+        Py_ssize_t size = (Py_ssize_t)h.length - 1 - h.magic - 4;
+        if (dpos + size > INT32_MAX || k >= rows) {
+            status = ST_FULL;
+            break;
+        }
+        move_down(data + dpos, data + from, size, from - dpos, s->dcap - from);
+        dpos += size;
+        words[k] = h.crc ^ zeros_crc(size);
+        offsets[++k] = (int32_t)dpos;
+        m++;
+        pos = from + size;
+    }
+    s->dpos = dpos;
+    s->k = k;
+    s->m = m;
+    return status;
+}
+
 /* Decompresses the wrapper payload p[0:n] into the sink's data at dpos and walks the message
- * set found there in place (take's sink: payloads moved down to dpos, their ends and CRC
+ * set found there in place (take_inflated: payloads moved down to dpos, their ends and CRC
  * words). ST_END: it was whole plain messages; any other status (ST_BAD_SNAPPY for the payload
  * itself) leaves the sink partly written, for the caller to decode on the general path. */
 int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
@@ -308,9 +418,7 @@ int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
     }
     if (more != 0)
         return ST_BAD_SNAPPY;
-    Py_ssize_t pos = s->dpos;
-    int status = kp_take(s->data, &pos, end, end, s, value);
-    return status == ST_END && pos != end ? ST_SHORT : status; /* pos != end: unreachable */
+    return take_inflated(s, s->dpos, end, value);
 }
 
 /* snappy_take(payload, data, dpos, offsets, words, k) -> (status, value, dpos, k, m):

@@ -53,13 +53,16 @@ static int call_crc(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init,
 
 static void xor_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
 {
+    uint8_t *const data = s->data; /* in locals: the stores could alias the sink's fields */
+    const int32_t *const offsets = s->offsets;
+    const uint32_t *const words = s->words;
     for (Py_ssize_t i = k0; i < k1; i++) {
-        uint8_t *at = s->data + s->offsets[i + 1];
-        uint32_t w = s->words[i];
-        at[0] ^= (uint8_t)w;
-        at[1] ^= (uint8_t)(w >> 8);
-        at[2] ^= (uint8_t)(w >> 16);
-        at[3] ^= (uint8_t)(w >> 24);
+        uint8_t *at = data + offsets[i + 1];
+        uint32_t w = words[i] ^ le32(at); /* one 4-byte load and store (when little-endian) */
+        at[0] = (uint8_t)w;
+        at[1] = (uint8_t)(w >> 8);
+        at[2] = (uint8_t)(w >> 16);
+        at[3] = (uint8_t)(w >> 24);
     }
 }
 
