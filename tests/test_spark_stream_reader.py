@@ -121,6 +121,9 @@ def test_max_bytes_cuts_at_message_boundaries(
     broker: EmbeddedBroker, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = spy_multifetch(monkeypatch)
+    # the algorithm's own scans, each in the micro-batch that needs it (the prefetch of the
+    # next micro-batch's windows: test_prefetched_scans_*)
+    monkeypatch.setattr(Kafka07StreamReader, "prefetch_scans", False)
     # partition 0: 100 messages of 40 bytes (30 + 10 header); partition 1: one 5000-byte
     # gzip wrapper, then small ones
     send(broker, topic, 0, encode_message_set(values("a", 100)))
@@ -169,6 +172,123 @@ def test_max_bytes_cuts_at_message_boundaries(
     for batch_scans in scans:  # each round trip: at most the budget + a header per partition
         assert len(batch_scans) <= MAX_ROUNDS + 2  # + starved heads + the progress rule
         assert all(sum(n for _, _, n in rt) <= 1000 + 2 * HEADER for rt in batch_scans)
+
+
+def test_prefetched_scans_same_ends_off_the_critical_path(
+    broker: EmbeddedBroker, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With maxBytesPerTrigger, the next micro-batch's first-round windows are scanned in the
+    background after each latestOffset: the ends are exactly those chosen without the
+    prefetch, latestOffset itself no longer asks for those windows, stop() ends the thread."""
+    import threading
+
+    where: list[tuple[str, list[tuple[int, int, int]]]] = []  # (thread, MULTIFETCH parts)
+    real = BrokerConnection.multifetch
+
+    def spy(self: BrokerConnection, fetches: Sequence[FetchRequest]) -> list[FetchResponse]:
+        parts = [(f.partition, f.offset, f.max_size) for f in fetches]
+        where.append((threading.current_thread().name, parts))
+        return real(self, fetches)
+
+    monkeypatch.setattr(BrokerConnection, "multifetch", spy)
+    send(broker, topic, 0, encode_message_set(values("a", 60)))  # 40-byte messages
+    send(broker, topic, 1, encode_message_set(values("b", 60)))
+    opts = {"subscribe": topic, "startingOffsets": "earliest", "maxBytesPerTrigger": "1000"}
+    plain, fetched = make(zk_connect, **opts), make(zk_connect, **opts)
+    plain.prefetch_scans = False
+    starts = [plain.initialOffset(), fetched.initialOffset()]
+    batches = 0
+    sizes: list[int] = []
+    while True:
+        ends = [plain.latestOffset(starts[0], ReadMaxBytes(1000))]
+        where.clear()
+        ends.append(fetched.latestOffset(starts[1], ReadMaxBytes(1000)))
+        assert ends[1] == ends[0]
+        if ends[0] == starts[0]:
+            break
+        batches += 1
+        main = [parts for name, parts in where if name == threading.current_thread().name]
+        rounds = fetched.last_admission.windows
+        sizes.append(sum(e - starts[0][topic][k] for k, e in ends[0][topic].items()))
+        if rounds:
+            first = [(tp[2], lo, hi - lo) for tp, (lo, hi) in sorted(rounds[0].items())]
+            # micro-batch 1 scans its first round itself; later ones find it prefetched
+            assert (first in main) == (batches == 1)
+            assert len(main) == len(rounds) - (batches > 1)
+        else:  # the rest fits: no scan at all
+            assert main == []
+        starts = ends
+    # round 1: 500 bytes each, cut at 480 (12 messages); the 40 left: one more message
+    assert sizes == [1000, 1000, 1000, 1000, 800]
+    assert fetched._prefetch.started == 3  # after micro-batches 1-3: more left than fits
+    fetched.stop()
+    plain.stop()
+    assert not [t for t in threading.enumerate() if t.name == "kafka07-stream-prefetch"]
+
+
+def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
+    tmp_path: Path, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kafka_pyspark.cluster
+    from kafka_pyspark.testing.zookeeper import free_port
+
+    opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
+    real = kafka_pyspark.cluster.connect
+
+    def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
+        opened.append((broker_id, address.port))
+        return real(broker_id, address, *args)
+
+    monkeypatch.setattr(kafka_pyspark.cluster, "connect", spy)
+    log_dir = tmp_path / "b0"
+    first, second = free_port(), free_port()
+    with EmbeddedBroker(0, port=first, log_dir=log_dir, zk_connect=zk_connect) as b0:
+        send(b0, topic, 0, encode_message_set(values("a", 5)))
+        r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
+        start = r.initialOffset()
+        for n in range(3):
+            send(b0, topic, 0, encode_message_set(values("b", 1)))
+            end = r.latestOffset(start, ReadAllAvailable())
+            assert end == {topic: {"0-0": 200 + 40 * (n + 1)}}
+            start = end
+        assert opened == [(0, first)]  # one connection for the whole query
+    # the broker comes back at another port: its old connection is dropped, a new one made
+    with EmbeddedBroker(0, port=second, log_dir=log_dir, zk_connect=zk_connect) as b0:
+        send(b0, topic, 0, encode_message_set(values("c", 1)))
+        assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0-0": 360}}
+        assert opened == [(0, first), (0, second)]
+        r.stop()
+        assert r._offsets is None
+
+
+def test_offsets_of_several_brokers_asked_at_the_same_time(
+    brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
+
+    asked: dict[int, set[str]] = {}  # broker id -> threads that asked it
+    real = OffsetLookup.bounds
+
+    def spy(self: OffsetLookup, tp: tuple[str, int, int]) -> LogBounds:
+        asked.setdefault(tp[1], set()).add(threading.current_thread().name)
+        return real(self, tp)
+
+    for b in brokers:
+        send(b, topic, 0, encode_message_set(values("a", 2)))
+    r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
+    start = r.initialOffset()
+    asked.clear()
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {topic: {"0-0": 80, "0-1": 0, "1-0": 80, "1-1": 0, "1-2": 0}}
+    monkeypatch.setattr(OffsetLookup, "bounds", spy)
+    assert r.latestOffset(end, ReadAllAvailable()) == end
+    # one thread per broker, all of a broker's partitions on it, never the caller's thread
+    assert len(asked[0]) == len(asked[1]) == 1
+    assert asked[0] != asked[1]
+    assert threading.current_thread().name not in asked[0] | asked[1]
+    r.stop()
 
 
 def test_available_now_target(broker: EmbeddedBroker, zk_connect: str, topic: str) -> None:

@@ -359,3 +359,72 @@ def test_scan_window_boundaries_and_lookups() -> None:
     head = scan_window(data[:8], 1000)
     assert head.boundaries.tolist() == [1000]
     assert head.next_size == 12
+
+
+# --- stream_prefetch: answers from a scan of a larger window ----------------------------------
+
+
+def _log_of(payload_sizes: Sequence[int]) -> bytes:
+    return b"".join(_magic0(bytes(n)) for n in payload_sizes)
+
+
+def test_restrict_is_exactly_scanning_the_smaller_window() -> None:
+    """Every (boundary lo, hi) inside a scanned window: restrict() == scan_window() of the
+    sub-window itself; a start that is not a boundary, or an end past the window: None."""
+    from kafka_pyspark.spark.admission import scan_window
+    from kafka_pyspark.spark.stream_prefetch import restrict
+
+    base = 5000
+    data = _log_of([0, 3, 17, 1, 40, 2])[:-5]  # the last message cut short
+    big = scan_window(data, base)
+    top = base + len(data)
+    starts = big.boundaries.tolist()
+    for lo in starts:
+        for hi in range(lo, top + 1):
+            want = scan_window(data[lo - base : hi - base], lo)
+            got = restrict((base, top, big), lo, hi)
+            assert got is not None
+            assert (got.boundaries.tolist(), got.next_size) == (
+                want.boundaries.tolist(), want.next_size), (lo, hi)
+        assert restrict((base, top, big), lo, top + 1) is None
+    assert restrict((base, top, big), base + 1, base + 20) is None
+
+
+def test_answer_from_only_while_the_log_holds_the_window() -> None:
+    from kafka_pyspark.spark.admission import scan_window
+    from kafka_pyspark.spark.log_bounds import LogBounds
+    from kafka_pyspark.spark.stream_prefetch import answer_from
+
+    data = _log_of([10, 10, 10])  # messages of 19 bytes at 0, 19, 38; end 57
+    scanned = {A: (0, 57, scan_window(data, 0))}
+    windows = {A: (19, 42), B: (0, 4)}
+    hits, misses = answer_from(scanned, windows, {A: LogBounds(0, 57), B: LogBounds(0, 9)})
+    assert {tp: (s.boundaries.tolist(), s.next_size) for tp, s in hits.items()} == {
+        A: ([19, 38], 19)
+    }
+    assert misses == {B: (0, 4)}
+    # retention moved past the scanned window's start, or the log now ends before its end
+    # (truncated, recreated): scan again
+    for gone in (LogBounds(19, 57), LogBounds(0, 50)):
+        hits, misses = answer_from(scanned, {A: (19, 42)}, {A: gone})
+        assert (hits, misses) == ({}, {A: (19, 42)})
+
+
+@pytest.mark.parametrize(
+    ("sizes", "starts", "budget"),
+    [
+        ({A: [40] * 50, B: [40] * 50}, {A: 0, B: 0}, 1000),
+        ({A: [40] * 50, B: [7, 300, 9] * 5, C: [1000]}, {A: 400, B: 316, C: 0}, 777),
+        ({A: [40] * 10, B: [40] * 100}, {A: 0, B: 40}, 1000),  # A fits, B is cut
+        ({A: [40] * 10}, {A: 0}, 1000),  # everything fits: no window
+    ],
+)
+def test_predicted_windows_are_the_first_round(
+    sizes: dict[TopicPartition, list[int]], starts: dict[TopicPartition, int], budget: int
+) -> None:
+    from kafka_pyspark.spark.stream_prefetch import predict_windows
+
+    log = FakeLog(sizes)
+    positions = {tp: (s, log.latest(tp)) for tp, s in starts.items()}
+    admit(positions, budget, log.scan)
+    assert predict_windows(positions, budget) == (log.calls[0] if log.calls else {})

@@ -14,7 +14,8 @@
  * than the cost of calling back), else libdeflate's.
  *
  * The lane decides nothing: a payload that is not exactly one gzip member with Java's header
- * shape (1f 8b 08, no flags) and nothing after it, an ISIZE that is not the size inflated, a
+ * shape (1f 8b 08, no flags) and nothing after it, a deflate stream that is not one block with
+ * a header zlib would write (below), an ISIZE that is not the size inflated, a
  * CRC mismatch, an inflate error, a budget or room exceeded, an inner set that is not whole
  * plain messages: all stop it with a status, and flat.py hands the set to the general path,
  * which raises the exact error (or decodes what this lane does not: several members, trailing
@@ -35,12 +36,6 @@
 static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
 static kp_sink_parse_fn sink_parse;
 
-static inline uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-
 /* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
                                       int64_t *size)
@@ -52,6 +47,153 @@ static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssi
     if (*size < 0 || start + *size > len)
         return NULL;
     return buf + start;
+}
+
+/* --- the deflate stream: one block, a header zlib's encoder could have written -------------
+ * libdeflate accepts a few dynamic block headers that zlib and ISA-L (the general path) refuse:
+ * HLIT above 286 or HDIST above 30 (codes declared, never used), and a code-length repeat that
+ * runs past HLIT + HDIST. A lane that let them through would decode what the general path
+ * refuses, and the two cannot be told apart after libdeflate's one call. So the lane takes a
+ * member only when its deflate stream is one final block (BFINAL set in the first header: no
+ * later header to check; zlib writes a block per ~16K symbols, so the wrappers of 200 messages
+ * seen here are one block) that is stored, fixed, or dynamic with a header checked here by
+ * zlib's rules and complete codes (zlib's encoder writes complete codes only; ISA-L and zlib
+ * accept every header this accepts). Anything else goes to the general path. */
+
+#define MAX_LITLEN 286
+#define MAX_DIST 30
+#define CL_CODES 19
+
+typedef struct {
+    const uint8_t *p, *end;
+    uint64_t buf;
+    int have, phantom; /* bits in buf; zero bits added past the end */
+} bits_t;
+
+static inline void refill(bits_t *b)
+{
+    if (b->end - b->p >= 8) { /* 56+ bits in buf, 8 bytes loaded at once */
+        const uint8_t *q = b->p;
+        uint64_t word = (uint64_t)le32(q) | (uint64_t)le32(q + 4) << 32;
+        b->buf |= word << b->have;
+        b->p += (63 - b->have) >> 3;
+        b->have |= 56;
+        return;
+    }
+    while (b->have <= 56) {
+        uint64_t byte = 0;
+        if (b->p < b->end)
+            byte = *b->p++;
+        else
+            b->phantom += 8;
+        b->buf |= byte << b->have;
+        b->have += 8;
+    }
+}
+
+/* Whether every bit taken so far was in the stream (none of the zeros past its end). */
+static inline int within(const bits_t *b)
+{
+    return b->phantom <= b->have;
+}
+
+static inline uint32_t take_bits(bits_t *b, int n)
+{
+    if (b->have < n)
+        refill(b);
+    uint32_t v = (uint32_t)(b->buf & ((1u << n) - 1));
+    b->buf >>= n;
+    b->have -= n;
+    return v;
+}
+
+/* Whether the code lengths len[0:n] (0: unused, at most `max`) make a complete prefix code. */
+static int complete(const uint8_t *len, int n, int max)
+{
+    uint32_t sum = 0;
+    for (int i = 0; i < n; i++)
+        if (len[i])
+            sum += 1u << (max - len[i]);
+    return sum == 1u << max;
+}
+
+/* The code-length code as a 7-bit lookup table (bits in stream order): symbol | length << 8. */
+static void cl_table(const uint8_t *cl, uint16_t *table)
+{
+    int code = 0;
+    for (int l = 1; l <= 7; l++) {
+        for (int sym = 0; sym < CL_CODES; sym++) {
+            if (cl[sym] != l)
+                continue;
+            int rev = 0; /* Huffman codes go most significant bit first */
+            for (int i = 0; i < l; i++)
+                rev |= ((code >> i) & 1) << (l - 1 - i);
+            for (int fill = rev; fill < 128; fill += 1 << l)
+                table[fill] = (uint16_t)(sym | (l << 8));
+            code++;
+        }
+        code <<= 1;
+    }
+}
+
+/* The code lengths of a dynamic header (after HLIT, HDIST, HCLEN) into len[0:total]: 0, or -1
+ * when zlib would refuse them (an incomplete code-length code, a bad repeat, an overrun). */
+static int code_lengths(bits_t *b, int hclen, uint8_t *len, int total)
+{
+    static const uint8_t order[CL_CODES] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+                                            11, 4,  12, 3, 13, 2, 14, 1, 15};
+    uint8_t cl[CL_CODES] = {0};
+    uint16_t table[128];
+    for (int i = 0; i < hclen; i++)
+        cl[order[i]] = (uint8_t)take_bits(b, 3);
+    if (!complete(cl, CL_CODES, 7))
+        return -1;
+    cl_table(cl, table);
+    for (int i = 0; i < total;) {
+        if (b->have < 14) /* a code (7 bits at most) and its extra bits (7) */
+            refill(b);
+        uint16_t entry = table[b->buf & 127];
+        int sym = entry & 0xFF, rep;
+        uint8_t value = 0;
+        b->buf >>= entry >> 8;
+        b->have -= entry >> 8;
+        if (sym < 16) {
+            len[i++] = (uint8_t)sym;
+            continue;
+        }
+        if (sym == 16) {
+            if (i == 0)
+                return -1;
+            value = len[i - 1];
+            rep = 3 + (int)take_bits(b, 2);
+        } else {
+            rep = sym == 17 ? 3 + (int)take_bits(b, 3) : 11 + (int)take_bits(b, 7);
+        }
+        if (rep > total - i)
+            return -1;
+        memset(len + i, value, (size_t)rep);
+        i += rep;
+    }
+    return 0;
+}
+
+/* Whether the deflate stream p[0:n] is one final block with a header the general path reads
+ * the same (see above). Reads only the header. */
+static int one_plain_block(const uint8_t *p, size_t n)
+{
+    bits_t b = {p, p + n, 0, 0, 0};
+    uint32_t head = take_bits(&b, 3); /* BFINAL, BTYPE */
+    if (!(head & 1) || (head >> 1) == 3)
+        return 0;
+    if ((head >> 1) != 2)
+        return within(&b); /* stored or fixed: nothing more to check here */
+    int hlit = 257 + (int)take_bits(&b, 5), hdist = 1 + (int)take_bits(&b, 5);
+    int hclen = 4 + (int)take_bits(&b, 4);
+    uint8_t len[MAX_LITLEN + MAX_DIST];
+    if (hlit > MAX_LITLEN || hdist > MAX_DIST || code_lengths(&b, hclen, len, hlit + hdist) < 0)
+        return 0;
+    return within(&b) && len[256] != 0 && complete(len, hlit, 15) &&
+           complete(len + hlit, hdist, 15);
 }
 
 /* The ISIZE of a payload this lane inflates: one member with the header Java writes (no
@@ -183,7 +325,9 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
     if (f->verify && crc != r->crc)
         return ST_BAD_CRC;
     Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
-    if (inflate_member(f->d, p, size, s->data + start, isize) < 0)
+    if (!one_plain_block(p + GZIP_HEADER_SIZE, (size_t)(size - GZIP_HEADER_SIZE -
+                                                        GZIP_TRAILER_SIZE)) ||
+        inflate_member(f->d, p, size, s->data + start, isize) < 0)
         return ST_BAD_GZIP;
     if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
         return -1;

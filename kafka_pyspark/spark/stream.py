@@ -36,12 +36,10 @@ from pyspark.sql.types import StructType
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     KafkaError,
-    MessageError,
     RegistryUnavailableError,
     SchemaError,
     data_loss_error,
     data_loss_skipped,
-    with_context,
 )
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.admission import (
@@ -50,7 +48,6 @@ from kafka_pyspark.spark.admission import (
     admit,
     cap_to_target,
     next_ages,
-    scan_window,
 )
 from kafka_pyspark.spark.discovery import (
     current_partitions,
@@ -70,9 +67,17 @@ from kafka_pyspark.spark.start_end import resolve_starts
 from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
 from kafka_pyspark.spark.stream_group import GroupCommitter
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
+from kafka_pyspark.spark.stream_prefetch import (
+    Prefetch,
+    Scanned,
+    answer_from,
+    predict_windows,
+    scan_windows,
+)
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 __all__ = ["Kafka07StreamReader"]
 
@@ -81,6 +86,10 @@ log = logging.getLogger(__name__)
 
 class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("kafka07")`` (see the module docstring)."""
+
+    prefetch_scans = True
+    """With ``maxBytesPerTrigger``, scan the next micro-batch's windows while this one runs
+    (:mod:`.stream_prefetch`); off only to measure or test the algorithm's own scans."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options: ReadOptions = parse_read_options(options, "stream")
@@ -111,6 +120,11 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             GroupCommitter(self.options.group_id, self._outage)
             if self.options.commit_to_group else None
         )
+        # maxBytesPerTrigger: the next micro-batch's boundary scans, fetched while this one
+        # runs (:mod:`.stream_prefetch`), and what the last one found
+        self._prefetch = Prefetch(self.options.cluster)
+        self._scanned: Scanned = {}
+        self._offsets: OffsetLookup | None = None  # OFFSETS connections, kept (:meth:`_lookup`)
 
     # --- pickling (executors get the reader for read()) --------------------------------------
 
@@ -118,6 +132,9 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = self.__dict__.copy()
         state["_cluster"] = None
         state["last_admission"] = None
+        state["_prefetch"] = Prefetch(self.options.cluster)  # a thread does not pickle
+        state["_scanned"] = {}
+        state["_offsets"] = None
         return state
 
     # --- cluster access ----------------------------------------------------------------------
@@ -162,24 +179,26 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known = view
         return view
 
+    def _lookup(self, brokers: Mapping[int, BrokerAddress]) -> OffsetLookup:
+        """The query's OFFSETS connections (one per broker, kept between micro-batches and
+        closed by :meth:`stop`), for the brokers registered now."""
+        if self._offsets is None:
+            self._offsets = OffsetLookup(brokers, self.options.cluster)
+        else:
+            self._offsets.update(brokers)
+        return self._offsets
+
     def _lookup_bounds(
         self, lookup: OffsetLookup, tps: Sequence[TopicPartition]
     ) -> dict[TopicPartition, LogBounds]:
-        """OFFSETS for each broker-partition; one whose broker does not answer is left out
-        (warned) and keeps its offset this micro-batch."""
-        out: dict[TopicPartition, LogBounds] = {}
-        down: set[int] = set()
-        for tp in tps:
-            if tp[1] in down:
-                continue
-            try:
-                out[tp] = lookup.bounds(tp)
-            except BrokerConnectionError as e:
-                down.add(tp[1])
-                log.warning(
-                    "kafka07 stream: broker %d did not answer OFFSETS (%s); its partitions "
-                    "keep their offsets until it does", tp[1], e,
-                )
+        """OFFSETS for each broker-partition, the brokers in parallel; one whose broker does
+        not answer is left out (warned) and keeps its offset this micro-batch."""
+        out, down = lookup.bounds_per_broker(tps)
+        for broker, e in sorted(down.items()):
+            log.warning(
+                "kafka07 stream: broker %d did not answer OFFSETS (%s); its partitions "
+                "keep their offsets until it does", broker, e,
+            )
         self._bounds.update(out)
         return out
 
@@ -197,17 +216,17 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps, brokers = self._view()
         opts = self.options
         committed = group_start(cluster, opts, tps)
-        with OffsetLookup(brokers, opts.cluster) as lookup:
-            bounds = lookup.all_bounds(tps)
-            self._bounds.update(bounds)
-            starts = resolve_starts(
-                opts.starting,
-                tps,
-                bounds,
-                fail_on_data_loss=opts.fail_on_data_loss,
-                committed=committed,
-                before_time=lookup.before_time,
-            )
+        lookup = self._lookup(brokers)
+        bounds = lookup.all_bounds(tps)
+        self._bounds.update(bounds)
+        starts = resolve_starts(
+            opts.starting,
+            tps,
+            bounds,
+            fail_on_data_loss=opts.fail_on_data_loss,
+            committed=committed,
+            before_time=lookup.before_time,
+        )
         self._latest = {tp: b.latest for tp, b in bounds.items()}
         self._initial = to_offset_dict(starts)
         log.info("kafka07 stream: initial offsets %s", self._initial)
@@ -220,8 +239,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the log ends now: an ``availableNow`` query never reads past them."""
         tps, brokers = self._view()
-        with OffsetLookup(brokers, self.options.cluster) as lookup:
-            bounds = self._lookup_bounds(lookup, tps)
+        bounds = self._lookup_bounds(self._lookup(brokers), tps)
         self._target = {tp: b.latest for tp, b in bounds.items()}
         log.info("kafka07 stream: Trigger.AvailableNow target %s", to_offset_dict(self._target))
 
@@ -238,6 +256,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         4. ``ReadMaxBytes``: :func:`~.admission.admit` chooses ends at message boundaries.
         """
         begin = from_offset_dict(start)
+        self._scanned = self._prefetch.take()
         self._commit_previous(start)
         tps, brokers = self._view()
         change = diff_topology(begin, tps)
@@ -245,18 +264,19 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             new = tuple(tp for tp in change.new if tp in self._target)
         else:
             new = change.new
-        with OffsetLookup(brokers, self.options.cluster) as lookup:
-            bounds = self._lookup_bounds(lookup, [tp for tp in tps if tp in begin or tp in new])
-            self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
-            added = self._enter_new(new, bounds)
-            self._note_missing(change.missing)
-            positions, reset = self._positions(begin, bounds)
-            chosen = self._choose_ends(lookup, positions, bounds, limit)
+        lookup = self._lookup(brokers)
+        bounds = self._lookup_bounds(lookup, [tp for tp in tps if tp in begin or tp in new])
+        self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
+        added = self._enter_new(new, bounds)
+        self._note_missing(change.missing)
+        positions, reset = self._positions(begin, bounds)
+        chosen = self._choose_ends(lookup, positions, bounds, limit)
         ends: Offsets = merge_topology(begin, added)
         for tp, (s, _) in positions.items():
             # an offset skipped for data loss (s > begin) is kept even with nothing new
             ends[tp] = max(chosen.get(tp, s), s)
         ends.update(reset)
+        self._prefetch_next(brokers, positions, ends, limit)
         return to_offset_dict(ends)
 
     def _commit_previous(self, start: dict[str, Any]) -> None:
@@ -324,7 +344,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         result = admit(
             positions,
             budget,
-            lambda windows: self._scan(lookup, windows),
+            lambda windows: self._scan(lookup, windows, bounds),
             segment_starts={tp: bounds[tp].segment_starts for tp in positions},
             ages=self._ages,
         )
@@ -355,38 +375,30 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             what, f"continuing from the earliest offset {b.earliest}"))
         return b.earliest
 
-    def _scan(self, lookup: OffsetLookup, windows: Windows) -> dict[TopicPartition, Scan]:
-        """Header-only scans of byte windows: one MULTIFETCH per broker, no decoding."""
-        from kafka_pyspark import wire
-
-        by_broker: dict[int, list[tuple[TopicPartition, int, int]]] = {}
-        for tp, (lo, hi) in sorted(windows.items()):
-            by_broker.setdefault(tp[1], []).append((tp, lo, hi))
-        out: dict[TopicPartition, Scan] = {}
-        for broker, items in by_broker.items():
-            fetches = [wire.FetchRequest(tp[0], tp[2], lo, hi - lo) for tp, lo, hi in items]
-            try:
-                answers = lookup.connection(broker).multifetch(fetches)
-            except BrokerConnectionError as e:
-                log.warning("kafka07 stream: broker %d did not answer a boundary scan (%s); "
-                            "its partitions wait for the next micro-batch", broker, e)
-                continue
-            for (tp, lo, hi), answer in zip(items, answers, strict=True):
-                if answer.error != 0:
-                    log.warning("kafka07 stream: %s: boundary scan at %d answered error %d; "
-                                "the partition waits for the next micro-batch",
-                                describe_tp(tp), lo, answer.error)
-                    continue
-                try:
-                    out[tp] = scan_window(answer.messages, lo)
-                except MessageError as e:
-                    raise with_context(
-                        e,
-                        f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
-                        "the micro-batch at a message boundary (maxBytesPerTrigger)",
-                        then=". Is the stream offset a message boundary?",
-                    ) from e
+    def _scan(
+        self, lookup: OffsetLookup, windows: Windows, bounds: Mapping[TopicPartition, LogBounds]
+    ) -> dict[TopicPartition, Scan]:
+        """Header-only scans of byte windows: what the prefetch already scanned, the rest with
+        one MULTIFETCH per broker."""
+        out, misses = answer_from(self._scanned, windows, bounds)
+        if misses:
+            out.update(scan_windows(lookup.connection, misses))
         return out
+
+    def _prefetch_next(
+        self,
+        brokers: Mapping[int, Any],
+        positions: Mapping[TopicPartition, tuple[int, int]],
+        ends: Mapping[TopicPartition, int],
+        limit: ReadLimit,
+    ) -> None:
+        """With ``ReadMaxBytes``, start scanning what the next micro-batch will scan if no data
+        arrives meanwhile (:mod:`.stream_prefetch`; only a guess, never trusted blindly)."""
+        self._scanned = {}
+        if not isinstance(limit, ReadMaxBytes) or not self.prefetch_scans:
+            return
+        after = {tp: (ends[tp], lt) for tp, (_, lt) in positions.items() if tp in ends}
+        self._prefetch.start(brokers, predict_windows(after, limit.max_bytes))
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The log ends seen by the last ``latestOffset`` (no extra I/O)."""
@@ -463,6 +475,10 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._group.commit(end, lambda: self._get_cluster().registry())
 
     def stop(self) -> None:
+        self._prefetch.close()
+        offsets, self._offsets = self._offsets, None
+        if offsets is not None:
+            offsets.close()
         cluster, self._cluster = self._cluster, None
         if cluster is not None:
             cluster.close()

@@ -1,0 +1,189 @@
+"""Boundary scans of a stream's next micro-batch, fetched while the current one runs.
+
+With ``maxBytesPerTrigger``, choosing a micro-batch's ends means walking the message headers of
+the byte windows it admits (:mod:`.admission`, ``docs/streaming.md``): the driver fetches about
+the bytes the micro-batch will read. Spark asks for the next ends only when the current
+micro-batch is done, so that fetch sat between micro-batches (about 100 ms per 64 MB on a
+2-core machine). Now, after a ``latestOffset`` that cut partitions short, the stream reader
+starts :class:`Prefetch`: one background thread that scans the windows the next
+micro-batch's first water-filling round asks for if no data arrives in between
+(:func:`predict_windows`). The next ``latestOffset`` takes its answers (:meth:`Prefetch.take`)
+and asks the brokers only for the windows they do not cover (:func:`answer_from`).
+
+Correctness never depends on the guess. A prefetched scan answers a window only when it covers
+it (the window starts at a boundary the prefetched scan saw and ends inside it) and the log
+still holds it (``earliest <= lo`` and ``hi <= latest`` now), and the answer is exactly what
+scanning that window would give (:func:`restrict`): the bytes of a 0.7 log below its end never
+change. A prefetch that failed is dropped without a word (the scan that then needs the window
+reports what is wrong); one still running when the next micro-batch is planned is waited for,
+at most ``socket.timeout.ms`` (every request it makes has that timeout), then dropped.
+:meth:`Prefetch.close` (the reader's ``stop()``) waits the same way; the thread's connections
+are its own and closed when it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
+from kafka_pyspark.names import TopicPartition, describe_tp
+from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window, water_fill
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.cluster_options import BrokerAddress, ClusterOptions
+
+__all__ = ["Prefetch", "Scanned", "answer_from", "predict_windows", "restrict", "scan_windows"]
+
+log = logging.getLogger(__name__)
+
+Scanned = dict[TopicPartition, tuple[int, int, Scan]]
+"""``{tp: (lo, hi, scan of [lo, hi))}``."""
+
+
+def scan_windows(
+    connection: Callable[[int], BrokerConnection], windows: Windows, *, quiet: bool = False
+) -> dict[TopicPartition, Scan]:
+    """Header-only scans of byte windows: one MULTIFETCH per broker, no decoding. A broker
+    that does not answer, or answers a window with an error code, leaves its windows out
+    (warned unless ``quiet``); a window whose headers are impossible raises."""
+    from kafka_pyspark import wire
+
+    by_broker: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+    for tp, (lo, hi) in sorted(windows.items()):
+        by_broker.setdefault(tp[1], []).append((tp, lo, hi))
+    out: dict[TopicPartition, Scan] = {}
+    for broker, items in by_broker.items():
+        fetches = [wire.FetchRequest(tp[0], tp[2], lo, hi - lo) for tp, lo, hi in items]
+        try:
+            answers = connection(broker).multifetch(fetches)
+        except BrokerConnectionError as e:
+            if not quiet:
+                log.warning("kafka07 stream: broker %d did not answer a boundary scan (%s); "
+                            "its partitions wait for the next micro-batch", broker, e)
+            continue
+        for (tp, lo, hi), answer in zip(items, answers, strict=True):
+            if answer.error != 0:
+                if not quiet:
+                    log.warning("kafka07 stream: %s: boundary scan at %d answered error %d; "
+                                "the partition waits for the next micro-batch",
+                                describe_tp(tp), lo, answer.error)
+                continue
+            try:
+                out[tp] = scan_window(answer.messages, lo)
+            except MessageError as e:
+                raise with_context(
+                    e,
+                    f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
+                    "the micro-batch at a message boundary (maxBytesPerTrigger)",
+                    then=". Is the stream offset a message boundary?",
+                ) from e
+    return out
+
+
+def predict_windows(
+    positions: Mapping[TopicPartition, tuple[int, int]], budget: int
+) -> dict[TopicPartition, tuple[int, int]]:
+    """The windows the first water-filling round of :func:`~.admission.admit` scans for
+    ``positions`` (``{tp: (start, latest)}``) and ``budget``, from each start (a window that
+    :func:`~.admission.admit` starts later, at a segment start, lies inside it): none when
+    everything pending fits."""
+    pending = {tp: lt - s for tp, (s, lt) in positions.items() if lt > s}
+    if sum(pending.values()) <= budget:
+        return {}
+    share = water_fill(pending, budget)
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for tp, n in share.items():
+        s, lt = positions[tp]
+        if n > 0 and s + n < lt:
+            out[tp] = (s, min(lt, s + n + HEADER))
+    return out
+
+
+def restrict(scanned: tuple[int, int, Scan], lo: int, hi: int) -> Scan | None:
+    """What a scan of ``[lo, hi)`` finds, from a scan of a window around it; None unless
+    ``lo`` is a boundary that scan saw and ``hi`` is inside its window."""
+    _, top, sc = scanned
+    b = sc.boundaries
+    i = int(np.searchsorted(b, lo))
+    if hi > top or hi < lo or i == len(b) or int(b[i]) != lo:
+        return None
+    j = int(np.searchsorted(b, hi, side="right"))
+    inside = b[i:j]
+    last = int(inside[-1])
+    next_size = None
+    if last + HEADER <= hi:  # the length field of the message at ``last`` is in the window
+        next_size = int(b[j]) - last if j < len(b) else sc.next_size
+    return Scan(inside, next_size)
+
+
+def answer_from(
+    scanned: Scanned, windows: Windows, bounds: Mapping[TopicPartition, LogBounds]
+) -> tuple[dict[TopicPartition, Scan], dict[TopicPartition, tuple[int, int]]]:
+    """The windows prefetched scans answer, and the ones left to scan."""
+    hits: dict[TopicPartition, Scan] = {}
+    misses: dict[TopicPartition, tuple[int, int]] = {}
+    for tp, (lo, hi) in windows.items():
+        have = scanned.get(tp)
+        b = bounds.get(tp)
+        found = None
+        if have is not None and b is not None and b.earliest <= have[0] and have[1] <= b.latest:
+            found = restrict(have, lo, hi)
+        if found is None:
+            misses[tp] = (lo, hi)
+        else:
+            hits[tp] = found
+    return hits, misses
+
+
+class Prefetch:
+    """At most one background scan at a time (see the module docstring)."""
+
+    def __init__(self, options: ClusterOptions) -> None:
+        self._options = options
+        # the running thread and the dict it fills (its own: a thread given up on can never
+        # hand its answers to a later take())
+        self._running: tuple[threading.Thread, Scanned] | None = None
+        self.started = 0  # prefetches started (tests, debugging)
+
+    def start(self, brokers: Mapping[int, BrokerAddress], windows: Windows) -> None:
+        """Scan ``windows`` in the background (a running prefetch is waited for first)."""
+        self.take()
+        if not windows:
+            return
+        wanted = dict(windows)
+        addresses = dict(brokers)
+        result: Scanned = {}
+
+        def run() -> None:
+            try:
+                with OffsetLookup(addresses, self._options) as lookup:
+                    found = scan_windows(lookup.connection, wanted, quiet=True)
+            except (KafkaError, OSError) as e:  # dropped: the scan that needs it reports it
+                log.debug("kafka07 stream: prefetched boundary scan dropped: %s", e)
+                return
+            result.update({tp: (*wanted[tp], sc) for tp, sc in found.items()})
+
+        thread = threading.Thread(target=run, name="kafka07-stream-prefetch", daemon=True)
+        self._running = (thread, result)
+        thread.start()
+        self.started += 1
+
+    def take(self) -> Scanned:
+        """The finished prefetch's scans (empty if none, or if it failed or is still running
+        after ``socket.timeout.ms``); the prefetch is over either way."""
+        running, self._running = self._running, None
+        if running is None:
+            return {}
+        thread, result = running
+        thread.join(self._options.socket_timeout_ms / 1000)
+        return {} if thread.is_alive() else result
+
+    def close(self) -> None:
+        self.take()
