@@ -5,10 +5,11 @@ snappy) that each hold plain messages only. For those, the kernel's ``take`` wal
 messages and copies their payloads into the Arrow value column in the same pass (no record
 array in between), and snappy wrappers are decompressed by the kernel straight into the value
 column and compacted there in place, all of a fetch in one call (``snappy_fetch``; its CRCs by
-ISA-L's C function directly, :data:`_SNAPPY_CRC`), no intermediate bytes. gzip wrappers go the same way when the optional module ``_gzip`` loads (``_gzip.c``:
-libdeflate, linked in, inflates each one into the value column, the kernel's ``take`` compacts
-it there; a whole fetch in one call, :data:`gzip_lane`); else they are inflated by
-:mod:`.compression` (ISA-L), then taken.
+ISA-L's C function directly, :data:`_SNAPPY_CRC`), no intermediate bytes. gzip wrappers go
+the same way when the optional module ``_gzip`` loads (``_gzip.c``: libdeflate, linked in,
+inflates each one into the value column, the kernel's ``take`` compacts it there; a whole fetch
+in one call, :data:`gzip_lane`); else they are inflated by :mod:`.compression` (ISA-L), then
+taken.
 
 These functions return ``None`` for anything else (a mixed or nested set, a malformed message,
 a CRC mismatch, a payload the kernel does not decode, a decompression budget exceeded):
