@@ -14,6 +14,29 @@ from kafka_pyspark.messages.layout import CODEC_NAMES, LENGTH_SIZE, MESSAGE_SCHE
 
 I64 = npt.NDArray[np.int64]
 
+# --- arrays without pa.array -------------------------------------------------------------------
+# ``pa.array`` imports pandas on its first call (about 0.4 CPU-s per fresh Python worker, which
+# Spark starts without pandas) and costs more per call than wrapping the numpy buffer.
+
+_ARROW_INTS = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
+
+
+def int_array(values: npt.NDArray[Any]) -> pa.Array:
+    """An int64 or int32 numpy array as an Arrow array of that type, without a copy."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(_ARROW_INTS[values.dtype], len(values),
+                                 [None, pa.py_buffer(values)])
+
+
+def string_array(values: list[str]) -> pa.Array:
+    """``values`` as an Arrow string array."""
+    raw = [v.encode("utf-8") for v in values]
+    ends = np.zeros(len(raw) + 1, dtype=np.int32)
+    np.cumsum([len(r) for r in raw], out=ends[1:])
+    return pa.Array.from_buffers(pa.string(), len(raw),
+                                 [None, pa.py_buffer(ends), pa.py_buffer(b"".join(raw))])
+
+
 # --- assembly ------------------------------------------------------------------------------
 
 # Constant columns, cached per value (Arrow arrays are immutable: slices are safe to share);
@@ -21,7 +44,7 @@ I64 = npt.NDArray[np.int64]
 _CONSTANTS: dict[str | int, pa.Array] = {}
 _CONSTANTS_KEPT = 16
 _CONSTANT_ROWS = 1 << 16
-_CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
+_CODEC_STRINGS = string_array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))])
 
 
 def constant_column(value: str | int, n: int) -> pa.Array:
@@ -38,7 +61,7 @@ def constant_column(value: str | int, n: int) -> pa.Array:
                 pa.string(), size, [None, pa.py_buffer(offsets), pa.py_buffer(raw * size)]
             )
         else:
-            cached = pa.array(np.full(size, value, dtype=np.int32), type=pa.int32())
+            cached = int_array(np.full(size, value, dtype=np.int32))
         _CONSTANTS[value] = cached
     return cached.slice(0, n)
 
@@ -69,7 +92,7 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
     n = len(recs) if row_root is None else len(row_root)
     if row_root is None:
         return pa.RecordBatch.from_arrays(
-            [pa.array(offset), pa.array(next_offset), _zeros_column(n), _codec_column(0, n),
+            [int_array(offset), int_array(next_offset), _zeros_column(n), _codec_column(0, n),
              values],
             schema=MESSAGE_SCHEMA,
         )
@@ -77,9 +100,9 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
     if n and int(codes.min()) == int(codes.max()):
         codec_column = _codec_column(int(codes[0]), n)
     else:
-        codec_column = _CODEC_STRINGS.take(pa.array(codes.astype(np.int32)))
-    arrays = [pa.array(offset[row_root]), pa.array(next_offset[row_root]),
-              pa.array(_rank_in_group(row_root)), codec_column, values]
+        codec_column = _CODEC_STRINGS.take(int_array(codes.astype(np.int32)))
+    arrays = [int_array(offset[row_root]), int_array(next_offset[row_root]),
+              int_array(_rank_in_group(row_root)), codec_column, values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
 
 
@@ -93,10 +116,10 @@ def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.Rec
     if int(codes.min()) == int(codes.max()):
         codec_column = _codec_column(int(codes[0]), rows)
     else:
-        codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
-    arrays = [pa.array(np.repeat(offset, counts)),
-              pa.array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
-              pa.array(inner_index), codec_column, values]
+        codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
+    arrays = [int_array(np.repeat(offset, counts)),
+              int_array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
+              int_array(inner_index), codec_column, values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
 
 
@@ -104,6 +127,6 @@ def plain_batch(starts: I64, values: pa.Array) -> pa.RecordBatch:
     """The batch of plain outer messages at the absolute offsets ``starts[:-1]`` (the last
     entry: the offset after them), one row each."""
     n = len(starts) - 1
-    arrays = [pa.array(starts[:n]), pa.array(starts[1:]), _zeros_column(n), _codec_column(0, n),
+    arrays = [int_array(starts[:n]), int_array(starts[1:]), _zeros_column(n), _codec_column(0, n),
               values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
