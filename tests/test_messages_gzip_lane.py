@@ -98,12 +98,15 @@ def all_paths(data: bytes, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[
     return result
 
 
-def test_the_lane_loads_where_it_is_built() -> None:
+def test_the_lane_loads_where_it_can_be_built() -> None:
+    """The module is optional, so a build that fails is silent: where libdeflate's header is
+    installed (or the module is there) it must load."""
     if pure_forced() or walk.kernel is None:
         pytest.skip("the pure-Python path is in use")
-    if not list(Path(flat.__file__).parent.glob("_gzip.*.so")):
-        pytest.skip("the gzip lane (_gzip) is not built")
-    assert LANE is not None and LANE.LIBDEFLATE  # built, so it must load (not silently off)
+    header = any(Path(d, "libdeflate.h").exists() for d in ("/usr/include", "/usr/local/include"))
+    if not header and not list(Path(flat.__file__).parent.glob("_gzip.*")):
+        pytest.skip("libdeflate is not installed: the gzip lane (_gzip) is not built")
+    assert LANE is not None and LANE.LIBDEFLATE
 
 
 @needs_lane

@@ -36,12 +36,6 @@
 static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
 static kp_sink_parse_fn sink_parse;
 
-static inline uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-
 /* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
                                       int64_t *size)
