@@ -48,7 +48,7 @@ from kafka_pyspark.formats.layout import (
 )
 from kafka_pyspark.formats.records import Buffer
 from kafka_pyspark.formats.varint import I64, read_one
-from kafka_pyspark.messages.columns import string_array
+from kafka_pyspark.messages.arrays import string_array
 
 _CODEC_STRINGS = string_array([CODEC_NAMES.get(i, "") for i in range(8)])
 _constant_codecs: dict[int, pa.Array] = {}  # immutable arrays: slices are safe to share

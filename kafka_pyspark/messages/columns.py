@@ -11,32 +11,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.messages import walk
+from kafka_pyspark.messages.arrays import int_array, string_array
 from kafka_pyspark.messages.layout import CODEC_NAMES, LENGTH_SIZE, MESSAGE_SCHEMA
 
 I64 = npt.NDArray[np.int64]
-
-# --- arrays without pa.array -------------------------------------------------------------------
-# ``pa.array`` imports pandas on its first call (about 0.4 CPU-s per fresh Python worker, which
-# Spark starts without pandas) and costs more per call than wrapping the numpy buffer.
-
-_ARROW_INTS = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
-
-
-def int_array(values: npt.NDArray[Any]) -> pa.Array:
-    """An int64 or int32 numpy array as an Arrow array of that type, without a copy."""
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(_ARROW_INTS[values.dtype], len(values),
-                                 [None, pa.py_buffer(values)])
-
-
-def string_array(values: list[str]) -> pa.Array:
-    """``values`` as an Arrow string array."""
-    raw = [v.encode("utf-8") for v in values]
-    ends = np.zeros(len(raw) + 1, dtype=np.int32)
-    np.cumsum([len(r) for r in raw], out=ends[1:])
-    return pa.Array.from_buffers(pa.string(), len(raw),
-                                 [None, pa.py_buffer(ends), pa.py_buffer(b"".join(raw))])
-
 
 # --- assembly ------------------------------------------------------------------------------
 
@@ -119,9 +97,9 @@ def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.Rec
         if int(codes.min()) == int(codes.max()):
             codec_column = _codec_column(int(codes[0]), rows)
         else:
-            codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
+            codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
         return pa.RecordBatch.from_arrays(
-            [pa.array(offsets), pa.array(nexts), pa.array(inner), codec_column, values],
+            [int_array(offsets), int_array(nexts), int_array(inner), codec_column, values],
             schema=MESSAGE_SCHEMA)
     offset = recs["start"] + base
     first = np.cumsum(counts) - counts

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
-from kafka_pyspark.messages.columns import int_array
+from kafka_pyspark.messages.arrays import int_array
 from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
