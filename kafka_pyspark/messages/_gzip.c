@@ -55,8 +55,9 @@ static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssi
  * runs past HLIT + HDIST. A lane that let them through would decode what the general path
  * refuses, and the two cannot be told apart after libdeflate's one call. So the lane takes a
  * member only when its deflate stream is one final block (BFINAL set in the first header: no
- * later header to check; zlib writes a block per ~16K symbols, so the wrappers of 200 messages
- * seen here are one block) that is stored, fixed, or dynamic with a header checked here by
+ * later header to check; zlib ends a block every 16K symbols, about 90 KB of JSON-like text,
+ * so the wrappers of 200 such messages are one block; larger ones take flat.py's ISA-L path)
+ * that is stored, fixed, or dynamic with a header checked here by
  * zlib's rules and complete codes (zlib's encoder writes complete codes only; ISA-L and zlib
  * accept every header this accepts). Anything else goes to the general path. */
 
