@@ -226,6 +226,71 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
     assert not [t for t in threading.enumerate() if t.name == "kafka07-stream-prefetch"]
 
 
+def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
+    tmp_path: Path, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kafka_pyspark.cluster
+    from kafka_pyspark.testing.zookeeper import free_port
+
+    opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
+    real = kafka_pyspark.cluster.connect
+
+    def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
+        opened.append((broker_id, address.port))
+        return real(broker_id, address, *args)
+
+    monkeypatch.setattr(kafka_pyspark.cluster, "connect", spy)
+    log_dir = tmp_path / "b0"
+    first, second = free_port(), free_port()
+    with EmbeddedBroker(0, port=first, log_dir=log_dir, zk_connect=zk_connect) as b0:
+        send(b0, topic, 0, encode_message_set(values("a", 5)))
+        r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
+        start = r.initialOffset()
+        for n in range(3):
+            send(b0, topic, 0, encode_message_set(values("b", 1)))
+            end = r.latestOffset(start, ReadAllAvailable())
+            assert end == {topic: {"0-0": 200 + 40 * (n + 1)}}
+            start = end
+        assert opened == [(0, first)]  # one connection for the whole query
+    # the broker comes back at another port: its old connection is dropped, a new one made
+    with EmbeddedBroker(0, port=second, log_dir=log_dir, zk_connect=zk_connect) as b0:
+        send(b0, topic, 0, encode_message_set(values("c", 1)))
+        assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0-0": 360}}
+        assert opened == [(0, first), (0, second)]
+        r.stop()
+        assert r._offsets is None
+
+
+def test_offsets_of_several_brokers_asked_at_the_same_time(
+    brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
+
+    asked: dict[int, set[str]] = {}  # broker id -> threads that asked it
+    real = OffsetLookup.bounds
+
+    def spy(self: OffsetLookup, tp: tuple[str, int, int]) -> LogBounds:
+        asked.setdefault(tp[1], set()).add(threading.current_thread().name)
+        return real(self, tp)
+
+    for b in brokers:
+        send(b, topic, 0, encode_message_set(values("a", 2)))
+    r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
+    start = r.initialOffset()
+    asked.clear()
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {topic: {"0-0": 80, "0-1": 0, "1-0": 80, "1-1": 0, "1-2": 0}}
+    monkeypatch.setattr(OffsetLookup, "bounds", spy)
+    assert r.latestOffset(end, ReadAllAvailable()) == end
+    # one thread per broker, all of a broker's partitions on it, never the caller's thread
+    assert len(asked[0]) == len(asked[1]) == 1
+    assert asked[0] != asked[1]
+    assert threading.current_thread().name not in asked[0] | asked[1]
+    r.stop()
+
+
 def test_available_now_target(broker: EmbeddedBroker, zk_connect: str, topic: str) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 10)))
     r = make(zk_connect, subscribe=topic, startingOffsets="earliest", maxBytesPerTrigger="150")

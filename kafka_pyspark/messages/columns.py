@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark.messages import walk
 from kafka_pyspark.messages.layout import CODEC_NAMES, LENGTH_SIZE, MESSAGE_SCHEMA
 
 I64 = npt.NDArray[np.int64]
@@ -85,8 +86,21 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
 
 def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.RecordBatch:
     """:func:`batch` for outer wrappers ``recs`` holding ``counts`` rows each, in order."""
-    offset = recs["start"] + base
     rows = int(counts.sum())
+    if walk.kernel is not None:  # the per-row columns in one pass
+        offsets = np.empty(rows, dtype=np.int64)
+        nexts = np.empty(rows, dtype=np.int64)
+        inner = np.empty(rows, dtype=np.int32)
+        walk.kernel.wrapped_rows(recs, counts, base, offsets, nexts, inner)
+        codes = recs["codec"]
+        if int(codes.min()) == int(codes.max()):
+            codec_column = _codec_column(int(codes[0]), rows)
+        else:
+            codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
+        return pa.RecordBatch.from_arrays(
+            [pa.array(offsets), pa.array(nexts), pa.array(inner), codec_column, values],
+            schema=MESSAGE_SCHEMA)
+    offset = recs["start"] + base
     first = np.cumsum(counts) - counts
     inner_index = np.arange(rows, dtype=np.int32) - np.repeat(first.astype(np.int32), counts)
     codes = recs["codec"]

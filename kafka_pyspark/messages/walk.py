@@ -88,7 +88,7 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
 }
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",
-    lambda m: hasattr(m, "snappy_fetch"),
+    lambda m: all(hasattr(m, f) for f in ("snappy_fetch", "wrapped_rows", "crc_engine")),
     KERNEL_CONSTANTS,
 )
 ENGINE = "kernel" if kernel is not None else "python"

@@ -77,6 +77,7 @@ from kafka_pyspark.spark.stream_prefetch import (
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 __all__ = ["Kafka07StreamReader"]
 
@@ -123,6 +124,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # runs (:mod:`.stream_prefetch`), and what the last one found
         self._prefetch = Prefetch(self.options.cluster)
         self._scanned: Scanned = {}
+        self._offsets: OffsetLookup | None = None  # OFFSETS connections, kept (:meth:`_lookup`)
 
     # --- pickling (executors get the reader for read()) --------------------------------------
 
@@ -132,6 +134,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["last_admission"] = None
         state["_prefetch"] = Prefetch(self.options.cluster)  # a thread does not pickle
         state["_scanned"] = {}
+        state["_offsets"] = None
         return state
 
     # --- cluster access ----------------------------------------------------------------------
@@ -176,24 +179,26 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._known = view
         return view
 
+    def _lookup(self, brokers: Mapping[int, BrokerAddress]) -> OffsetLookup:
+        """The query's OFFSETS connections (one per broker, kept between micro-batches and
+        closed by :meth:`stop`), for the brokers registered now."""
+        if self._offsets is None:
+            self._offsets = OffsetLookup(brokers, self.options.cluster)
+        else:
+            self._offsets.update(brokers)
+        return self._offsets
+
     def _lookup_bounds(
         self, lookup: OffsetLookup, tps: Sequence[TopicPartition]
     ) -> dict[TopicPartition, LogBounds]:
-        """OFFSETS for each broker-partition; one whose broker does not answer is left out
-        (warned) and keeps its offset this micro-batch."""
-        out: dict[TopicPartition, LogBounds] = {}
-        down: set[int] = set()
-        for tp in tps:
-            if tp[1] in down:
-                continue
-            try:
-                out[tp] = lookup.bounds(tp)
-            except BrokerConnectionError as e:
-                down.add(tp[1])
-                log.warning(
-                    "kafka07 stream: broker %d did not answer OFFSETS (%s); its partitions "
-                    "keep their offsets until it does", tp[1], e,
-                )
+        """OFFSETS for each broker-partition, the brokers in parallel; one whose broker does
+        not answer is left out (warned) and keeps its offset this micro-batch."""
+        out, down = lookup.bounds_per_broker(tps)
+        for broker, e in sorted(down.items()):
+            log.warning(
+                "kafka07 stream: broker %d did not answer OFFSETS (%s); its partitions "
+                "keep their offsets until it does", broker, e,
+            )
         self._bounds.update(out)
         return out
 
@@ -211,17 +216,17 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps, brokers = self._view()
         opts = self.options
         committed = group_start(cluster, opts, tps)
-        with OffsetLookup(brokers, opts.cluster) as lookup:
-            bounds = lookup.all_bounds(tps)
-            self._bounds.update(bounds)
-            starts = resolve_starts(
-                opts.starting,
-                tps,
-                bounds,
-                fail_on_data_loss=opts.fail_on_data_loss,
-                committed=committed,
-                before_time=lookup.before_time,
-            )
+        lookup = self._lookup(brokers)
+        bounds = lookup.all_bounds(tps)
+        self._bounds.update(bounds)
+        starts = resolve_starts(
+            opts.starting,
+            tps,
+            bounds,
+            fail_on_data_loss=opts.fail_on_data_loss,
+            committed=committed,
+            before_time=lookup.before_time,
+        )
         self._latest = {tp: b.latest for tp, b in bounds.items()}
         self._initial = to_offset_dict(starts)
         log.info("kafka07 stream: initial offsets %s", self._initial)
@@ -234,8 +239,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the log ends now: an ``availableNow`` query never reads past them."""
         tps, brokers = self._view()
-        with OffsetLookup(brokers, self.options.cluster) as lookup:
-            bounds = self._lookup_bounds(lookup, tps)
+        bounds = self._lookup_bounds(self._lookup(brokers), tps)
         self._target = {tp: b.latest for tp, b in bounds.items()}
         log.info("kafka07 stream: Trigger.AvailableNow target %s", to_offset_dict(self._target))
 
@@ -260,13 +264,13 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             new = tuple(tp for tp in change.new if tp in self._target)
         else:
             new = change.new
-        with OffsetLookup(brokers, self.options.cluster) as lookup:
-            bounds = self._lookup_bounds(lookup, [tp for tp in tps if tp in begin or tp in new])
-            self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
-            added = self._enter_new(new, bounds)
-            self._note_missing(change.missing)
-            positions, reset = self._positions(begin, bounds)
-            chosen = self._choose_ends(lookup, positions, bounds, limit)
+        lookup = self._lookup(brokers)
+        bounds = self._lookup_bounds(lookup, [tp for tp in tps if tp in begin or tp in new])
+        self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in bounds.items()}}
+        added = self._enter_new(new, bounds)
+        self._note_missing(change.missing)
+        positions, reset = self._positions(begin, bounds)
+        chosen = self._choose_ends(lookup, positions, bounds, limit)
         ends: Offsets = merge_topology(begin, added)
         for tp, (s, _) in positions.items():
             # an offset skipped for data loss (s > begin) is kept even with nothing new
@@ -472,6 +476,9 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         self._prefetch.close()
+        offsets, self._offsets = self._offsets, None
+        if offsets is not None:
+            offsets.close()
         cluster, self._cluster = self._cluster, None
         if cluster is not None:
             cluster.close()
