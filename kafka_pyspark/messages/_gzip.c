@@ -111,10 +111,9 @@ static inline uint32_t take_bits(bits_t *b, int n)
 /* Whether the code lengths len[0:n] (0: unused, at most `max`) make a complete prefix code. */
 static int complete(const uint8_t *len, int n, int max)
 {
-    uint32_t sum = 0;
+    uint32_t sum = 0; /* without branches: the compiler vectorises it */
     for (int i = 0; i < n; i++)
-        if (len[i])
-            sum += 1u << (max - len[i]);
+        sum += ((1u << max) >> len[i]) & (0u - (len[i] != 0));
     return sum == 1u << max;
 }
 
