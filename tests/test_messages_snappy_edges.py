@@ -20,13 +20,13 @@ import zlib
 import numpy as np
 import pytest
 
-from kafka_pyspark.messages import encode_message, walk
+from kafka_pyspark.messages import encode_message, flat, walk
 
 KERNEL = walk.kernel
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the compiled kernel is not built")
 cramjam = pytest.importorskip("cramjam")
 JAVA_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
-END = 0
+END, BAD_CRC = 0, 10
 GUARD = 0xA5
 
 Element = tuple[str, bytes] | tuple[str, int, int]
@@ -220,3 +220,73 @@ def test_take_moves_payloads_down_exactly(sizes: list[int]) -> None:
         assert (data[room:] == GUARD).all()
         assert offsets.tolist() == np.cumsum([0, *sizes]).tolist()
         assert words.tolist() == [zlib.crc32(v) ^ KERNEL.zeros_crc(len(v)) for v in values]
+
+
+# --- the lane's per-fetch parts: CRC engine, row columns, the wrapper-first probe ---------------
+
+# LENGTH 8, MAGIC 1, ATTRIBUTES 0, CRC32("hi"), "hi"; then magic 0, "abc" (hand-written)
+HI = bytes.fromhex("00000008" "01" "00" "d8932aac") + b"hi"
+ABC = bytes.fromhex("00000008" "00" "352441c2") + b"abc"
+
+
+def test_snappy_fetch_checks_crcs_by_isal_directly() -> None:
+    assert KERNEL is not None
+    isal_zlib = pytest.importorskip("isal.isal_zlib")
+    assert KERNEL.crc_engine(isal_zlib.__file__) is True
+    assert flat._SNAPPY_CRC is None  # the lane calls ISA-L itself
+    inner = HI + ABC
+    wrapper = encode_message(JAVA_HEADER + struct.pack(">i", 26) + b"\x18\x5c" + inner, codec=2)
+    data_set = wrapper * 3
+    scan = walk.scan(memoryview(data_set), 0, len(data_set), len(data_set))
+    for engine in (None, zlib.crc32):
+        data = np.zeros(64, np.uint8)
+        offsets, words = np.zeros(8, np.int32), np.zeros(8, np.uint32)
+        counts = np.zeros(3, np.int64)
+        assert KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts, engine,
+                                   True) == (END, 3, 15, 6)
+        assert bytes(data[:15]) == b"hiabc" * 3 and counts.tolist() == [2, 2, 2]
+        bad = bytearray(data_set)
+        bad[len(wrapper) * 2 - 1] ^= 0x40  # the second wrapper's last inner payload byte
+        assert KERNEL.snappy_fetch(bytes(bad), scan.recs, data, offsets, words, counts, engine,
+                                   True)[:2] == (BAD_CRC, 1)  # its wrapper CRC
+        recs = scan.recs.copy()
+        recs["crc"][1] = zlib.crc32(bad[len(wrapper) + 10 : len(wrapper) * 2])
+        assert KERNEL.snappy_fetch(bytes(bad), recs, data, offsets, words, counts, engine,
+                                   True)[:2] == (BAD_CRC, 2)  # the rows' CRCs, at the end
+
+
+def test_wrapped_rows_golden_and_guards() -> None:
+    assert KERNEL is not None
+    wrapper = encode_message(JAVA_HEADER + struct.pack(">i", 26) + b"\x18\x5c" + HI + ABC,
+                             codec=2)  # 56 bytes: LENGTH 52
+    data_set = wrapper * 3
+    recs = walk.scan(memoryview(data_set), 0, len(data_set), len(data_set)).recs
+    offsets, nexts = np.zeros(5, np.int64), np.zeros(5, np.int64)
+    inner = np.zeros(5, np.int32)
+    counts = np.array([2, 0, 3], np.int64)
+    assert KERNEL.wrapped_rows(recs, counts, 1000, offsets, nexts, inner) == 5
+    assert offsets.tolist() == [1000, 1000, 1112, 1112, 1112]
+    assert nexts.tolist() == [1056, 1056, 1168, 1168, 1168]
+    assert inner.tolist() == [0, 1, 0, 1, 2]
+    for bad in ([2, 0, 4], [2, -1, 3], [6, 0, 0]):  # past the outputs, negative
+        with pytest.raises(ValueError):
+            KERNEL.wrapped_rows(recs, np.array(bad, np.int64), 0, offsets, nexts, inner)
+    with pytest.raises(ValueError):  # counts shorter than the records
+        KERNEL.wrapped_rows(recs, counts[:2], 0, offsets, nexts, inner)
+    with pytest.raises(ValueError):  # one output shorter
+        KERNEL.wrapped_rows(recs, counts, 0, offsets, nexts, inner[:4])
+
+
+def test_sets_starting_with_a_wrapper_cut_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert KERNEL is not None
+    from kafka_pyspark.messages import decode_message_set, encode_message_set
+
+    data_set = encode_message_set([b"x" * 30, b"y"], compression="snappy") + encode_message(b"z")
+    for cut in range(len(data_set) + 1):
+        part = data_set[:cut]
+        got = decode_message_set(part, 7)
+        with monkeypatch.context() as m:
+            m.setattr(walk, "kernel", None)
+            want = decode_message_set(part, 7)
+        assert got.batch.to_pydict() == want.batch.to_pydict()
+        assert (got.next_offset, got.partial_size) == (want.next_offset, want.partial_size)

@@ -45,6 +45,7 @@
  * that is not in cache costs a full memory latency per message. Messages are back to back, so
  * the lines ahead of the walk are prefetched as it goes: it then runs at memory bandwidth. */
 #define PREFETCH_AHEAD 8192
+#define PREFETCH_BIG 4096 /* scan: messages this long (wrappers) are walked without it */
 #if defined(__GNUC__)
 #define PREFETCH(addr) __builtin_prefetch(addr)
 #else
@@ -133,8 +134,12 @@ static PyObject *scan(PyObject *self, PyObject *args)
     long long leaf_bytes = 0, value = 0;
     int status = ST_END;
     head_t h;
+    int big = 0;
     while (pos < limit) {
-        prefetch_to(p, &fetched, pos, end);
+        if (big)
+            fetched = pos; /* after a big message: no read ahead of the next one's body */
+        else
+            prefetch_to(p, &fetched, pos, end);
         status = read_head(p, pos, end, &h, &value);
         if (status != ST_END)
             break;
@@ -153,6 +158,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
             leaves++;
             leaf_bytes += payload_size(r);
         }
+        big = h.length >= PREFETCH_BIG;
         pos += LENGTH_SIZE + (Py_ssize_t)h.length;
     }
     result = Py_BuildValue("(nniLnL)", n, pos, status, value, leaves, leaf_bytes);
@@ -408,6 +414,8 @@ static PyMethodDef methods[] = {
     {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
     {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
     {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
+    {"crc_engine", kp_crc_engine, METH_O, "Find ISA-L's CRC-32 for snappy_fetch to call."},
+    {"wrapped_rows", kp_wrapped_rows, METH_VARARGS, "Per-row columns of a set of wrappers."},
     {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
     {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},
     {NULL, NULL, 0, NULL},

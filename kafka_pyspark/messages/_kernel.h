@@ -140,6 +140,8 @@ PyObject *kp_snappy_take(PyObject *self, PyObject *args);
 PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
+PyObject *kp_wrapped_rows(PyObject *self, PyObject *args);
+PyObject *kp_crc_engine(PyObject *self, PyObject *arg);
 
 /* What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it
  * links libdeflate) as the capsule _kernel._C_API: the walk itself (and its sink's set-up), so that there is one. A

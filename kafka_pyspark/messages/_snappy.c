@@ -55,15 +55,18 @@ static int64_t block_size(const uint8_t *p, Py_ssize_t n, Py_ssize_t *used)
 
 /* Per tag, what the fast loop needs without a branch on the kind of element:
  *   bits 0-7    its length in the output (a literal's when (tag >> 2) < 60)
- *   bits 8-15   the input it takes: the tag and its offset bytes (copy) or its bytes (literal)
  *   bits 16-27  the part of the offset the tag gives: its high bits (1-byte-offset copy), or 16
  *               for a literal (so a literal passes the offset checks, see fast_elements)
  *   bit 30      E_SLOW: longer than 32 bytes (or a literal whose length follows the tag)
  *   bit 31      E_LITERAL
- *   bits 32-63  the mask of the offset bytes after the tag (0 for a literal) */
+ *   bits 32-63  the mask of the offset bytes after the tag (0 for a literal)
+ * and apart, in bytes, the input it takes: the tag and its offset bytes (copy) or its bytes
+ * (literal). The walk from tag to tag is what bounds the loop's speed (each tag's position
+ * depends on the one before): a byte table (load, add) keeps that chain short. */
 #define E_SLOW (1u << 30)
 #define E_LITERAL (1u << 31)
 static uint64_t tag_table[256];
+static uint8_t tag_input[256];
 static const uint32_t trailer_mask[5] = {0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF};
 
 void kp_snappy_init(void)
@@ -80,8 +83,8 @@ void kp_snappy_init(void)
         }
         uint32_t take = 1 + (kind == 0 ? len : extra);
         flags |= len > 32 ? E_SLOW : 0;
-        tag_table[tag] = len | (take << 8) | (base << 16) | flags |
-                         ((uint64_t)trailer_mask[extra] << 32);
+        tag_table[tag] = len | (base << 16) | flags | ((uint64_t)trailer_mask[extra] << 32);
+        tag_input[tag] = (uint8_t)take;
     }
 }
 
@@ -127,51 +130,68 @@ static inline int long_literal(uint8_t tag, const uint8_t **ipp, const uint8_t *
     return 0;
 }
 
-/* The elements of a block while far from both ends (FAST_IN bytes of input left, FAST_OUT of
- * output) and FAST_DONE bytes into the output. An element of up to 32 bytes with nothing
+enum { EL_NEXT, EL_RECHECK, EL_CAREFUL, EL_BAD };
+
+/* One element at ip, at least FAST_IN bytes from the end of the input and FAST_OUT from the
+ * end of the output, FAST_DONE bytes into the output. One of up to 32 bytes with nothing
  * doubtful (a literal, or a copy from 16 or more bytes back and not before the start) is two
  * 16-byte moves from where it comes from, chosen without a branch, whatever its length (the
  * bytes past it are rewritten by the next elements, never past the announced size); others
- * take short_copy or long_literal. Stops near an end or at a literal that does not fit, for
+ * take short_copy or long_literal. EL_NEXT, or EL_RECHECK after a long literal (the bounds
+ * moved), EL_CAREFUL for a literal that does not fit (raw_block's careful loop decides),
+ * EL_BAD for a copy from offset 0 or before the start. */
+static inline int fast_element(const uint8_t **ipp, const uint8_t *in_end, uint8_t **opp,
+                               const uint8_t *dst, const uint8_t *op_end)
+{
+    const uint8_t *ip = *ipp;
+    uint8_t *op = *opp;
+    uint8_t tag = *ip;
+    uint64_t entry = tag_table[tag];
+    uint32_t e = (uint32_t)entry;
+    size_t len = e & 0xFF;
+    size_t off = ((e >> 16) & 0xFFF) + (le32(ip + 1) & (uint32_t)(entry >> 32));
+    size_t done = (size_t)(op - dst); /* >= FAST_DONE: done - 16 does not wrap */
+    if (!LIKELY(!(e & E_SLOW) && off - 16 <= done - 16)) { /* 16 <= off <= done */
+        if (e & E_LITERAL)
+            return long_literal(tag, ipp, in_end, opp, op_end) < 0 ? EL_CAREFUL : EL_RECHECK;
+        if (off - 1 >= done) /* offset 0, or before the start */
+            return EL_BAD;
+        short_copy(op, off, len);
+    } else {
+        const uint8_t *from = (e & E_LITERAL) ? ip + 1 : op - off;
+        memcpy(op, from, 16); /* in two steps: from may be op - 16 */
+        memcpy(op + 16, from + 16, 16);
+    }
+    *opp = op + len;
+    *ipp = ip + tag_input[tag];
+    return EL_NEXT;
+}
+
+/* The elements of a block while far from both ends (see fast_element): two per bounds check
+ * while two fit, then one. Stops near an end or at a literal that does not fit, for
  * raw_block's careful loop. 0, or -1: a copy from offset 0 or before the start. */
 static int fast_elements(const uint8_t **ipp, const uint8_t *in_end, uint8_t **opp,
                          const uint8_t *dst, const uint8_t *op_end)
 {
     const uint8_t *ip = *ipp;
     uint8_t *op = *opp;
+    int r = EL_NEXT;
     if (in_end - ip < FAST_IN || op_end - op < FAST_OUT || op - dst < FAST_DONE)
         return 0;
-    const uint8_t *ip_last = in_end - FAST_IN;
-    const uint8_t *op_last = op_end - FAST_OUT;
-    while (ip <= ip_last && op <= op_last) {
-        uint64_t entry = tag_table[*ip];
-        uint32_t e = (uint32_t)entry;
-        size_t len = e & 0xFF;
-        size_t off = ((e >> 16) & 0xFFF) + (le32(ip + 1) & (uint32_t)(entry >> 32));
-        size_t done = (size_t)(op - dst); /* >= FAST_DONE: done - 16 does not wrap */
-        if (!LIKELY(!(e & E_SLOW) && off - 16 <= done - 16)) { /* 16 <= off <= done */
-            if (e & E_LITERAL) {
-                if (long_literal(*ip, &ip, in_end, &op, op_end) < 0)
-                    break;
-                continue;
-            }
-            if (off - 1 >= done) { /* offset 0, or before the start */
-                *ipp = ip;
-                *opp = op;
-                return -1;
-            }
-            short_copy(op, off, len);
-        } else {
-            const uint8_t *from = (e & E_LITERAL) ? ip + 1 : op - off;
-            memcpy(op, from, 16); /* in two steps: from may be op - 16 */
-            memcpy(op + 16, from + 16, 16);
-        }
-        op += len;
-        ip += (e >> 8) & 0xFF;
+    const uint8_t *ip_last = in_end - FAST_IN, *ip_last2 = ip_last - FAST_IN;
+    const uint8_t *op_last = op_end - FAST_OUT, *op_last2 = op_last - FAST_OUT;
+    while (ip <= ip_last2 && op <= op_last2) {
+        r = fast_element(&ip, in_end, &op, dst, op_end);
+        if (r == EL_NEXT)
+            r = fast_element(&ip, in_end, &op, dst, op_end);
+        if (r >= EL_CAREFUL)
+            break;
     }
+    while (r < EL_CAREFUL && ip <= ip_last && op <= op_last)
+        r = fast_element(&ip, in_end, &op, dst, op_end);
     *ipp = ip;
     *opp = op;
-    return 0;
+    return r == EL_BAD ? -1 : 0;
 }
 
 /* One literal (its tag read) near an end of the block, or a long one: 0, or -1. */
@@ -351,9 +371,11 @@ static inline void move_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_
 {
     if (gap >= 32 && n <= 512 && avail >= ((n + 31) & ~(Py_ssize_t)31)) {
         for (Py_ssize_t i = 0; i < n; i += 32) {
-            uint8_t chunk[32];
-            memcpy(chunk, src + i, 32);
-            memcpy(dst + i, chunk, 32);
+            uint8_t a[16], b[16];
+            memcpy(a, src + i, 16);
+            memcpy(b, src + i + 16, 16);
+            memcpy(dst + i, a, 16);
+            memcpy(dst + i + 16, b, 16);
         }
     } else {
         memmove(dst, src, (size_t)n);

@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "_kernel.h"
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
 
 /* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
  * -1 if one is not snappy or not a payload this kernel decodes */
@@ -36,9 +39,39 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
 #define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
 #define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
 
-/* crc32(p[0:n], init) by the Python callable `fn` (ISA-L's, through a memoryview: no copy) */
+/* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), called directly when
+ * crc_engine found it in python-isal's module: no Python call per wrapper. */
+typedef uint32_t (*crc32_fn_t)(uint32_t init, const unsigned char *buf, uint64_t len);
+static crc32_fn_t direct_crc;
+
+/* crc_engine(path) -> bool: whether ISA-L's crc32_gzip_refl, looked up in the shared object at
+ * path (python-isal's isal_zlib, already loaded), gives zlib's CRC-32 of a known input; if so,
+ * snappy_fetch calls it for a crc32 of None. */
+PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
+{
+    const char *path = PyUnicode_AsUTF8(arg);
+    if (!path)
+        return NULL;
+    crc32_fn_t fn = NULL;
+#if defined(__unix__) || defined(__APPLE__)
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* kept open: the module stays loaded */
+    if (lib)
+        *(void **)&fn = dlsym(lib, "crc32_gzip_refl");
+#endif
+    if (fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
+        fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu)
+        direct_crc = fn;
+    return PyBool_FromLong(direct_crc != NULL);
+}
+
+/* crc32(p[0:n], init) by ISA-L directly (fn None), else by the Python callable `fn` (through
+ * a memoryview: no copy) */
 static int call_crc(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
 {
+    if (fn == Py_None) {
+        *out = direct_crc(init, p, (uint64_t)n);
+        return 0;
+    }
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
     if (!view)
         return -1;
@@ -112,6 +145,10 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "snappy_fetch: counts shorter than recs");
         goto done;
     }
+    if (fn == Py_None && !direct_crc) {
+        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no CRC-32 engine (crc_engine)");
+        goto done;
+    }
     for (; i < n; i++) {
         const rec_t *r = &recs[i];
         int64_t start = payload_start(r), size = payload_size(r);
@@ -152,5 +189,56 @@ done:
     PyBuffer_Release(&offs);
     PyBuffer_Release(&wbuf);
     PyBuffer_Release(&cbuf);
+    return result;
+}
+
+/* wrapped_rows(recs, counts, base, offset, next_offset, inner_index) -> rows
+ * The per-row columns of a batch of wrappers (messages/columns.py): row j of wrapper i gets its
+ * wrapper's absolute offset base + start and next offset base + start + 4 + LENGTH, and its
+ * index j inside it; counts[i] rows each, in order. ValueError if a count is negative or the
+ * rows do not fit an output. */
+PyObject *kp_wrapped_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer recbuf, cbuf, obuf, nbuf, ibuf;
+    long long base;
+    if (!PyArg_ParseTuple(args, "y*y*Lw*w*w*", &recbuf, &cbuf, &base, &obuf, &nbuf, &ibuf))
+        return NULL;
+    PyObject *result = NULL;
+    const rec_t *recs = (const rec_t *)recbuf.buf;
+    const int64_t *counts = (const int64_t *)cbuf.buf;
+    int64_t *offset = (int64_t *)obuf.buf, *next = (int64_t *)nbuf.buf;
+    int32_t *inner = (int32_t *)ibuf.buf;
+    Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t);
+    Py_ssize_t room = obuf.len / (Py_ssize_t)sizeof(int64_t), rows = 0;
+    if (nbuf.len / (Py_ssize_t)sizeof(int64_t) < room)
+        room = nbuf.len / (Py_ssize_t)sizeof(int64_t);
+    if (ibuf.len / (Py_ssize_t)sizeof(int32_t) < room)
+        room = ibuf.len / (Py_ssize_t)sizeof(int32_t);
+    if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < n) {
+        PyErr_SetString(PyExc_ValueError, "wrapped_rows: counts shorter than recs");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t count = counts[i];
+        if (count < 0 || count > room - rows || count > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "wrapped_rows: %lld rows of wrapper %zd do not fit",
+                         (long long)count, i);
+            goto done;
+        }
+        int64_t at = base + recs[i].start, after = at + LENGTH_SIZE + recs[i].length;
+        for (int32_t j = 0; j < (int32_t)count; j++) {
+            offset[rows + j] = at;
+            next[rows + j] = after;
+            inner[rows + j] = j;
+        }
+        rows += (Py_ssize_t)count;
+    }
+    result = PyLong_FromSsize_t(rows);
+done:
+    PyBuffer_Release(&recbuf);
+    PyBuffer_Release(&cbuf);
+    PyBuffer_Release(&obuf);
+    PyBuffer_Release(&nbuf);
+    PyBuffer_Release(&ibuf);
     return result;
 }

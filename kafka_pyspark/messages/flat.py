@@ -3,12 +3,13 @@
 Almost every message set is one of two shapes: plain messages only, or wrappers (gzip or
 snappy) that each hold plain messages only. For those, the kernel's ``take`` walks the
 messages and copies their payloads into the Arrow value column in the same pass (no record
-array in between), and a snappy wrapper is decompressed by the kernel straight into the value
-column and compacted there in place (``snappy_take``): one call per wrapper, no intermediate
-bytes. gzip wrappers go the same way when the optional module ``_gzip`` loads (``_gzip.c``:
-libdeflate, linked in, inflates each one into the value column, the kernel's ``take`` compacts
-it there; a whole fetch in one call, :data:`gzip_lane`); else they are inflated by
-:mod:`.compression` (ISA-L), then taken.
+array in between), and snappy wrappers are decompressed by the kernel straight into the value
+column and compacted there in place, all of a fetch in one call (``snappy_fetch``; its CRCs by
+ISA-L's C function directly, :data:`_SNAPPY_CRC`), no intermediate bytes. gzip wrappers go
+the same way when the optional module ``_gzip`` loads (``_gzip.c``: libdeflate, linked in,
+inflates each one into the value column, the kernel's ``take`` compacts it there; a whole fetch
+in one call, :data:`gzip_lane`); else they are inflated by :mod:`.compression` (ISA-L), then
+taken.
 
 These functions return ``None`` for anything else (a mixed or nested set, a malformed message,
 a CRC mismatch, a payload the kernel does not decode, a decompression budget exceeded):
@@ -29,7 +30,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages import compression, walk
-from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32
+from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32, isal_zlib
 from kafka_pyspark.messages.layout import CODEC_GZIP
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -44,6 +45,10 @@ gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "g
 # its CRCs: ISA-L's (through a call back; ~3x faster than libdeflate's on large buffers), else
 # libdeflate's own (None) rather than stdlib zlib's
 _GZIP_CRC = crc32 if CRC32_ENGINE == "isal" else None
+# the snappy lane's CRCs: ISA-L's called by the kernel itself (None) when it finds it in
+# python-isal's module, else ``crc32`` called back (one Python call per wrapper)
+_SNAPPY_CRC = (None if isal_zlib is not None and walk.kernel is not None
+               and walk.kernel.crc_engine(isal_zlib.__file__) else crc32)
 
 
 class Plain(NamedTuple):
@@ -156,6 +161,20 @@ def join_views(arrays: list[pa.Array]) -> pa.Array | None:
                                  offset=arrays[0].offset)
 
 
+_NO_ROOM = (np.empty(0, np.uint8), np.zeros(1, np.int32), np.empty(0, np.uint32))
+
+
+def _wrapper_first(buf: memoryview, base: int, limit: int) -> bool:
+    """Whether the first message of ``buf`` is a whole, well-formed wrapper (what ``take``
+    stops at, with nothing taken): its header says so and ``take`` agrees, given no room."""
+    if len(buf) < 10 or buf[4] != 1 or not buf[5] & 3 or walk.kernel is None:
+        return False
+    data, offsets, words = _NO_ROOM
+    taken, _, status, _, _, _ = walk.kernel.take(buf, 0, len(buf), limit, base, data, 0,
+                                                 offsets, words, 0, None)
+    return bool(status == WRAPPER and taken == 0)
+
+
 def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
           sink: ValueSink | None = None) -> Plain | None:
     """The plain messages of ``buf`` that start before ``stop``, taken by the kernel (a
@@ -165,6 +184,8 @@ def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
     end = len(buf)
     limit = max(0, min(end, stop))
     _, _, starts = _arrays(limit // walk.MIN_SIZE + 1)
+    if _wrapper_first(buf, base, limit):  # no value buffer (nor sink room) for a wrapper set
+        return Plain(None, starts[:1].copy(), 0, WRAPPER, buf[5])
     t = _target(sink, end, limit // walk.MIN_SIZE + 1)  # payloads are fewer bytes than the set
     data = np.frombuffer(t.buffer, dtype=np.uint8)
     pos = m = 0
@@ -223,7 +244,7 @@ def _snappy_fetch(buf: memoryview, recs: npt.NDArray[Any], total: int, verify_cr
     offsets = t.offsets[t.k :]
     data = np.frombuffer(t.buffer, dtype=np.uint8)[t.dpos :]
     status, _, dpos, k = walk.kernel.snappy_fetch(buf, recs, data, offsets, t.words[t.k :],
-                                                  counts, crc32, verify_crc)
+                                                  counts, _SNAPPY_CRC, verify_crc)
     offsets[0] = 0
     if status != walk.END:
         offsets[0] = t.dpos
