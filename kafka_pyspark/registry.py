@@ -45,7 +45,7 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -175,16 +175,61 @@ class Registry(Closing):
         A broker that vanishes between listing and reading is left out.
         """
         names = self._zk.children(BROKER_IDS) or []
-        paths = [f"{BROKER_IDS}/{n}" for n in names]
+        paths = self._id_paths(BROKER_IDS, names)
+        return self._brokers_from(names, paths, self._values(paths))
+
+    def _id_paths(self, base: str, names: Sequence[str]) -> list[str]:
+        """``base/[id]`` for each child name, every name checked to be a broker id."""
+        paths = [f"{base}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
             if not is_decimal(name):
                 self._raise(path, f"broker id {name!r} is not a non-negative integer")
+        return paths
+
+    def _brokers_from(
+        self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
+    ) -> dict[int, BrokerInfo]:
         out: dict[int, BrokerInfo] = {}
-        for name, path, raw in zip(names, paths, self._values(paths), strict=True):
+        for name, path, raw in zip(names, paths, values, strict=True):
             if raw is None:
                 continue
             out[int(name)] = self._parse_broker(int(name), path, raw)
         return dict(sorted(out.items()))
+
+    def _counts_from(
+        self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
+    ) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for name, path, raw in zip(names, paths, values, strict=True):
+            if raw is None:
+                continue
+            out[int(name)] = self._decimal(path, raw, "partition count")
+        return dict(sorted(out.items()))
+
+    def topology(
+        self, topics: Sequence[str]
+    ) -> tuple[dict[int, BrokerInfo], dict[str, dict[int, int]]]:
+        """:meth:`brokers` and :meth:`topic_partitions` of each of ``topics`` at once, in two
+        pipelined rounds (every listing, then every value) whatever the number of topics: a
+        stream reads this before each micro-batch."""
+        for topic in topics:
+            validate_topic_name(topic)
+        bases = [f"{BROKER_TOPICS}/{t}" for t in topics]
+        listed = self._zk.children_of([BROKER_IDS, *bases], "/brokers")
+        names = [names or [] for names in listed]
+        paths = [self._id_paths(base, n) for base, n in zip([BROKER_IDS, *bases], names,
+                                                            strict=True)]
+        values = self._values([p for group in paths for p in group])
+        split: list[list[bytes | None]] = []
+        for group in paths:
+            split.append(values[: len(group)])
+            values = values[len(group) :]
+        brokers = self._brokers_from(names[0], paths[0], split[0])
+        counts = {
+            topic: self._counts_from(n, ps, vs)
+            for topic, n, ps, vs in zip(topics, names[1:], paths[1:], split[1:], strict=True)
+        }
+        return brokers, counts
 
     def _parse_broker(self, broker_id: int, path: str, raw: bytes) -> BrokerInfo:
         try:
@@ -212,16 +257,8 @@ class Registry(Closing):
         validate_topic_name(topic)
         base = f"{BROKER_TOPICS}/{topic}"
         names = self._zk.children(base) or []
-        paths = [f"{base}/{n}" for n in names]
-        for name, path in zip(names, paths, strict=True):
-            if not is_decimal(name):
-                self._raise(path, f"broker id {name!r} is not a non-negative integer")
-        out: dict[int, int] = {}
-        for name, path, raw in zip(names, paths, self._values(paths), strict=True):
-            if raw is None:
-                continue
-            out[int(name)] = self._decimal(path, raw, "partition count")
-        return dict(sorted(out.items()))
+        paths = self._id_paths(base, names)
+        return self._counts_from(names, paths, self._values(paths))
 
     # --- consumer groups ---------------------------------------------------------------------
 

@@ -67,6 +67,10 @@ class _Batch:
         self.answers = [None] * len(self.requests)
 
 
+def _children(path: str) -> _Request:
+    return _Request(path, lambda client: client.get_children_async(path))
+
+
 def _get(path: str) -> _Request:
     return _Request(path, lambda client: client.get_async(path))
 
@@ -166,6 +170,15 @@ class ZkSession:
         req = _Request(path, lambda c: c.get_children_async(path))
         answer = self._pipeline("listing", path, [req], {NoNodeError: None})[0]
         return None if answer is None else list(answer)
+
+    def children_of(self, paths: Sequence[str], where: str) -> list[list[str] | None]:
+        """The children of each of ``paths`` in one pipelined round (None for a path that
+        does not exist). ``where`` names the batch in errors."""
+        from kazoo.exceptions import NoNodeError
+
+        reqs = [_children(p) for p in paths]
+        answers = self._pipeline("listing", where, reqs, {NoNodeError: None})
+        return [None if a is None else list(a) for a in answers]
 
     def values(self, paths: Sequence[str], where: str) -> list[bytes | None]:
         """The values of ``paths`` (b"" for a node without one), None for a node that does

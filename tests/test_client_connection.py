@@ -94,6 +94,48 @@ def test_large_response_is_read_into_one_buffer() -> None:
         assert bytes(r.messages) == data
 
 
+def _view(messages: memoryview | bytes) -> memoryview:
+    assert isinstance(messages, memoryview)
+    return messages
+
+
+def test_answers_reuse_one_receive_buffer_once_no_view_of_it_is_left() -> None:
+    broker = FakeBroker()
+    data = message(b"a" * 100) + message(b"b" * 50)
+    broker.log("t", 0).segments = [data]
+    with ScriptedServer(broker) as srv, conn_to(srv, buffer_size=4096) as c:
+        first = c.fetch("t", 0, 0, 1000)
+        kept = _view(first.messages).obj
+        assert bytes(first.messages) == data
+        # a view of the first answer is alive: the second gets a buffer of its own
+        second = c.fetch("t", 0, len(message(b"a" * 100)), 1000)
+        assert _view(second.messages).obj is not kept
+        assert bytes(first.messages) == data  # untouched
+        assert bytes(second.messages) == message(b"b" * 50)
+        del first, second
+        third = c.fetch("t", 0, 0, 1000)  # nothing refers to the kept buffer: reused
+        assert _view(third.messages).obj is c._transport._kept
+        assert bytes(third.messages) == data
+        del third
+        fourth = c.fetch("t", 0, len(message(b"a" * 100)), 1000)
+        assert _view(fourth.messages).obj is c._transport._kept  # the same buffer, its first bytes
+        assert bytes(fourth.messages) == message(b"b" * 50)
+
+
+def test_answers_larger_than_twice_the_socket_buffer_are_not_kept() -> None:
+    broker = FakeBroker()
+    data = message(b"z" * 9000)
+    broker.log("t", 0).segments = [data]
+    with ScriptedServer(broker) as srv, conn_to(srv, buffer_size=4096) as c:
+        small = c.fetch("t", 0, 0, 100)  # a partial message: 100 bytes, kept
+        kept = c._transport._kept
+        assert kept is not None and len(kept) == 100 + 2
+        del small
+        big = c.fetch("t", 0, 0, len(data))
+        assert bytes(big.messages) == data
+        assert c._transport._kept is kept and _view(big.messages).obj is not kept
+
+
 def test_multifetch_layout_and_order() -> None:
     broker = FakeBroker(partitions=2)
     a, b = message(b"x") * 3, message(b"yy") * 2

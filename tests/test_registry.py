@@ -85,10 +85,42 @@ def test_topics_and_partition_counts(kz: KazooClient, registry: Registry) -> Non
     assert registry.topic_partitions("cats") == {}
 
 
+def test_topology_is_brokers_and_counts_in_two_rounds(
+    kz: KazooClient, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_pyspark.zk_session import ZkSession
+
+    register_broker(kz, 0, BROKER0)
+    register_broker(kz, 2, BROKER2)
+    topics = [f"t{i:02d}" for i in range(12)]
+    for i, topic in enumerate(topics):
+        register_topic(kz, topic, 2, i + 1)
+        if i % 3 == 0:
+            register_topic(kz, topic, 0, 7)
+    register_topic(kz, "dogs", 5, 1)  # a broker that is not (or no longer) registered
+    rounds: list[int] = []
+    real = ZkSession._pipeline
+
+    def spy(self: ZkSession, what: str, where: str, requests: Any, expected: Any) -> Any:
+        rounds.append(len(requests))
+        return real(self, what, where, requests, expected)
+
+    monkeypatch.setattr(ZkSession, "_pipeline", spy)
+    brokers, counts = registry.topology([*topics, "dogs", "cats"])
+    assert rounds == [1 + 14, 2 + 12 + 4 + 1]  # every listing, then every value
+    assert brokers == registry.brokers()
+    assert list(brokers) == [0, 2]
+    want = {t: ({0: 7, 2: i + 1} if i % 3 == 0 else {2: i + 1}) for i, t in enumerate(topics)}
+    assert counts == {**want, "dogs": {5: 1}, "cats": {}}
+    assert all(counts[t] == registry.topic_partitions(t) for t in counts)
+    assert registry.topology([]) == (brokers, {})
+
+
 def test_empty_registry(registry: Registry) -> None:
     assert registry.brokers() == {}
     assert registry.topics() == []
     assert registry.topic_partitions("events") == {}
+    assert registry.topology(["events"]) == ({}, {"events": {}})
     assert registry.groups() == []
     assert registry.group_offsets("g", "events") == {}
     assert registry.group_owners("g", "events") == {}
@@ -318,6 +350,10 @@ def test_malformed_nodes_name_the_node(
     text = str(info.value)
     assert path in text
     assert zk_connect in text  # the ZooKeeper address (with chroot)
+    if call != "group_offsets":  # the stream's one-read view checks every node the same way
+        with pytest.raises(RegistryError) as info:
+            registry.topology(["events"])
+        assert str(info.value) == text
 
 
 # --- failures are bounded ------------------------------------------------------------------

@@ -291,6 +291,33 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
     r.stop()
 
 
+def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
+    brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_pyspark.zk_session import ZkSession
+
+    for i in range(4):
+        for b in brokers:
+            send(b, f"{topic}{i}", 0, encode_message_set(values("a", 1)))
+    r = make(zk_connect, subscribePattern=f"{topic}.*", startingOffsets="earliest")
+    start = r.initialOffset()
+    assert sum(len(v) for v in start.values()) == 4 * (2 + 3)
+    rounds: list[str] = []
+    real = ZkSession._pipeline
+
+    def spy(self: ZkSession, what: str, where: str, requests: Any, expected: Any) -> Any:
+        rounds.append(f"{what} {len(requests)}")
+        return real(self, what, where, requests, expected)
+
+    monkeypatch.setattr(ZkSession, "_pipeline", spy)
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {f"{topic}{i}": {"0-0": 40, "0-1": 0, "1-0": 40, "1-1": 0, "1-2": 0}
+                   for i in range(4)}
+    # the topics; the brokers' and each topic's nodes; their values
+    assert rounds == ["listing 1", "listing 5", "reading 10"]
+    r.stop()
+
+
 def test_available_now_target(broker: EmbeddedBroker, zk_connect: str, topic: str) -> None:
     send(broker, topic, 0, encode_message_set(values("a", 10)))
     r = make(zk_connect, subscribe=topic, startingOffsets="earliest", maxBytesPerTrigger="150")

@@ -315,10 +315,12 @@ def iter_multi_range(
         if not batch:
             _wait_until(min(readers[i].retry_at for i in active))
             continue
-        for (i, req), resp in zip(batch, _round_trip(conn, batch), strict=True):
+        answers = _round_trip(conn, batch)
+        for (i, req), resp in zip(batch, answers, strict=True):
             result = readers[i].handle(resp, req.max_size)
             if result is not None:
                 yield i, result
+        del answers, resp  # no view of the transport's receive buffer is left (its reuse)
         active = [i for i in active if not readers[i].done]
 
 

@@ -48,8 +48,9 @@ from kafka_pyspark.formats.layout import (
 )
 from kafka_pyspark.formats.records import Buffer
 from kafka_pyspark.formats.varint import I64, read_one
+from kafka_pyspark.messages.arrays import string_array
 
-_CODEC_STRINGS = pa.array([CODEC_NAMES.get(i, "") for i in range(8)], pa.string())
+_CODEC_STRINGS = string_array([CODEC_NAMES.get(i, "") for i in range(8)])
 _constant_codecs: dict[int, pa.Array] = {}  # immutable arrays: slices are safe to share
 _empty_headers: pa.Array = pa.nulls(0, HEADERS_TYPE)  # grown by _no_headers
 _TS_LIMIT = (1 << 63) // 1000  # ms beyond this do not fit a microsecond timestamp

@@ -55,8 +55,9 @@ static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssi
  * runs past HLIT + HDIST. A lane that let them through would decode what the general path
  * refuses, and the two cannot be told apart after libdeflate's one call. So the lane takes a
  * member only when its deflate stream is one final block (BFINAL set in the first header: no
- * later header to check; zlib writes a block per ~16K symbols, so the wrappers of 200 messages
- * seen here are one block) that is stored, fixed, or dynamic with a header checked here by
+ * later header to check; zlib ends a block every 16K symbols, about 90 KB of JSON-like text,
+ * so the wrappers of 200 such messages are one block; larger ones take flat.py's ISA-L path)
+ * that is stored, fixed, or dynamic with a header checked here by
  * zlib's rules and complete codes (zlib's encoder writes complete codes only; ISA-L and zlib
  * accept every header this accepts). Anything else goes to the general path. */
 
@@ -110,10 +111,9 @@ static inline uint32_t take_bits(bits_t *b, int n)
 /* Whether the code lengths len[0:n] (0: unused, at most `max`) make a complete prefix code. */
 static int complete(const uint8_t *len, int n, int max)
 {
-    uint32_t sum = 0;
+    uint32_t sum = 0; /* without branches: the compiler vectorises it */
     for (int i = 0; i < n; i++)
-        if (len[i])
-            sum += 1u << (max - len[i]);
+        sum += ((1u << max) >> len[i]) & (0u - (len[i] != 0));
     return sum == 1u << max;
 }
 

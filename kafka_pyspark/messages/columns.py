@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark.messages import walk
+from kafka_pyspark.messages.arrays import int_array, string_array
 from kafka_pyspark.messages.layout import CODEC_NAMES, LENGTH_SIZE, MESSAGE_SCHEMA
 
 I64 = npt.NDArray[np.int64]
@@ -22,7 +23,7 @@ I64 = npt.NDArray[np.int64]
 _CONSTANTS: dict[str | int, pa.Array] = {}
 _CONSTANTS_KEPT = 16
 _CONSTANT_ROWS = 1 << 16
-_CODEC_STRINGS = pa.array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))], pa.string())
+_CODEC_STRINGS = string_array([CODEC_NAMES[i] for i in range(len(CODEC_NAMES))])
 
 
 def constant_column(value: str | int, n: int) -> pa.Array:
@@ -39,7 +40,7 @@ def constant_column(value: str | int, n: int) -> pa.Array:
                 pa.string(), size, [None, pa.py_buffer(offsets), pa.py_buffer(raw * size)]
             )
         else:
-            cached = pa.array(np.full(size, value, dtype=np.int32), type=pa.int32())
+            cached = int_array(np.full(size, value, dtype=np.int32))
         _CONSTANTS[value] = cached
     return cached.slice(0, n)
 
@@ -70,7 +71,7 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
     n = len(recs) if row_root is None else len(row_root)
     if row_root is None:
         return pa.RecordBatch.from_arrays(
-            [pa.array(offset), pa.array(next_offset), _zeros_column(n), _codec_column(0, n),
+            [int_array(offset), int_array(next_offset), _zeros_column(n), _codec_column(0, n),
              values],
             schema=MESSAGE_SCHEMA,
         )
@@ -78,9 +79,9 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
     if n and int(codes.min()) == int(codes.max()):
         codec_column = _codec_column(int(codes[0]), n)
     else:
-        codec_column = _CODEC_STRINGS.take(pa.array(codes.astype(np.int32)))
-    arrays = [pa.array(offset[row_root]), pa.array(next_offset[row_root]),
-              pa.array(_rank_in_group(row_root)), codec_column, values]
+        codec_column = _CODEC_STRINGS.take(int_array(codes.astype(np.int32)))
+    arrays = [int_array(offset[row_root]), int_array(next_offset[row_root]),
+              int_array(_rank_in_group(row_root)), codec_column, values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
 
 
@@ -96,9 +97,9 @@ def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.Rec
         if int(codes.min()) == int(codes.max()):
             codec_column = _codec_column(int(codes[0]), rows)
         else:
-            codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
+            codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
         return pa.RecordBatch.from_arrays(
-            [pa.array(offsets), pa.array(nexts), pa.array(inner), codec_column, values],
+            [int_array(offsets), int_array(nexts), int_array(inner), codec_column, values],
             schema=MESSAGE_SCHEMA)
     offset = recs["start"] + base
     first = np.cumsum(counts) - counts
@@ -107,10 +108,10 @@ def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.Rec
     if int(codes.min()) == int(codes.max()):
         codec_column = _codec_column(int(codes[0]), rows)
     else:
-        codec_column = _CODEC_STRINGS.take(pa.array(np.repeat(codes.astype(np.int32), counts)))
-    arrays = [pa.array(np.repeat(offset, counts)),
-              pa.array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
-              pa.array(inner_index), codec_column, values]
+        codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
+    arrays = [int_array(np.repeat(offset, counts)),
+              int_array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
+              int_array(inner_index), codec_column, values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)
 
 
@@ -118,6 +119,6 @@ def plain_batch(starts: I64, values: pa.Array) -> pa.RecordBatch:
     """The batch of plain outer messages at the absolute offsets ``starts[:-1]`` (the last
     entry: the offset after them), one row each."""
     n = len(starts) - 1
-    arrays = [pa.array(starts[:n]), pa.array(starts[1:]), _zeros_column(n), _codec_column(0, n),
+    arrays = [int_array(starts[:n]), int_array(starts[1:]), _zeros_column(n), _codec_column(0, n),
               values]
     return pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)

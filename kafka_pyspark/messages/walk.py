@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
+from kafka_pyspark.messages.arrays import int_array
 from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
@@ -286,7 +287,7 @@ def _gather_python(
         leaves = np.flatnonzero(recs["codec"] == 0)
         if not len(leaves):
             continue
-        payloads = _tiles(p.scan.buf, recs).take(pa.array(2 * leaves + 1))
+        payloads = _tiles(p.scan.buf, recs).take(int_array(2 * leaves + 1))
         ends = np.frombuffer(payloads.buffers()[1], dtype=np.int64)[1 : len(leaves) + 1]
         size = int(ends[-1])
         data[dpos : dpos + size] = np.frombuffer(payloads.buffers()[2], dtype=np.uint8)[:size]

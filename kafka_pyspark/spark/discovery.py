@@ -4,7 +4,8 @@
   (:class:`kafka_pyspark.cluster.Cluster`); a named topic that does not exist is a
   :class:`TopicNotFoundError`, an assigned broker-partition the cluster lacks an
   :class:`OptionError`.
-- :func:`current_partitions` (a stream, per micro-batch): the same, leniently.
+- :func:`current_partitions` (a stream, per micro-batch): the same, leniently;
+  :func:`current_view`: that and the live brokers, from one registry read.
 - :func:`diff_topology` / :func:`merge_topology` (a stream): how the broker-partitions now
   differ from those in the start offset, and the start offset with new ones added. Pure.
 - :func:`group_offsets`: what a 0.7 consumer group committed; :func:`group_start`, the same
@@ -29,10 +30,12 @@ from kafka_pyspark.spark.options import Assign, ReadOptions, Subscribe, Subscrip
 
 if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
 
 __all__ = [
     "TopologyChange",
     "current_partitions",
+    "current_view",
     "diff_topology",
     "discover",
     "group_offsets",
@@ -72,6 +75,29 @@ def discover(cluster: Cluster, subscription: Subscription) -> list[TopicPartitio
     return sorted(set(out))
 
 
+def current_view(
+    cluster: Cluster, subscription: Subscription
+) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
+    """What a stream sees before a micro-batch: :func:`current_partitions` and the live
+    brokers. With ZooKeeper, one :meth:`~kafka_pyspark.registry.Registry.topology` read (two
+    pipelined rounds, three with ``subscribePattern``, however many topics)."""
+    registry = cluster.registry()
+    if registry is None:
+        return current_partitions(cluster, subscription), cluster.brokers()
+    from kafka_pyspark.cluster_options import BrokerAddress
+    from kafka_pyspark.partitioner import sorted_partitions
+
+    if isinstance(subscription, (Assign, Subscribe)):
+        topics: Sequence[str] = subscription.topics
+    else:
+        topics = [t for t in registry.topics() if subscription.allows(t)]
+    live, counts = registry.topology(topics)
+    out = {(t, b, p) for t in topics for b, p in sorted_partitions(counts[t], live)}
+    if isinstance(subscription, Assign):
+        out &= set(subscription.partitions)
+    return sorted(out), {b.id: BrokerAddress(b.id, b.host, b.port) for b in live.values()}
+
+
 def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
     """The broker-partitions the subscription covers right now, leniently (sorted).
 
@@ -83,17 +109,7 @@ def current_partitions(cluster: Cluster, subscription: Subscription) -> list[Top
     """
     out: set[TopicPartition] = set()
     if cluster.registry() is not None:
-        if isinstance(subscription, Assign):
-            topics: Sequence[str] = subscription.topics
-        elif isinstance(subscription, Subscribe):
-            topics = subscription.topics
-        else:
-            topics = [t for t in cluster.topics() if subscription.allows(t)]
-        for topic in topics:
-            out.update((topic, b, p) for b, p in cluster.partitions(topic))
-        if isinstance(subscription, Assign):
-            out &= set(subscription.partitions)
-        return sorted(out)
+        return current_view(cluster, subscription)[0]
     # broker.list (subscribePattern needs zk.connect): probe each broker; one that does not
     # answer has no current partitions
     if not isinstance(subscription, (Subscribe, Assign)):

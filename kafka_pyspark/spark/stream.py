@@ -50,7 +50,7 @@ from kafka_pyspark.spark.admission import (
     next_ages,
 )
 from kafka_pyspark.spark.discovery import (
-    current_partitions,
+    current_view,
     diff_topology,
     group_start,
     merge_topology,
@@ -152,8 +152,11 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._addresses[b] = (a.host, a.port)
         return brokers
 
-    def _topology(self) -> list[TopicPartition]:
-        return current_partitions(self._get_cluster(), self.options.subscription)
+    def _topology(self) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
+        tps, brokers = current_view(self._get_cluster(), self.options.subscription)
+        for b, a in brokers.items():
+            self._addresses[b] = (a.host, a.port)
+        return tps, brokers
 
     def _view(self) -> tuple[list[TopicPartition], dict[int, Any]]:
         """Current broker-partitions and brokers; during a ZooKeeper outage (bounded by
@@ -166,7 +169,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return known
         began = time.monotonic()
         try:
-            view = (self._topology(), self._brokers())
+            view = self._topology()
         except RegistryUnavailableError as e:
             if known is None:  # nothing seen yet to go on with
                 raise
