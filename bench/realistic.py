@@ -12,7 +12,9 @@ DESIGN.md targets, measured here as ratios in one run:
 * ``read.inprocess.realistic.<codec>``: the executor path alone (:func:`read_partition` of
   every partition in one process of its own, one core, no Spark), against Kafka 0.7.2's own Java
   ``SimpleConsumer`` measured once on this machine (:data:`JAVA_SIMPLE_CONSUMER`, same kind of
-  data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks).
+  data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks);
+  ``.cpu``: that process's CPU-ms per million rows (what the executor path takes from Spark's
+  cores; comparable under load, unlike rows/s).
 * ``read.stream.realistic.none``: ``readStream`` from ``startingOffsets=earliest`` with
   ``maxBytesPerTrigger`` (``STREAM_TRIGGER_BYTES``), ``Trigger.AvailableNow``, into the noop
   sink: rows/s over the whole query (start to termination, micro-batch planning included; the
@@ -84,34 +86,39 @@ from kafka_pyspark.spark.options import parse_read_options
 from kafka_pyspark.spark.reader import plan_batch, read_partition
 brokers, topic, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 parts = plan_batch(parse_read_options({"broker.list": brokers, "subscribe": topic}))
-best = float("inf")
+best = cpu = float("inf")
 for _ in range(3):
     rows = 0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     for p in parts:
         for b in read_partition(p):
             rows += b.num_rows
     best = min(best, time.perf_counter() - start)
+    cpu = min(cpu, time.process_time() - start_cpu)
 for i, p in enumerate(parts):
     table = pa.Table.from_batches(list(read_partition(p)))
     with pa.OSFile(f"{out}/{i}.arrow", "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         for batch in table.to_batches(max_chunksize=chunk):
             w.write_batch(batch)
-print(rows / best)
+print(rows / best, cpu / rows * 1e9)
 """
 
 
-def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, Path]:
+def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, float, Path]:
     """Rows/s of :func:`read_partition` alone (best of three) in a process of its own (an
-    executor's Python worker; the broker stays in this one), and the rows it read, written as
-    one Arrow IPC file per partition in batches of ``chunk`` rows (the null source's input)."""
+    executor's Python worker; the broker stays in this one), its CPU-ms per million rows
+    (``time.process_time`` of that process, best of three: what the executor path takes from
+    Spark's cores, load-independent; the broker's CPU is not in it), and the rows it read,
+    written as one Arrow IPC file per partition in batches of ``chunk`` rows (the null
+    source's input)."""
     out = tmp / f"null-{codec}"
     out.mkdir()
     done = subprocess.run(
         [sys.executable, "-c", _EXECUTOR_SCRIPT, f"0:{broker.host}:{broker.port}",
          _topic(codec), str(out), str(chunk)], check=True, capture_output=True, text=True,
     )
-    return float(done.stdout.split()[-1]), out
+    rate, cpu_ms = done.stdout.split()[-2:]
+    return float(rate), float(cpu_ms), out
 
 
 def _stream_seconds(
@@ -268,11 +275,14 @@ def run(rec: Recorder) -> None:
                 chunk = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
                 nulls = {}
                 for codec in CODECS:
-                    rate, nulls[codec] = inprocess(broker, codec, tmp, chunk)
+                    rate, cpu_ms, nulls[codec] = inprocess(broker, codec, tmp, chunk)
                     rec.record(f"read.inprocess.realistic.{codec}", rate, "msgs/s",
                                limit=JAVA_SIMPLE_CONSUMER[codec],
                                target="ahead of Kafka 0.7.2's Java SimpleConsumer (limit column)",
                                note="read_partition alone, one core, no Spark")
+                    rec.record(f"read.inprocess.realistic.{codec}.cpu", cpu_ms,
+                               "CPU-ms/M rows", note="read_partition's own CPU (process_time), "
+                               "best of three; the broker's not included")
                 base = {"broker.list": f"0:{broker.host}:{broker.port}"}
                 spark_rows(rec, spark, base, nulls, tmp)
             finally:
