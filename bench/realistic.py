@@ -12,11 +12,17 @@ DESIGN.md targets, measured here as ratios in one run:
 * ``read.inprocess.realistic.<codec>``: the executor path alone (:func:`read_partition` of
   every partition in one process of its own, one core, no Spark), against Kafka 0.7.2's own Java
   ``SimpleConsumer`` measured once on this machine (:data:`JAVA_SIMPLE_CONSUMER`, same kind of
-  data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks).
+  data, 1,000,000 messages, fetch size 1 MiB, deep iteration with CRC checks);
+  ``.cpu``: that process's CPU-ms per million rows (what the executor path takes from Spark's
+  cores; comparable under load, unlike rows/s).
 * ``read.stream.realistic.none``: ``readStream`` from ``startingOffsets=earliest`` with
   ``maxBytesPerTrigger`` (``STREAM_TRIGGER_BYTES``), ``Trigger.AvailableNow``, into the noop
   sink: rows/s over the whole query (start to termination, micro-batch planning included; the
-  query must have read every row), against the batch ceiling.
+  query must have read every row), against the batch ceiling. ``.null``: Spark's streaming
+  ceiling, a null stream source replaying the same rows in as many micro-batches (interleaved,
+  best of ``STREAM_REPEAT``): what Spark's micro-batch machinery itself costs.
+  ``.latestOffset``: the driver's ``latestOffset`` per micro-batch (median of the best query's
+  ``StreamingQueryProgress``), where the boundary scans for ``maxBytesPerTrigger`` show.
 * ``memory.executor.rss.<size>``: peak RSS (``ru_maxrss``) of a fresh Python process running
   :func:`read_partition` over one broker-partition of ``RSS_PARTITION_BYTES`` (1 GB: segment
   files written directly, the broker recovers them at start) and over one of a tenth of that:
@@ -35,7 +41,12 @@ from typing import Any
 
 from bench.data import realistic_values
 from bench.results import Recorder
-from bench.spark_sources import best_interleaved, file_null_source, spark_session
+from bench.spark_sources import (
+    best_interleaved,
+    file_null_source,
+    file_null_stream_source,
+    spark_session,
+)
 
 ROWS = 1_000_000
 PARTITIONS = 2
@@ -44,6 +55,7 @@ REPEAT = 3
 CODECS = ("none", "gzip", "snappy")
 JAVA_SIMPLE_CONSUMER = {"none": 4.17e6, "gzip": 0.87e6, "snappy": 1.89e6}  # msgs/s, one thread
 STREAM_TRIGGER_BYTES = 64 << 20
+STREAM_REPEAT = 2
 RSS_PARTITION_BYTES = 1 << 30
 RSS_SEGMENT_BYTES = 256 << 20
 
@@ -74,43 +86,48 @@ from kafka_pyspark.spark.options import parse_read_options
 from kafka_pyspark.spark.reader import plan_batch, read_partition
 brokers, topic, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 parts = plan_batch(parse_read_options({"broker.list": brokers, "subscribe": topic}))
-best = float("inf")
+best = cpu = float("inf")
 for _ in range(3):
     rows = 0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     for p in parts:
         for b in read_partition(p):
             rows += b.num_rows
     best = min(best, time.perf_counter() - start)
+    cpu = min(cpu, time.process_time() - start_cpu)
 for i, p in enumerate(parts):
     table = pa.Table.from_batches(list(read_partition(p)))
     with pa.OSFile(f"{out}/{i}.arrow", "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         for batch in table.to_batches(max_chunksize=chunk):
             w.write_batch(batch)
-print(rows / best)
+print(rows / best, cpu / rows * 1e9)
 """
 
 
-def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, Path]:
+def inprocess(broker: Any, codec: str, tmp: Path, chunk: int) -> tuple[float, float, Path]:
     """Rows/s of :func:`read_partition` alone (best of three) in a process of its own (an
-    executor's Python worker; the broker stays in this one), and the rows it read, written as
-    one Arrow IPC file per partition in batches of ``chunk`` rows (the null source's input)."""
+    executor's Python worker; the broker stays in this one), its CPU-ms per million rows
+    (``time.process_time`` of that process, best of three: what the executor path takes from
+    Spark's cores, load-independent; the broker's CPU is not in it), and the rows it read,
+    written as one Arrow IPC file per partition in batches of ``chunk`` rows (the null
+    source's input)."""
     out = tmp / f"null-{codec}"
     out.mkdir()
     done = subprocess.run(
         [sys.executable, "-c", _EXECUTOR_SCRIPT, f"0:{broker.host}:{broker.port}",
          _topic(codec), str(out), str(chunk)], check=True, capture_output=True, text=True,
     )
-    return float(done.stdout.split()[-1]), out
+    rate, cpu_ms = done.stdout.split()[-2:]
+    return float(rate), float(cpu_ms), out
 
 
-def _stream_seconds(spark: Any, base: dict[str, str], topic: str, checkpoint: Path) -> float:
-    """Seconds of one ``readStream`` query from the log start to its end (``AvailableNow``);
-    raises unless it read exactly ``ROWS`` rows (a stream starts at ``latest`` by default: the
-    figure once measured a query that read nothing)."""
-    options = {**base, "startingOffsets": "earliest",
-               "maxBytesPerTrigger": str(STREAM_TRIGGER_BYTES)}
-    reader = spark.readStream.format("kafka07").option("subscribe", topic)
+def _stream_seconds(
+    spark: Any, fmt: str, options: dict[str, str], checkpoint: Path
+) -> tuple[float, list[dict[str, Any]]]:
+    """Seconds of one ``readStream`` query of ``fmt`` to its end (``AvailableNow``) and its
+    progress reports; raises unless it read exactly ``ROWS`` rows (a stream starts at
+    ``latest`` by default: the figure once measured a query that read nothing)."""
+    reader = spark.readStream.format(fmt)
     for k, v in options.items():
         reader = reader.option(k, v)
     start = time.perf_counter()
@@ -120,10 +137,36 @@ def _stream_seconds(spark: Any, base: dict[str, str], topic: str, checkpoint: Pa
     )
     query.awaitTermination()
     seconds = time.perf_counter() - start
-    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    progress: list[dict[str, Any]] = list(query.recentProgress)
+    rows = sum(p["numInputRows"] for p in progress)
     if rows != ROWS:
-        raise RuntimeError(f"the stream read {rows} rows, expected {ROWS}")
-    return seconds
+        raise RuntimeError(f"the {fmt} stream read {rows} rows, expected {ROWS}")
+    return seconds, progress
+
+
+def stream_rows(rec: Recorder, spark: Any, base: dict[str, str], null_dir: Path, tmp: Path,
+                batch_ceiling: float) -> None:
+    """The stream figure, its null-stream ceiling (as many micro-batches), interleaved."""
+    kafka = {**base, "subscribe": _topic("none"), "startingOffsets": "earliest",
+             "maxBytesPerTrigger": str(STREAM_TRIGGER_BYTES)}
+    best: tuple[float, list[dict[str, Any]]] = (float("inf"), [])
+    null_best = float("inf")
+    for i in range(STREAM_REPEAT):
+        run = _stream_seconds(spark, "kafka07", kafka, tmp / f"ckpt-{i}")
+        best = min(best, run, key=lambda r: r[0])
+        null = {"dir": str(null_dir), "batches": str(len(run[1]))}
+        null_best = min(null_best, _stream_seconds(spark, "bench_null_stream", null,
+                                                   tmp / f"ckpt-null-{i}")[0])
+    rec.record("read.stream.realistic.none.null", ROWS / null_best, "rows/s",
+               note=f"Spark's streaming ceiling: a null stream source, same rows, "
+                    f"{len(best[1])} micro-batches, AvailableNow, noop")
+    rec.record("read.stream.realistic.none", ROWS / best[0], "rows/s", limit=batch_ceiling,
+               note=f"readStream, maxBytesPerTrigger={STREAM_TRIGGER_BYTES}, AvailableNow, noop; "
+                    f"vs the batch ceiling; {ROWS / best[0] / (ROWS / null_best):.0%} of the "
+                    "null stream")
+    per_batch = sorted(p["durationMs"].get("latestOffset", 0) for p in best[1])
+    rec.record("read.stream.realistic.none.latestOffset", per_batch[len(per_batch) // 2], "ms",
+               note="driver latestOffset per micro-batch (median), incl. boundary scans")
 
 
 def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str, Path],
@@ -139,12 +182,7 @@ def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str,
                    note="Spark ceiling: a null source yielding the same rows")
         rec.record(f"read.spark.realistic.{codec}", ROWS / best[codec], "rows/s", limit=ceiling,
                    target=">= 85% of the same-run ceiling")
-    seconds = min(_stream_seconds(spark, base, _topic("none"), tmp / f"ckpt-{i}")
-                  for i in range(2))
-    rec.record("read.stream.realistic.none", ROWS / seconds, "rows/s",
-               limit=ROWS / best["null.none"],
-               note=f"readStream, maxBytesPerTrigger={STREAM_TRIGGER_BYTES}, AvailableNow, noop; "
-                    "vs the batch ceiling")
+    stream_rows(rec, spark, base, nulls["none"], tmp, ROWS / best["null.none"])
 
 
 _RSS_SCRIPT = """
@@ -229,17 +267,22 @@ def run(rec: Recorder) -> None:
             del values
             from kafka_pyspark.spark.schema import READ_SCHEMA
 
-            spark = spark_session("bench-realistic", file_null_source("bench_null_file",
-                                                                      READ_SCHEMA))
+            spark = spark_session(
+                "bench-realistic", file_null_source("bench_null_file", READ_SCHEMA),
+                file_null_stream_source("bench_null_stream", READ_SCHEMA),
+            )
             try:
                 chunk = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"))
                 nulls = {}
                 for codec in CODECS:
-                    rate, nulls[codec] = inprocess(broker, codec, tmp, chunk)
+                    rate, cpu_ms, nulls[codec] = inprocess(broker, codec, tmp, chunk)
                     rec.record(f"read.inprocess.realistic.{codec}", rate, "msgs/s",
                                limit=JAVA_SIMPLE_CONSUMER[codec],
                                target="ahead of Kafka 0.7.2's Java SimpleConsumer (limit column)",
                                note="read_partition alone, one core, no Spark")
+                    rec.record(f"read.inprocess.realistic.{codec}.cpu", cpu_ms,
+                               "CPU-ms/M rows", note="read_partition's own CPU (process_time), "
+                               "best of three; the broker's not included")
                 base = {"broker.list": f"0:{broker.host}:{broker.port}"}
                 spark_rows(rec, spark, base, nulls, tmp)
             finally:

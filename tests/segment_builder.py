@@ -144,12 +144,12 @@ def record(
     *,
     key: bytes | None = None,
     timestamp_delta: int = 0,
-    headers: Sequence[tuple[str, bytes | None]] = (),
+    headers: Sequence[tuple[str | bytes, bytes | None]] = (),
 ) -> bytes:
     body = b"\x00" + varint(timestamp_delta) + varint(offset_delta) + _vbytes(key) + _vbytes(value)
     body += varint(len(headers))
     for hk, hv in headers:
-        body += _vbytes(hk.encode()) + _vbytes(hv)
+        body += _vbytes(hk if isinstance(hk, bytes) else hk.encode()) + _vbytes(hv)
     return varint(len(body)) + body
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import lz4.frame
 import pytest
+from _fuzz import assert_deliberate
 from segment_builder import (
     GZIP,
     LZ4,
@@ -209,6 +210,16 @@ def test_v2_corrupt_records_name_the_batch_position() -> None:
     with pytest.raises(DecompressionError, match="zstd") as de:
         decode_log(_with_crc(bad), base_position=3)
     assert de.value.offset == 3
+
+
+def test_v2_header_key_not_utf8_is_named_with_nothing_behind_it() -> None:
+    data = batch(0, [record(0, b"a", headers=[("ok", b"1")]),
+                     record(1, b"b", headers=[("h", b"2"), (b"\xff\xfe", b"3")])])
+    with pytest.raises(CorruptMessageError,
+                       match="record 1 of 2: bad header: header key is not UTF-8") as e:
+        decode_log(data, base_position=5)
+    assert e.value.offset == 5
+    assert_deliberate(e.value)  # no ArrowInvalid / UnicodeDecodeError in its chain
 
 
 def test_decompressed_size_is_bounded() -> None:

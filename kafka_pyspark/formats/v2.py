@@ -193,23 +193,30 @@ def _problem(w: records.Walk, b: _Batches) -> MessageError:
     return CorruptMessageError(f"record {w.record} of {count}: {what}", offset=b.position[k])
 
 
+def _utf8(binary: pa.Array) -> pa.Array | int:
+    """``binary`` as a string column, or the index of its first item that is not UTF-8."""
+    try:
+        return binary.cast(pa.string())
+    except pa.ArrowInvalid:
+        pass
+    for j, item in enumerate(binary.to_pylist()):
+        try:
+            item.decode("utf-8")
+        except UnicodeDecodeError:
+            return j
+    raise AssertionError("Arrow and Python disagree on UTF-8")  # pragma: no cover
+
+
 def _headers(buf: Buffer, fields: I64, fail: Callable[[int, str], MessageError]) -> pa.Array:
     """The headers column of the walked records ``fields`` of ``buf``."""
     count = fields[records.F_HEADER_COUNT]
     offsets = np.zeros(len(count) + 1, dtype=np.int32)
     np.cumsum(count, out=offsets[1:])
     h = records.header_positions(buf, fields)
-    keys = records.binary_column(buf, h[records.H_KEY_POS], h[records.H_KEY_LEN])
-    try:
-        keys = keys.cast(pa.string())
-    except pa.ArrowInvalid:
-        for j, key in enumerate(keys.to_pylist()):
-            try:
-                key.decode("utf-8")
-            except UnicodeDecodeError:
-                i = int(np.searchsorted(offsets, j, side="right")) - 1
-                raise fail(i, "bad header: header key is not UTF-8") from None
-        raise  # pragma: no cover - Arrow and Python disagree on UTF-8
+    keys = _utf8(records.binary_column(buf, h[records.H_KEY_POS], h[records.H_KEY_LEN]))
+    if isinstance(keys, int):  # raised outside any handler: no internal error behind it
+        i = int(np.searchsorted(offsets, keys, side="right")) - 1
+        raise fail(i, "bad header: header key is not UTF-8")
     values = records.binary_column(buf, h[records.H_VALUE_POS], h[records.H_VALUE_LEN])
     child = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
     return pa.ListArray.from_arrays(pa.array(offsets), child, type=HEADERS_TYPE)

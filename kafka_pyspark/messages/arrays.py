@@ -1,7 +1,7 @@
 """Arrow arrays from numpy buffers and Python strings, without ``pa.array``.
 
 ``pa.array`` (and ``RecordBatch.from_pylist``, ``Schema.empty_table``) import pandas on first
-use: about 0.4 CPU-s in every fresh Python worker, which Spark starts without pandas. Wrapping
+use: about 0.2 CPU-s in every fresh Python worker, which Spark starts without pandas. Wrapping
 the numpy buffer also costs less per call.
 """
 

@@ -223,7 +223,9 @@ def wrapped(
     if gzip_lane is not None:  # gzip wrappers only, each one member within the budget
         total = gzip_lane.gzip_total(buf, recs, max_decompressed)
         if 0 <= total <= max_decompressed:
-            return _gzip_fetch(buf, recs, total, verify_crc, max_decompressed, sink)
+            taken = _gzip_fetch(buf, recs, total, verify_crc, max_decompressed, sink)
+            if taken is not None:
+                return taken  # else (several deflate blocks, say) the ISA-L path below tries
     fields = list(zip(walk.payload_start(recs).tolist(), walk.payload_size(recs).tolist(),
                       recs["crc"].tolist(), recs["codec"].tolist(), strict=True))
     hints = [_size_hint(buf, start, size, codec, max_decompressed)
