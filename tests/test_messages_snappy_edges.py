@@ -105,14 +105,14 @@ HEAD = ("lit", TEXT[:40])  # 40 bytes out: past the fast loop's 16
 TAIL = ("lit", TEXT[100:200])  # 100 more bytes of input and output: still in the fast loop
 
 
-@pytest.mark.parametrize("offset", range(1, 20))
+@pytest.mark.parametrize("offset", range(1, 40))
 def test_overlapping_copies_in_the_fast_loop(offset: int) -> None:
     for length in (4, 5, 7, 8, 9, 11, 12, 15, 16, 17, 31, 32, 33, 47, 63, 64):
         check([HEAD, ("copy", offset, length), TAIL])
         check([HEAD, ("copy", offset, length), ("copy", offset + 3, length), TAIL])
 
 
-@pytest.mark.parametrize("offset", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17])
+@pytest.mark.parametrize("offset", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33])
 def test_overlapping_copies_at_the_ends(offset: int) -> None:
     for length in (4, 8, 9, 16, 17, 32, 33, 64):
         check([("lit", TEXT[:offset]), ("copy", offset, length)])  # the first element copied
@@ -131,7 +131,7 @@ def test_literals_of_every_length(length: int) -> None:
 
 def test_copy_lengths_and_widths_in_the_fast_loop() -> None:
     for length in range(1, 65):
-        for offset in (16, 17, 31, 32, 33, 40):
+        for offset in (16, 17, 20, 31, 32, 33, 40):
             for width in (2, 4):
                 raw, expected = block([HEAD, TAIL])
                 body = raw[len(varint(len(expected))):]
@@ -145,7 +145,7 @@ def test_copy_lengths_and_widths_in_the_fast_loop() -> None:
 
 
 def test_copies_from_the_start_and_before_it() -> None:
-    for written in (1, 15, 16, 17, 40, 64, 100):
+    for written in (1, 15, 16, 17, 31, 32, 33, 40, 64, 100):
         prefix: list[Element] = [("lit", TEXT[:written])]
         check([*prefix, ("copy", written, 20), TAIL])  # from the very first byte
         size = written + 20 + 100
