@@ -101,3 +101,62 @@ def best_interleaved(
 ) -> dict[str, float]:
     """Best wall time per run of :func:`interleaved_times`."""
     return {name: min(t) for name, t in interleaved_times(spark, runs, rounds).items()}
+
+
+def file_null_stream_source(name: str, schema: Any) -> Any:
+    """The streaming ceiling: a stream source ``name`` that replays the IPC files in
+    ``options["dir"]`` (one partition per file) in ``options["batches"]`` micro-batches (each
+    file's record batches split evenly), with ``Trigger.AvailableNow`` support: what Spark's own
+    micro-batch machinery costs for the same rows in as many micro-batches."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+    class SlicePartition(InputPartition):
+        def __init__(self, path: str, part: int, parts: int) -> None:
+            super().__init__(part)
+            self.path, self.part, self.parts = path, part, parts
+
+    class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.dir = options["dir"]
+            self.batches = int(options["batches"])
+
+        def prepareForTriggerAvailableNow(self) -> None:
+            pass
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"b": 0}
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+            return {"b": min(self.batches, start["b"] + 1)}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+            names = sorted(os.listdir(self.dir))
+            return [SlicePartition(os.path.join(self.dir, n), b, self.batches)
+                    for b in range(start["b"], end["b"]) for n in names]
+
+        def commit(self, end: dict[str, int]) -> None:
+            pass
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            import pyarrow as pa
+
+            assert isinstance(partition, SlicePartition)
+            with pa.memory_map(partition.path) as source:
+                reader = pa.ipc.open_file(source)
+                n, k, parts = reader.num_record_batches, partition.part, partition.parts
+                for i in range(n * k // parts, n * (k + 1) // parts):
+                    yield reader.get_batch(i)
+
+    class StreamSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def schema(self) -> Any:
+            return schema
+
+        def streamReader(self, schema: Any) -> StreamReader:
+            return StreamReader(dict(self.options))
+
+    return StreamSource
