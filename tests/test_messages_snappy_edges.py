@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import struct
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -290,3 +291,59 @@ def test_sets_starting_with_a_wrapper_cut_anywhere(monkeypatch: pytest.MonkeyPat
             want = decode_message_set(part, 7)
         assert got.batch.to_pydict() == want.batch.to_pydict()
         assert (got.next_offset, got.partial_size) == (want.next_offset, want.partial_size)
+
+
+def fetch(data_set: bytes, engine: object) -> tuple[Any, ...]:
+    assert KERNEL is not None
+    recs = walk.scan(memoryview(data_set), 0, len(data_set), len(data_set)).recs
+    data = np.zeros(len(data_set) * 4 + 64, np.uint8)
+    offsets, words = np.zeros(64, np.int32), np.zeros(64, np.uint32)
+    counts = np.zeros(len(recs), np.int64)
+    status, i, dpos, k = KERNEL.snappy_fetch(data_set, recs, data, offsets, words, counts,
+                                             engine, True)
+    return status, i, bytes(data[:dpos]), offsets[: k + 1].tolist(), counts.tolist()
+
+
+def java_wrapper(inner: bytes) -> bytes:
+    raw = varint(len(inner)) + lit(inner)
+    return encode_message(JAVA_HEADER + struct.pack(">i", len(raw)) + raw, codec=2)
+
+
+# plain messages of magic 0 and 1 (9- and 10-byte headers), empty and 1-byte payloads
+INNER = [encode_message(b"", magic=0), encode_message(b"a"), encode_message(b"bc", magic=0),
+         encode_message(b""), encode_message(b"defgh" * 9), encode_message(b"i", magic=0)]
+
+
+@pytest.mark.parametrize("engine", [None, zlib.crc32])
+def test_rows_crcs_checked_on_the_decompressed_set(engine: object) -> None:
+    if engine is None:
+        pytest.importorskip("isal")
+        assert flat._SNAPPY_CRC is None
+    values = [b"", b"a", b"bc", b"", b"defgh" * 9, b"i"]
+    data_set = java_wrapper(b"".join(INNER)) + java_wrapper(INNER[4]) + java_wrapper(INNER[0])
+    status, i, out, ends, counts = fetch(data_set, engine)
+    assert (status, i, counts) == (END, 3, [6, 1, 1])
+    assert out == b"".join(values) + values[4]
+    assert ends == [0, 0, 1, 3, 3, 48, 49, 94, 94]
+    for j, message in enumerate(INNER):  # each inner CRC wrong in turn: the set is refused
+        bad = bytearray(message)
+        bad[-len(values[j]) - 1] ^= 0x01  # the CRC's last byte
+        inner = b"".join(INNER[:j]) + bytes(bad) + b"".join(INNER[j + 1:])
+        assert fetch(java_wrapper(inner), engine)[:2] == (BAD_CRC, 0)
+        if values[j]:  # or its payload
+            bad = bytearray(message)
+            bad[-1] ^= 0x80
+            inner = b"".join(INNER[:j]) + bytes(bad) + b"".join(INNER[j + 1:])
+            assert fetch(java_wrapper(inner), engine)[:2] == (BAD_CRC, 0)
+
+
+@pytest.mark.parametrize("engine", [None, zlib.crc32])
+def test_one_message_wrappers_are_checked_too(engine: object) -> None:
+    if engine is None:
+        pytest.importorskip("isal")
+    for message, value in ((INNER[1], b"a"), (INNER[4], b"defgh" * 9), (INNER[2], b"bc")):
+        assert fetch(java_wrapper(message), engine)[:3] == (END, 1, value)
+        bad = bytearray(message)
+        bad[-1] ^= 0x10
+        assert fetch(java_wrapper(bytes(bad)), engine)[:2] == (BAD_CRC, 0)
+        assert fetch(java_wrapper(message) + java_wrapper(bytes(bad)), engine)[:2] == (BAD_CRC, 1)
