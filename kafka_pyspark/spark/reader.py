@@ -39,7 +39,7 @@ from kafka_pyspark.messages import MESSAGE_SCHEMA
 from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.messages.flat import ValueSink, join_views
 from kafka_pyspark.names import TopicPartition, describe_tp
-from kafka_pyspark.spark import pushdown
+from kafka_pyspark.spark import pushdown, worker_gc
 from kafka_pyspark.spark.discovery import discover, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
@@ -391,4 +391,5 @@ class Kafka07BatchReader(DataSourceReader):
         return list(plan_batch(self.options, self.pushed))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        worker_gc.settle()
         return read_partition(partition)

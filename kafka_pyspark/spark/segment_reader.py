@@ -28,6 +28,7 @@ from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
 from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
+from kafka_pyspark.spark import worker_gc
 from kafka_pyspark.spark.planning import PlanFilter
 from kafka_pyspark.spark.reader import Kafka07BatchReader
 from kafka_pyspark.spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
@@ -160,4 +161,5 @@ class SegmentBatchReader(Kafka07BatchReader):
         return list(plan_segments(self.segment_options, self.pushed))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        worker_gc.settle()
         return read_segment_partition(partition)

@@ -42,6 +42,7 @@ from kafka_pyspark.errors import (
     data_loss_skipped,
 )
 from kafka_pyspark.names import TopicPartition, describe_tp
+from kafka_pyspark.spark import worker_gc
 from kafka_pyspark.spark.admission import (
     Scan,
     Windows,
@@ -461,6 +462,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {b: self._addresses[b] for b in brokers}
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        worker_gc.settle()
         return read_partition(partition)
 
     # --- Spark API: commit and stop --------------------------------------------------------------
