@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import struct
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,14 +105,14 @@ HEAD = ("lit", TEXT[:40])  # 40 bytes out: past the fast loop's 16
 TAIL = ("lit", TEXT[100:200])  # 100 more bytes of input and output: still in the fast loop
 
 
-@pytest.mark.parametrize("offset", range(1, 20))
+@pytest.mark.parametrize("offset", range(1, 40))
 def test_overlapping_copies_in_the_fast_loop(offset: int) -> None:
     for length in (4, 5, 7, 8, 9, 11, 12, 15, 16, 17, 31, 32, 33, 47, 63, 64):
         check([HEAD, ("copy", offset, length), TAIL])
         check([HEAD, ("copy", offset, length), ("copy", offset + 3, length), TAIL])
 
 
-@pytest.mark.parametrize("offset", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17])
+@pytest.mark.parametrize("offset", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33])
 def test_overlapping_copies_at_the_ends(offset: int) -> None:
     for length in (4, 8, 9, 16, 17, 32, 33, 64):
         check([("lit", TEXT[:offset]), ("copy", offset, length)])  # the first element copied
@@ -130,7 +131,7 @@ def test_literals_of_every_length(length: int) -> None:
 
 def test_copy_lengths_and_widths_in_the_fast_loop() -> None:
     for length in range(1, 65):
-        for offset in (16, 17, 31, 32, 33, 40):
+        for offset in (16, 17, 20, 31, 32, 33, 40):
             for width in (2, 4):
                 raw, expected = block([HEAD, TAIL])
                 body = raw[len(varint(len(expected))):]
@@ -144,7 +145,7 @@ def test_copy_lengths_and_widths_in_the_fast_loop() -> None:
 
 
 def test_copies_from_the_start_and_before_it() -> None:
-    for written in (1, 15, 16, 17, 40, 64, 100):
+    for written in (1, 15, 16, 17, 31, 32, 33, 40, 64, 100):
         prefix: list[Element] = [("lit", TEXT[:written])]
         check([*prefix, ("copy", written, 20), TAIL])  # from the very first byte
         size = written + 20 + 100
@@ -290,3 +291,59 @@ def test_sets_starting_with_a_wrapper_cut_anywhere(monkeypatch: pytest.MonkeyPat
             want = decode_message_set(part, 7)
         assert got.batch.to_pydict() == want.batch.to_pydict()
         assert (got.next_offset, got.partial_size) == (want.next_offset, want.partial_size)
+
+
+def fetch(data_set: bytes, engine: object) -> tuple[Any, ...]:
+    assert KERNEL is not None
+    recs = walk.scan(memoryview(data_set), 0, len(data_set), len(data_set)).recs
+    data = np.zeros(len(data_set) * 4 + 64, np.uint8)
+    offsets, words = np.zeros(64, np.int32), np.zeros(64, np.uint32)
+    counts = np.zeros(len(recs), np.int64)
+    status, i, dpos, k = KERNEL.snappy_fetch(data_set, recs, data, offsets, words, counts,
+                                             engine, True)
+    return status, i, bytes(data[:dpos]), offsets[: k + 1].tolist(), counts.tolist()
+
+
+def java_wrapper(inner: bytes) -> bytes:
+    raw = varint(len(inner)) + lit(inner)
+    return encode_message(JAVA_HEADER + struct.pack(">i", len(raw)) + raw, codec=2)
+
+
+# plain messages of magic 0 and 1 (9- and 10-byte headers), empty and 1-byte payloads
+INNER = [encode_message(b"", magic=0), encode_message(b"a"), encode_message(b"bc", magic=0),
+         encode_message(b""), encode_message(b"defgh" * 9), encode_message(b"i", magic=0)]
+
+
+@pytest.mark.parametrize("engine", [None, zlib.crc32])
+def test_rows_crcs_checked_on_the_decompressed_set(engine: object) -> None:
+    if engine is None:
+        pytest.importorskip("isal")
+        assert flat._SNAPPY_CRC is None
+    values = [b"", b"a", b"bc", b"", b"defgh" * 9, b"i"]
+    data_set = java_wrapper(b"".join(INNER)) + java_wrapper(INNER[4]) + java_wrapper(INNER[0])
+    status, i, out, ends, counts = fetch(data_set, engine)
+    assert (status, i, counts) == (END, 3, [6, 1, 1])
+    assert out == b"".join(values) + values[4]
+    assert ends == [0, 0, 1, 3, 3, 48, 49, 94, 94]
+    for j, message in enumerate(INNER):  # each inner CRC wrong in turn: the set is refused
+        bad = bytearray(message)
+        bad[-len(values[j]) - 1] ^= 0x01  # the CRC's last byte
+        inner = b"".join(INNER[:j]) + bytes(bad) + b"".join(INNER[j + 1:])
+        assert fetch(java_wrapper(inner), engine)[:2] == (BAD_CRC, 0)
+        if values[j]:  # or its payload
+            bad = bytearray(message)
+            bad[-1] ^= 0x80
+            inner = b"".join(INNER[:j]) + bytes(bad) + b"".join(INNER[j + 1:])
+            assert fetch(java_wrapper(inner), engine)[:2] == (BAD_CRC, 0)
+
+
+@pytest.mark.parametrize("engine", [None, zlib.crc32])
+def test_one_message_wrappers_are_checked_too(engine: object) -> None:
+    if engine is None:
+        pytest.importorskip("isal")
+    for message, value in ((INNER[1], b"a"), (INNER[4], b"defgh" * 9), (INNER[2], b"bc")):
+        assert fetch(java_wrapper(message), engine)[:3] == (END, 1, value)
+        bad = bytearray(message)
+        bad[-1] ^= 0x10
+        assert fetch(java_wrapper(bytes(bad)), engine)[:2] == (BAD_CRC, 0)
+        assert fetch(java_wrapper(message) + java_wrapper(bytes(bad)), engine)[:2] == (BAD_CRC, 1)

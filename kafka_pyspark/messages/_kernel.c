@@ -333,14 +333,14 @@ static PyObject *gather(PyObject *self, PyObject *args)
         const rec_t *r = &recs[i];
         if (r->codec)
             continue;
-        int64_t start = payload_start(r), size = payload_size(r);
-        if (r->start < 0 || r->start > buf.len || r->magic > 1 || size < 0 ||
-            start + size > buf.len || size > data.len - dpos || dpos + size > INT32_MAX ||
-            k + 1 >= noff || k >= nwords) {
+        int64_t size;
+        const uint8_t *payload = rec_payload(r, p, buf.len, &size);
+        if (!payload || size > data.len - dpos || dpos + size > INT32_MAX || k + 1 >= noff ||
+            k >= nwords) {
             PyErr_Format(PyExc_ValueError, "gather: record %zd does not fit its buffers", i);
             goto done;
         }
-        memcpy(d + dpos, p + start, (size_t)size);
+        memcpy(d + dpos, payload, (size_t)size);
         dpos += size;
         words[k] = r->crc ^ zeros_crc(size);
         offsets[++k] = (int32_t)dpos;

@@ -48,6 +48,18 @@ static inline int64_t payload_size(const rec_t *r)
     return (int64_t)r->length - 1 - r->magic - 4;
 }
 
+/* The payload of record r within buf[0:len] and its size in *size; NULL if r does not point
+ * into buf or its payload does not fit (start checked first: no overflow for any record). */
+static inline const uint8_t *rec_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
+                                         int64_t *size)
+{
+    if (r->start < 0 || r->start > len || r->magic > 1)
+        return NULL;
+    int64_t start = payload_start(r);
+    *size = payload_size(r);
+    return *size < 0 || start + *size > len ? NULL : buf + start;
+}
+
 /* Where `take` puts what it finds: payloads back to back in data[dpos:dcap], their end
  * positions in offsets[k+1:], their CRC words in words[k:] and (when starts is not NULL) the
  * absolute offset base + position of every message in starts[m:], then of the end. */

@@ -20,13 +20,13 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
     long long total = 0;
     for (Py_ssize_t i = 0; i < n && total >= 0; i++) {
         const rec_t *r = &recs[i];
-        int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->start < 0 || r->start > buf.len || r->magic != 1 || size < 0 ||
-            start + size > buf.len) {
+        int64_t size;
+        const uint8_t *payload = rec_payload(r, (const uint8_t *)buf.buf, buf.len, &size);
+        if (r->codec != 2 || r->magic != 1 || !payload) {
             total = -1;
             break;
         }
-        int64_t one = kp_snappy_payload_size((const uint8_t *)buf.buf + start, size);
+        int64_t one = kp_snappy_payload_size(payload, size);
         total = one < 0 ? -1 : total + one;
     }
     PyBuffer_Release(&buf);
@@ -151,14 +151,14 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
     }
     for (; i < n; i++) {
         const rec_t *r = &recs[i];
-        int64_t start = payload_start(r), size = payload_size(r);
-        if (r->codec != 2 || r->magic != 1 || r->start < 0 || r->start > buf.len || size < 0 ||
-            start + size > buf.len) {
+        int64_t size;
+        const uint8_t *payload = rec_payload(r, p, buf.len, &size);
+        if (r->codec != 2 || r->magic != 1 || !payload) {
             status = ST_BAD_SNAPPY;
             break;
         }
         uint32_t crc;
-        if (verify && call_crc(fn, p + start, size, 0, &crc) < 0)
+        if (verify && call_crc(fn, payload, size, 0, &crc) < 0)
             goto done;
         if (verify && crc != r->crc) {
             status = ST_BAD_CRC;
@@ -166,7 +166,7 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
         }
         Py_ssize_t before = s.k;
         long long value;
-        status = kp_take_snappy(p + start, size, &s, &value);
+        status = kp_take_snappy(payload, size, &s, &value);
         if (status != ST_END)
             break;
         counts[i] = s.k - before;
