@@ -25,7 +25,7 @@ import pytest
 from _bytes import message, message_set
 
 from kafka_pyspark._native import pure_forced
-from kafka_pyspark.errors import MessageError
+from kafka_pyspark.errors import DecompressionError, MessageError
 from kafka_pyspark.messages import decode, decode_message_set, flat, walk
 
 LANE = flat.gzip_lane
@@ -415,3 +415,36 @@ def test_several_deflate_blocks_take_the_isal_path_not_the_general_one(
     assert lanes == ["stepped aside", "flat"]
     rows = all_paths(data, monkeypatch)[0]
     assert len(rows["value"]) == 120 and rows["value"][60:] == rows["value"][:60]
+
+
+def fixed(literals: bytes, length_symbol: int, distance_code: int = 0) -> bytes:
+    """One fixed block (BTYPE 1, RFC 1951 3.2.6): ``literals``, then ``length_symbol`` (no
+    extra bits: 257..264 or 285..287) at ``distance_code`` (no extra bits: 0..3), then
+    end-of-block."""
+    b = Bits()
+    b.put(1, 1)
+    b.put(1, 2)
+    for sym in [*literals, length_symbol]:
+        if sym < 144:
+            b.code(0x30 + sym, 8)
+        elif sym < 256:
+            b.code(0x190 + sym - 144, 9)
+        else:
+            b.code(0xC0 + sym - 280, 8) if sym >= 280 else b.code(sym - 256, 7)
+    b.code(distance_code, 5)
+    b.code(0, 7)  # end-of-block (256)
+    return b.done()
+
+
+@needs_lane
+@pytest.mark.parametrize(("symbol", "lane"), [(285, True), (286, False), (287, False)])
+def test_fixed_block_symbols(symbol: int, lane: bool, monkeypatch: pytest.MonkeyPatch,
+                             lanes: list[str]) -> None:
+    """The fixed code has lit/len codes 286 and 287: zlib and ISA-L refuse them, libdeflate
+    reads them as length 258 (as 285). The lane must not decode what the general path refuses."""
+    inner = message(b"a" * 259)
+    data = wrapper(member(fixed(inner[:-258], symbol), inner))
+    outcome(data)
+    assert lanes[0] == ("gzip" if lane else "stepped aside")
+    result = all_paths(data, monkeypatch)
+    assert (result[0]["value"] == [b"a" * 259]) if lane else result[0] is DecompressionError

@@ -57,7 +57,8 @@ static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssi
  * member only when its deflate stream is one final block (BFINAL set in the first header: no
  * later header to check; zlib ends a block every 16K symbols, about 90 KB of JSON-like text,
  * so the wrappers of 200 such messages are one block; larger ones take flat.py's ISA-L path)
- * that is stored, fixed, or dynamic with a header checked here by
+ * that is stored, fixed with symbols zlib accepts (checked here: libdeflate also reads the
+ * fixed code's lit/len symbols 286 and 287), or dynamic with a header checked here by
  * zlib's rules and complete codes (zlib's encoder writes complete codes only; ISA-L and zlib
  * accept every header this accepts). Anything else goes to the general path. */
 
@@ -117,19 +118,20 @@ static int complete(const uint8_t *len, int n, int max)
     return sum == 1u << max;
 }
 
-/* The code-length code as a 7-bit lookup table (bits in stream order): symbol | length << 8. */
-static void cl_table(const uint8_t *cl, uint16_t *table)
+/* The prefix code of lengths len[0:n] (complete, at most `bits` long) as a lookup table of
+ * 1 << bits entries (bits in stream order): symbol | length << 9. */
+static void code_table(const uint8_t *len, int n, int bits, uint16_t *table)
 {
     int code = 0;
-    for (int l = 1; l <= 7; l++) {
-        for (int sym = 0; sym < CL_CODES; sym++) {
-            if (cl[sym] != l)
+    for (int l = 1; l <= bits; l++) {
+        for (int sym = 0; sym < n; sym++) {
+            if (len[sym] != l)
                 continue;
             int rev = 0; /* Huffman codes go most significant bit first */
             for (int i = 0; i < l; i++)
                 rev |= ((code >> i) & 1) << (l - 1 - i);
-            for (int fill = rev; fill < 128; fill += 1 << l)
-                table[fill] = (uint16_t)(sym | (l << 8));
+            for (int fill = rev; fill < 1 << bits; fill += 1 << l)
+                table[fill] = (uint16_t)(sym | (l << 9));
             code++;
         }
         code <<= 1;
@@ -148,15 +150,15 @@ static int code_lengths(bits_t *b, int hclen, uint8_t *len, int total)
         cl[order[i]] = (uint8_t)take_bits(b, 3);
     if (!complete(cl, CL_CODES, 7))
         return -1;
-    cl_table(cl, table);
+    code_table(cl, CL_CODES, 7, table);
     for (int i = 0; i < total;) {
         if (b->have < 14) /* a code (7 bits at most) and its extra bits (7) */
             refill(b);
         uint16_t entry = table[b->buf & 127];
-        int sym = entry & 0xFF, rep;
+        int sym = entry & 0x1FF, rep;
         uint8_t value = 0;
-        b->buf >>= entry >> 8;
-        b->have -= entry >> 8;
+        b->buf >>= entry >> 9;
+        b->have -= entry >> 9;
         if (sym < 16) {
             len[i++] = (uint8_t)sym;
             continue;
@@ -177,16 +179,65 @@ static int code_lengths(bits_t *b, int hclen, uint8_t *len, int total)
     return 0;
 }
 
-/* Whether the deflate stream p[0:n] is one final block with a header the general path reads
- * the same (see above). Reads only the header. */
+/* The fixed code's lit/len symbols (RFC 1951 3.2.6) as code_table's 9-bit table: set up at
+ * load. It has codes for symbols 286 and 287, which zlib and ISA-L refuse and libdeflate reads
+ * as length 258 (and codes for distances 30 and 31, which all three refuse). */
+#define FIXED_LITLEN 288
+static uint16_t fixed_table[1 << 9];
+
+static void fixed_init(void)
+{
+    uint8_t len[FIXED_LITLEN];
+    memset(len, 8, 144);
+    memset(len + 144, 9, 112);
+    memset(len + 256, 7, 24);
+    memset(len + 280, 8, 8);
+    code_table(len, FIXED_LITLEN, 9, fixed_table);
+}
+
+/* Whether the rest of a fixed block (after its 3 header bits) ends within the stream and uses
+ * only the symbols zlib accepts: lit/len 0..285, distances 0..29. Reads its codes, writes
+ * nothing (the sizes and distances are libdeflate's to check). */
+static int fixed_symbols_ok(bits_t *b)
+{
+    for (;;) {
+        if (b->have < 9 + 5 + 5 + 13) /* a lit/len code, its extra bits, a distance, its extra */
+            refill(b);
+        uint16_t entry = fixed_table[b->buf & 511];
+        int sym = entry & 0x1FF;
+        b->buf >>= entry >> 9;
+        b->have -= entry >> 9;
+        if (!within(b) || sym > 285)
+            return 0;
+        if (sym == 256)
+            return 1;
+        if (sym < 256)
+            continue;
+        if (sym >= 265 && sym < 285)
+            take_bits(b, (sym - 261) / 4);
+        int dist = 0, code = (int)take_bits(b, 5); /* 5 bits, most significant first */
+        for (int i = 0; i < 5; i++)
+            dist |= ((code >> i) & 1) << (4 - i);
+        if (dist >= MAX_DIST)
+            return 0;
+        if (dist >= 4)
+            take_bits(b, dist / 2 - 1);
+    }
+}
+
+/* Whether the deflate stream p[0:n] is one final block with a header (and, when fixed,
+ * symbols) the general path reads the same (see above). A dynamic block: reads only its
+ * header; a fixed one: its codes. */
 static int one_plain_block(const uint8_t *p, size_t n)
 {
     bits_t b = {p, p + n, 0, 0, 0};
     uint32_t head = take_bits(&b, 3); /* BFINAL, BTYPE */
     if (!(head & 1) || (head >> 1) == 3)
         return 0;
-    if ((head >> 1) != 2)
-        return within(&b); /* stored or fixed: nothing more to check here */
+    if ((head >> 1) == 0)
+        return within(&b); /* stored: nothing more to check here */
+    if ((head >> 1) == 1)
+        return fixed_symbols_ok(&b);
     int hlit = 257 + (int)take_bits(&b, 5), hdist = 1 + (int)take_bits(&b, 5);
     int hclen = 4 + (int)take_bits(&b, 4);
     uint8_t len[MAX_LITLEN + MAX_DIST];
@@ -469,6 +520,7 @@ PyMODINIT_FUNC PyInit__gzip(void)
         return NULL;
     take = api->take;
     sink_parse = api->sink_parse;
+    fixed_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0) {
         Py_DECREF(m);
