@@ -40,13 +40,7 @@ static kp_sink_parse_fn sink_parse;
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
                                       int64_t *size)
 {
-    if (r->codec != CODEC_GZIP || r->magic != 1 || r->start < 0 || r->start > len)
-        return NULL;
-    int64_t start = payload_start(r);
-    *size = payload_size(r);
-    if (*size < 0 || start + *size > len)
-        return NULL;
-    return buf + start;
+    return r->codec == CODEC_GZIP && r->magic == 1 ? rec_payload(r, buf, len, size) : NULL;
 }
 
 /* --- the deflate stream: one block, a header zlib's encoder could have written -------------
