@@ -339,22 +339,23 @@ typedef struct {
     struct libdeflate_decompressor *d;
 } fetch_t;
 
-/* Inflates the member p[0:size] (header checked) into out[0:isize]: 0 when its deflate body
- * ends exactly at its trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
-static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *p, int64_t size,
+/* Inflates the deflate body[0:n] of a member into out[0:isize]: 0 when it ends exactly at
+ * the member's trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
+static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *body, size_t n,
                           uint8_t *out, int64_t isize)
 {
-    size_t body = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE), used = 0, written = 0;
+    size_t used = 0, written = 0;
     enum libdeflate_result rc;
     PyThreadState *ts = PyEval_SaveThread();
-    rc = libdeflate_deflate_decompress_ex(d, p + GZIP_HEADER_SIZE, body, out, (size_t)isize,
-                                          &used, &written);
+    rc = libdeflate_deflate_decompress_ex(d, body, n, out, (size_t)isize, &used, &written);
     PyEval_RestoreThread(ts);
-    return rc == LIBDEFLATE_SUCCESS && used == body && written == (size_t)isize ? 0 : -1;
+    return rc == LIBDEFLATE_SUCCESS && used == n && written == (size_t)isize ? 0 : -1;
 }
 
 /* One wrapper: checked, inflated at the sink's end (its trailer checked: CRC32 and ISIZE) and
- * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc). */
+ * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc).
+ * What needs no CRC comes first: a member this lane does not inflate (several deflate blocks,
+ * say) stops it before a CRC of its wrapper that the ISA-L path would compute again. */
 static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
 {
     const rec_t *r = &f->recs[i];
@@ -365,18 +366,20 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
         isize = member_size(p, size, f->limit);
     if (isize < 0 || isize > s->dcap - 4 - s->dpos) /* 4 bytes stay free for rows_ok */
         return ST_BAD_GZIP;
+    const uint8_t *body = p + GZIP_HEADER_SIZE;
+    size_t n = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE);
+    if (!one_plain_block(body, n))
+        return ST_BAD_GZIP;
     if (f->verify && crc32_of(f->crc, p, size, 0, &crc) < 0)
         return -1;
     if (f->verify && crc != r->crc)
         return ST_BAD_CRC;
     Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
-    if (!one_plain_block(p + GZIP_HEADER_SIZE, (size_t)(size - GZIP_HEADER_SIZE -
-                                                        GZIP_TRAILER_SIZE)) ||
-        inflate_member(f->d, p, size, s->data + start, isize) < 0)
+    if (inflate_member(f->d, body, n, s->data + start, isize) < 0)
         return ST_BAD_GZIP;
     if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
         return -1;
-    if (crc != le32(p + size - GZIP_TRAILER_SIZE))
+    if (crc != le32(body + n))
         return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
     long long value = 0;
     int status = take(s->data, &start, end, end, s, &value);
