@@ -52,7 +52,13 @@ from typing import Any, NoReturn
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
+from kafka_pyspark.cluster_options import (
+    BrokerAddress,
+    ClusterOptions,
+    cluster_options,
+    port_number,
+    zk_chroot,
+)
 from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.names import (
     check_group_id,
@@ -81,6 +87,10 @@ class BrokerInfo:
     host: str
     port: int
     creator: str
+
+    @property
+    def address(self) -> BrokerAddress:
+        return BrokerAddress(self.id, self.host, self.port)
 
 
 class Registry(Closing):
