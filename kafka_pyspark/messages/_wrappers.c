@@ -46,7 +46,7 @@ static crc32_fn_t direct_crc;
 
 /* crc_engine(path) -> bool: whether ISA-L's crc32_gzip_refl, looked up in the shared object at
  * path (python-isal's isal_zlib, already loaded), gives zlib's CRC-32 of a known input; if so,
- * snappy_fetch calls it for a crc32 of None. */
+ * snappy_fetch calls it for a crc32 of None (a later False keeps the engine found before). */
 PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
 {
     const char *path = PyUnicode_AsUTF8(arg);
@@ -58,10 +58,11 @@ PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
     if (lib)
         *(void **)&fn = dlsym(lib, "crc32_gzip_refl");
 #endif
-    if (fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
-        fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu)
+    int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
+             fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
+    if (ok)
         direct_crc = fn;
-    return PyBool_FromLong(direct_crc != NULL);
+    return PyBool_FromLong(ok);
 }
 
 /* crc32(p[0:n], init) by ISA-L directly (fn None), else by the Python callable `fn` (through

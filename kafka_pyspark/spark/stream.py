@@ -150,17 +150,18 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._cluster = Cluster(self.options.cluster)
         return self._cluster
 
-    def _brokers(self) -> dict[int, Any]:
-        brokers = self._get_cluster().brokers()
+    def _seen(self, brokers: dict[int, BrokerAddress]) -> dict[int, BrokerAddress]:
+        """Remember where ``brokers`` (as the registry lists them now) are; returns them."""
         for b, a in brokers.items():
             self._addresses[b] = (a.host, a.port)
         return brokers
 
+    def _brokers(self) -> dict[int, BrokerAddress]:
+        return self._seen(self._get_cluster().brokers())
+
     def _topology(self) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
         tps, brokers = current_view(self._get_cluster(), self.options.subscription)
-        for b, a in brokers.items():
-            self._addresses[b] = (a.host, a.port)
-        return tps, brokers
+        return tps, self._seen(brokers)
 
     def _view(self) -> tuple[list[TopicPartition], dict[int, Any]]:
         """Current broker-partitions and brokers; during a ZooKeeper outage (bounded by
