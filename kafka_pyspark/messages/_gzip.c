@@ -35,6 +35,7 @@
 
 static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
 static kp_sink_parse_fn sink_parse;
+static kp_crc32_fn (*direct_crc)(void); /* ISA-L's CRC-32, once _kernel's crc_engine found it */
 
 /* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
@@ -279,13 +280,18 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(total);
 }
 
-/* CRC-32 (zlib's) of p[0:n] continued from `init`: by the Python callable fn when there is
- * one (python-isal's, through a memoryview: no copy; faster than libdeflate's on large
- * buffers), else by libdeflate. 0, or -1 with an exception raised by fn. */
+/* CRC-32 (zlib's) of p[0:n] continued from `init`: fn True: by ISA-L's, called directly (found
+ * by _kernel's crc_engine; faster than libdeflate's on large buffers); None: by libdeflate;
+ * else by the Python callable fn (python-isal's, through a memoryview: no copy). 0, or -1
+ * with an exception raised by fn. */
 static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
 {
     if (fn == Py_None) {
         *out = (uint32_t)libdeflate_crc32(init, p, (size_t)n);
+        return 0;
+    }
+    if (fn == Py_True) { /* gzip_fetch checked that there is one */
+        *out = direct_crc()(init, p, (uint64_t)n);
         return 0;
     }
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
@@ -335,7 +341,7 @@ typedef struct {
     int64_t *counts;
     int verify;
     int64_t limit;
-    PyObject *crc; /* a crc32(data, value) callable, or None: libdeflate's */
+    PyObject *crc; /* True: ISA-L's, called directly; None: libdeflate's; or a callable */
     struct libdeflate_decompressor *d;
 } fetch_t;
 
@@ -420,8 +426,12 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
         goto done;
     }
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is neither callable nor None");
+    if (fn != Py_None && fn != Py_True && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is not True, None or a callable");
+        goto done;
+    }
+    if (fn == Py_True && !direct_crc()) {
+        PyErr_SetString(PyExc_ValueError, "gzip_fetch: no direct CRC-32 (crc_engine)");
         goto done;
     }
     f.d = libdeflate_alloc_decompressor();
@@ -517,6 +527,7 @@ PyMODINIT_FUNC PyInit__gzip(void)
         return NULL;
     take = api->take;
     sink_parse = api->sink_parse;
+    direct_crc = api->direct_crc;
     fixed_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0) {
