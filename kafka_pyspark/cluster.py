@@ -88,9 +88,7 @@ class Cluster(Closing):
         if self._registry is None:
             assert self._static is not None
             return dict(self._static)
-        return {
-            b.id: BrokerAddress(b.id, b.host, b.port) for b in self._registry.brokers().values()
-        }
+        return {b.id: b.address for b in self._registry.brokers().values()}
 
     def topics(self) -> list[str]:
         """Topic names in the registry, sorted. ZooKeeper mode only."""

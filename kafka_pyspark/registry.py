@@ -47,11 +47,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, NoReturn
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.cluster_options import ClusterOptions, cluster_options, port_number, zk_chroot
+from kafka_pyspark.cluster_options import (
+    BrokerAddress,
+    ClusterOptions,
+    cluster_options,
+    port_number,
+    zk_chroot,
+)
 from kafka_pyspark.errors import OptionError, RegistryError
 from kafka_pyspark.names import (
     check_group_id,
@@ -80,6 +87,10 @@ class BrokerInfo:
     host: str
     port: int
     creator: str
+
+    @property
+    def address(self) -> BrokerAddress:
+        return BrokerAddress(self.id, self.host, self.port)
 
 
 class Registry(Closing):
@@ -219,11 +230,8 @@ class Registry(Closing):
         names = [names or [] for names in listed]
         paths = [self._id_paths(base, n) for base, n in zip([BROKER_IDS, *bases], names,
                                                             strict=True)]
-        values = self._values([p for group in paths for p in group])
-        split: list[list[bytes | None]] = []
-        for group in paths:
-            split.append(values[: len(group)])
-            values = values[len(group) :]
+        values = iter(self._values([p for group in paths for p in group]))
+        split = [list(islice(values, len(group))) for group in paths]
         brokers = self._brokers_from(names[0], paths[0], split[0])
         counts = {
             topic: self._counts_from(n, ps, vs)

@@ -165,11 +165,7 @@ class ZkSession:
 
     def children(self, path: str) -> list[str] | None:
         """The children of ``path``; None if it does not exist."""
-        from kazoo.exceptions import NoNodeError
-
-        req = _Request(path, lambda c: c.get_children_async(path))
-        answer = self._pipeline("listing", path, [req], {NoNodeError: None})[0]
-        return None if answer is None else list(answer)
+        return self.children_of([path], path)[0]
 
     def children_of(self, paths: Sequence[str], where: str) -> list[list[str] | None]:
         """The children of each of ``paths`` in one pipelined round (None for a path that

@@ -278,6 +278,18 @@ def test_bad_arguments() -> None:
         decode_message_set(GOOD, max_decompressed_size=-1)
 
 
+def test_offsets_past_int64_are_refused_not_wrapped() -> None:
+    """The last byte's offset must be an int64 (the kernel adds positions to the base in
+    int64: past it, C's signed overflow); the base that just fits decodes."""
+    last = (1 << 63) - 1 - len(GOOD)
+    assert decode_message_set(GOOD, last).next_offset == (1 << 63) - 1
+    assert scan_boundaries(GOOD, last)[1] == (1 << 63) - 1
+    for call in (decode_message_set, scan_boundaries):
+        with pytest.raises(ValueError, match="within int64"):
+            call(GOOD, last + 1)
+    assert decode_message_set(b"", (1 << 63) - 1).next_offset == (1 << 63) - 1
+
+
 def test_encoder_errors() -> None:
     with pytest.raises(UnknownMagicError):
         encode_message(b"x", magic=2)

@@ -25,8 +25,9 @@ import pytest
 from _bytes import message, message_set
 
 from kafka_pyspark._native import pure_forced
-from kafka_pyspark.errors import MessageError
+from kafka_pyspark.errors import DecompressionError, MessageError
 from kafka_pyspark.messages import decode, decode_message_set, flat, walk
+from kafka_pyspark.messages.crc import crc32
 
 LANE = flat.gzip_lane
 needs_lane = pytest.mark.skipif(LANE is None, reason="the gzip lane (_gzip) is not built")
@@ -295,8 +296,8 @@ def random_gzip_set(rnd: random.Random) -> bytes:
 @pytest.mark.parametrize("seed", range(60))
 def test_random_gzip_sets_agree(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rnd = random.Random(seed)
-    if seed % 2:
-        monkeypatch.setattr(flat, "_GZIP_CRC", None)  # libdeflate's CRC-32, not ISA-L's
+    # ISA-L's CRC-32 called directly (flat's choice here), libdeflate's, ISA-L's called back
+    monkeypatch.setattr(flat, "_GZIP_CRC", [True, None, crc32][seed % 3])
     kw: dict[str, Any] = {"verify_crc": rnd.random() < 0.8}
     if rnd.random() < 0.3:
         kw["max_decompressed_size"] = rnd.randrange(0, 20000)
@@ -415,3 +416,54 @@ def test_several_deflate_blocks_take_the_isal_path_not_the_general_one(
     assert lanes == ["stepped aside", "flat"]
     rows = all_paths(data, monkeypatch)[0]
     assert len(rows["value"]) == 120 and rows["value"][60:] == rows["value"][:60]
+
+
+def fixed(literals: bytes, length_symbol: int, distance_code: int = 0) -> bytes:
+    """One fixed block (BTYPE 1, RFC 1951 3.2.6): ``literals``, then ``length_symbol`` (no
+    extra bits: 257..264 or 285..287) at ``distance_code`` (no extra bits: 0..3), then
+    end-of-block."""
+    b = Bits()
+    b.put(1, 1)
+    b.put(1, 2)
+    for sym in [*literals, length_symbol]:
+        if sym < 144:
+            b.code(0x30 + sym, 8)
+        elif sym < 256:
+            b.code(0x190 + sym - 144, 9)
+        else:
+            b.code(0xC0 + sym - 280, 8) if sym >= 280 else b.code(sym - 256, 7)
+    b.code(distance_code, 5)
+    b.code(0, 7)  # end-of-block (256)
+    return b.done()
+
+
+@needs_lane
+@pytest.mark.parametrize(("symbol", "lane"), [(285, True), (286, False), (287, False)])
+def test_fixed_block_symbols(symbol: int, lane: bool, monkeypatch: pytest.MonkeyPatch,
+                             lanes: list[str]) -> None:
+    """The fixed code has lit/len codes 286 and 287: zlib and ISA-L refuse them, libdeflate
+    reads them as length 258 (as 285). The lane must not decode what the general path refuses."""
+    inner = message(b"a" * 259)
+    data = wrapper(member(fixed(inner[:-258], symbol), inner))
+    outcome(data)
+    assert lanes[0] == ("gzip" if lane else "stepped aside")
+    result = all_paths(data, monkeypatch)
+    assert (result[0]["value"] == [b"a" * 259]) if lane else result[0] is DecompressionError
+
+
+@needs_lane
+def test_the_lane_calls_isal_crc_directly_where_the_kernel_found_it() -> None:
+    assert LANE is not None
+    assert flat._SNAPPY_CRC is None  # crc_engine found ISA-L's crc32_gzip_refl here
+    assert flat._GZIP_CRC is True
+    data = wrapper(stored(HI + ABC)) + wrapper(stored(HI + message(b"abc", crc=1)))
+    recs = walk.scan(memoryview(data), 0, len(data), len(data)).recs
+    for engine in (True, None, crc32):
+        out = np.zeros(64, dtype=np.uint8)
+        offsets = np.zeros(8, dtype=np.int32)
+        words = np.zeros(8, dtype=np.uint32)
+        counts = np.zeros(2, dtype=np.int64)
+        status, i = LANE.gzip_fetch(data, recs, out, 0, offsets, words, 0, counts, True,
+                                    LIMIT, engine)[:2]
+        assert (status, i, counts[0]) == (BAD_CRC, 1, 2), engine  # the second one's inner CRC
+        assert bytes(out[:5]) == b"hiabc"

@@ -256,6 +256,17 @@ def test_snappy_fetch_checks_crcs_by_isal_directly() -> None:
                                    True)[:2] == (BAD_CRC, 2)  # the rows' CRCs, at the end
 
 
+def test_crc_engine_answers_for_the_object_it_is_given() -> None:
+    assert KERNEL is not None
+    isal_zlib = pytest.importorskip("isal.isal_zlib")
+    assert KERNEL.crc_engine(isal_zlib.__file__) is True
+    # loaded but without the symbol (the kernel itself), or not loaded: no engine there, even
+    # after one was found (snappy_fetch keeps the one it has)
+    assert KERNEL.crc_engine(KERNEL.__file__) is False
+    assert KERNEL.crc_engine(isal_zlib.__file__ + ".not-loaded") is False
+    assert flat._SNAPPY_CRC is None
+
+
 def test_wrapped_rows_golden_and_guards() -> None:
     assert KERNEL is not None
     wrapper = encode_message(JAVA_HEADER + struct.pack(">i", 26) + b"\x18\x5c" + HI + ABC,

@@ -289,6 +289,26 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
     assert asked[0] != asked[1]
     assert threading.current_thread().name not in asked[0] | asked[1]
     r.stop()
+    # maxBytesPerTrigger's boundary scans too: one MULTIFETCH per broker, on its own thread
+    scans: dict[int, set[str]] = {}
+    real_multifetch = BrokerConnection.multifetch
+
+    def spy_scan(self: BrokerConnection, fetches: Sequence[FetchRequest]) -> list[FetchResponse]:
+        assert self.broker_id is not None
+        scans.setdefault(self.broker_id, set()).add(threading.current_thread().name)
+        return real_multifetch(self, fetches)
+
+    monkeypatch.setattr(BrokerConnection, "multifetch", spy_scan)
+    r = make(zk_connect, subscribe=topic, startingOffsets="earliest", maxBytesPerTrigger="50")
+    r.prefetch_scans = False
+    start = r.initialOffset()
+    assert r.latestOffset(start, ReadMaxBytes(50)) == {
+        topic: {"0-0": 40, "0-1": 0, "1-0": 0, "1-1": 0, "1-2": 0}
+    }
+    assert len(scans[0]) == len(scans[1]) == 1
+    assert scans[0] != scans[1]
+    assert threading.current_thread().name not in scans[0] | scans[1]
+    r.stop()
 
 
 def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
@@ -315,6 +335,15 @@ def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
                    for i in range(4)}
     # the topics; the brokers' and each topic's nodes; their values
     assert rounds == ["listing 1", "listing 5", "reading 10"]
+    # planning the micro-batch uses the brokers that view found: no second registry read
+    rounds.clear()
+    assert len(r.partitions(start, end)) == 2  # one per broker
+    assert rounds == []
+    # a query restarted from a checkpoint plans its last micro-batch first: from the registry
+    again = make(zk_connect, subscribePattern=f"{topic}.*", startingOffsets="earliest")
+    assert len(again.partitions(start, end)) == 2
+    assert rounds == ["listing 1", "reading 2"]
+    again.stop()
     r.stop()
 
 

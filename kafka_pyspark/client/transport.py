@@ -8,8 +8,9 @@ drops the connection: the stream can no longer be trusted).
 
 Receive buffer: an answer of up to ``2 * buffer_size`` bytes (the executor sizes the socket
 buffers to the fetch size) is read into one ``bytearray`` kept by the transport, when nothing
-refers to the previous answer in it any more (no view of it is alive: its reference count says
-so); else, and for larger answers, into a fresh one. Allocating and zeroing a fresh megabyte
+refers to the previous answer in it any more (its reference count says so, and it can change
+size: a bytearray cannot while a view of it is alive, however the interpreter counts references);
+else, and for larger answers, into a fresh one. Allocating and zeroing a fresh megabyte
 per FETCH cost about a tenth of an uncompressed read's CPU. Memory stays bounded by that
 buffer plus the answers the caller still holds.
 
@@ -38,8 +39,23 @@ from kafka_pyspark.errors import (
 _LENGTH_PART = "response length"
 _BODY_PART = "response body"
 # sys.getrefcount of the kept receive buffer when only the transport holds it (its attribute,
-# the local name, the call's argument): no view of a previous answer is alive
+# the local name, the call's argument): no view of a previous answer is alive. Python 3.14 may
+# not count the argument (a borrowed reference): then one view goes unseen, _unviewed sees it.
 _UNSHARED_REFS = 3
+
+
+def _unviewed(buf: bytearray) -> bool:
+    """Whether no buffer view of ``buf`` (memoryview, numpy array, Arrow buffer) is alive: a
+    bytearray refuses to change size while one is. Its contents and allocation are left as they
+    were (pop, then append into the byte it freed; growing first would over-allocate)."""
+    if not buf:
+        return True  # nothing in it to overwrite
+    try:
+        last = buf.pop()
+    except BufferError:
+        return False
+    buf.append(last)
+    return True
 
 
 class SendFailed(Exception):
@@ -179,7 +195,8 @@ class Transport:
         """``n`` bytes to receive an answer into: the kept buffer if it is large enough and
         no view of it is alive, else a fresh one (kept if at most ``keep_bytes``)."""
         kept = self._kept
-        if kept is not None and len(kept) >= n and sys.getrefcount(kept) <= _UNSHARED_REFS:
+        if (kept is not None and len(kept) >= n and sys.getrefcount(kept) <= _UNSHARED_REFS
+                and _unviewed(kept)):
             return memoryview(kept)[:n]
         fresh = bytearray(n)
         if n <= self.keep_bytes:

@@ -35,18 +35,13 @@
 
 static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
 static kp_sink_parse_fn sink_parse;
+static kp_crc32_fn (*direct_crc)(void); /* ISA-L's CRC-32, once _kernel's crc_engine found it */
 
 /* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
                                       int64_t *size)
 {
-    if (r->codec != CODEC_GZIP || r->magic != 1 || r->start < 0 || r->start > len)
-        return NULL;
-    int64_t start = payload_start(r);
-    *size = payload_size(r);
-    if (*size < 0 || start + *size > len)
-        return NULL;
-    return buf + start;
+    return r->codec == CODEC_GZIP && r->magic == 1 ? rec_payload(r, buf, len, size) : NULL;
 }
 
 /* --- the deflate stream: one block, a header zlib's encoder could have written -------------
@@ -57,7 +52,8 @@ static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssi
  * member only when its deflate stream is one final block (BFINAL set in the first header: no
  * later header to check; zlib ends a block every 16K symbols, about 90 KB of JSON-like text,
  * so the wrappers of 200 such messages are one block; larger ones take flat.py's ISA-L path)
- * that is stored, fixed, or dynamic with a header checked here by
+ * that is stored, fixed with symbols zlib accepts (checked here: libdeflate also reads the
+ * fixed code's lit/len symbols 286 and 287), or dynamic with a header checked here by
  * zlib's rules and complete codes (zlib's encoder writes complete codes only; ISA-L and zlib
  * accept every header this accepts). Anything else goes to the general path. */
 
@@ -117,19 +113,20 @@ static int complete(const uint8_t *len, int n, int max)
     return sum == 1u << max;
 }
 
-/* The code-length code as a 7-bit lookup table (bits in stream order): symbol | length << 8. */
-static void cl_table(const uint8_t *cl, uint16_t *table)
+/* The prefix code of lengths len[0:n] (complete, at most `bits` long) as a lookup table of
+ * 1 << bits entries (bits in stream order): symbol | length << 9. */
+static void code_table(const uint8_t *len, int n, int bits, uint16_t *table)
 {
     int code = 0;
-    for (int l = 1; l <= 7; l++) {
-        for (int sym = 0; sym < CL_CODES; sym++) {
-            if (cl[sym] != l)
+    for (int l = 1; l <= bits; l++) {
+        for (int sym = 0; sym < n; sym++) {
+            if (len[sym] != l)
                 continue;
             int rev = 0; /* Huffman codes go most significant bit first */
             for (int i = 0; i < l; i++)
                 rev |= ((code >> i) & 1) << (l - 1 - i);
-            for (int fill = rev; fill < 128; fill += 1 << l)
-                table[fill] = (uint16_t)(sym | (l << 8));
+            for (int fill = rev; fill < 1 << bits; fill += 1 << l)
+                table[fill] = (uint16_t)(sym | (l << 9));
             code++;
         }
         code <<= 1;
@@ -148,15 +145,15 @@ static int code_lengths(bits_t *b, int hclen, uint8_t *len, int total)
         cl[order[i]] = (uint8_t)take_bits(b, 3);
     if (!complete(cl, CL_CODES, 7))
         return -1;
-    cl_table(cl, table);
+    code_table(cl, CL_CODES, 7, table);
     for (int i = 0; i < total;) {
         if (b->have < 14) /* a code (7 bits at most) and its extra bits (7) */
             refill(b);
         uint16_t entry = table[b->buf & 127];
-        int sym = entry & 0xFF, rep;
+        int sym = entry & 0x1FF, rep;
         uint8_t value = 0;
-        b->buf >>= entry >> 8;
-        b->have -= entry >> 8;
+        b->buf >>= entry >> 9;
+        b->have -= entry >> 9;
         if (sym < 16) {
             len[i++] = (uint8_t)sym;
             continue;
@@ -177,16 +174,65 @@ static int code_lengths(bits_t *b, int hclen, uint8_t *len, int total)
     return 0;
 }
 
-/* Whether the deflate stream p[0:n] is one final block with a header the general path reads
- * the same (see above). Reads only the header. */
+/* The fixed code's lit/len symbols (RFC 1951 3.2.6) as code_table's 9-bit table: set up at
+ * load. It has codes for symbols 286 and 287, which zlib and ISA-L refuse and libdeflate reads
+ * as length 258 (and codes for distances 30 and 31, which all three refuse). */
+#define FIXED_LITLEN 288
+static uint16_t fixed_table[1 << 9];
+
+static void fixed_init(void)
+{
+    uint8_t len[FIXED_LITLEN];
+    memset(len, 8, 144);
+    memset(len + 144, 9, 112);
+    memset(len + 256, 7, 24);
+    memset(len + 280, 8, 8);
+    code_table(len, FIXED_LITLEN, 9, fixed_table);
+}
+
+/* Whether the rest of a fixed block (after its 3 header bits) ends within the stream and uses
+ * only the symbols zlib accepts: lit/len 0..285, distances 0..29. Reads its codes, writes
+ * nothing (the sizes and distances are libdeflate's to check). */
+static int fixed_symbols_ok(bits_t *b)
+{
+    for (;;) {
+        if (b->have < 9 + 5 + 5 + 13) /* a lit/len code, its extra bits, a distance, its extra */
+            refill(b);
+        uint16_t entry = fixed_table[b->buf & 511];
+        int sym = entry & 0x1FF;
+        b->buf >>= entry >> 9;
+        b->have -= entry >> 9;
+        if (!within(b) || sym > 285)
+            return 0;
+        if (sym == 256)
+            return 1;
+        if (sym < 256)
+            continue;
+        if (sym >= 265 && sym < 285)
+            take_bits(b, (sym - 261) / 4);
+        int dist = 0, code = (int)take_bits(b, 5); /* 5 bits, most significant first */
+        for (int i = 0; i < 5; i++)
+            dist |= ((code >> i) & 1) << (4 - i);
+        if (dist >= MAX_DIST)
+            return 0;
+        if (dist >= 4)
+            take_bits(b, dist / 2 - 1);
+    }
+}
+
+/* Whether the deflate stream p[0:n] is one final block with a header (and, when fixed,
+ * symbols) the general path reads the same (see above). A dynamic block: reads only its
+ * header; a fixed one: its codes. */
 static int one_plain_block(const uint8_t *p, size_t n)
 {
     bits_t b = {p, p + n, 0, 0, 0};
     uint32_t head = take_bits(&b, 3); /* BFINAL, BTYPE */
     if (!(head & 1) || (head >> 1) == 3)
         return 0;
-    if ((head >> 1) != 2)
-        return within(&b); /* stored or fixed: nothing more to check here */
+    if ((head >> 1) == 0)
+        return within(&b); /* stored: nothing more to check here */
+    if ((head >> 1) == 1)
+        return fixed_symbols_ok(&b);
     int hlit = 257 + (int)take_bits(&b, 5), hdist = 1 + (int)take_bits(&b, 5);
     int hclen = 4 + (int)take_bits(&b, 4);
     uint8_t len[MAX_LITLEN + MAX_DIST];
@@ -234,13 +280,18 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(total);
 }
 
-/* CRC-32 (zlib's) of p[0:n] continued from `init`: by the Python callable fn when there is
- * one (python-isal's, through a memoryview: no copy; faster than libdeflate's on large
- * buffers), else by libdeflate. 0, or -1 with an exception raised by fn. */
+/* CRC-32 (zlib's) of p[0:n] continued from `init`: fn True: by ISA-L's, called directly (found
+ * by _kernel's crc_engine; faster than libdeflate's on large buffers); None: by libdeflate;
+ * else by the Python callable fn (python-isal's, through a memoryview: no copy). 0, or -1
+ * with an exception raised by fn. */
 static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
 {
     if (fn == Py_None) {
         *out = (uint32_t)libdeflate_crc32(init, p, (size_t)n);
+        return 0;
+    }
+    if (fn == Py_True) { /* gzip_fetch checked that there is one */
+        *out = direct_crc()(init, p, (uint64_t)n);
         return 0;
     }
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
@@ -290,26 +341,27 @@ typedef struct {
     int64_t *counts;
     int verify;
     int64_t limit;
-    PyObject *crc; /* a crc32(data, value) callable, or None: libdeflate's */
+    PyObject *crc; /* True: ISA-L's, called directly; None: libdeflate's; or a callable */
     struct libdeflate_decompressor *d;
 } fetch_t;
 
-/* Inflates the member p[0:size] (header checked) into out[0:isize]: 0 when its deflate body
- * ends exactly at its trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
-static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *p, int64_t size,
+/* Inflates the deflate body[0:n] of a member into out[0:isize]: 0 when it ends exactly at
+ * the member's trailer and gives exactly isize bytes. Pure C: runs without the GIL. */
+static int inflate_member(struct libdeflate_decompressor *d, const uint8_t *body, size_t n,
                           uint8_t *out, int64_t isize)
 {
-    size_t body = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE), used = 0, written = 0;
+    size_t used = 0, written = 0;
     enum libdeflate_result rc;
     PyThreadState *ts = PyEval_SaveThread();
-    rc = libdeflate_deflate_decompress_ex(d, p + GZIP_HEADER_SIZE, body, out, (size_t)isize,
-                                          &used, &written);
+    rc = libdeflate_deflate_decompress_ex(d, body, n, out, (size_t)isize, &used, &written);
     PyEval_RestoreThread(ts);
-    return rc == LIBDEFLATE_SUCCESS && used == body && written == (size_t)isize ? 0 : -1;
+    return rc == LIBDEFLATE_SUCCESS && used == n && written == (size_t)isize ? 0 : -1;
 }
 
 /* One wrapper: checked, inflated at the sink's end (its trailer checked: CRC32 and ISIZE) and
- * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc). */
+ * taken there in place; ST_END, the status that stops the lane, or -1 (raised by f->crc).
+ * What needs no CRC comes first: a member this lane does not inflate (several deflate blocks,
+ * say) stops it before a CRC of its wrapper that the ISA-L path would compute again. */
 static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
 {
     const rec_t *r = &f->recs[i];
@@ -320,18 +372,20 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
         isize = member_size(p, size, f->limit);
     if (isize < 0 || isize > s->dcap - 4 - s->dpos) /* 4 bytes stay free for rows_ok */
         return ST_BAD_GZIP;
+    const uint8_t *body = p + GZIP_HEADER_SIZE;
+    size_t n = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE);
+    if (!one_plain_block(body, n))
+        return ST_BAD_GZIP;
     if (f->verify && crc32_of(f->crc, p, size, 0, &crc) < 0)
         return -1;
     if (f->verify && crc != r->crc)
         return ST_BAD_CRC;
     Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
-    if (!one_plain_block(p + GZIP_HEADER_SIZE, (size_t)(size - GZIP_HEADER_SIZE -
-                                                        GZIP_TRAILER_SIZE)) ||
-        inflate_member(f->d, p, size, s->data + start, isize) < 0)
+    if (inflate_member(f->d, body, n, s->data + start, isize) < 0)
         return ST_BAD_GZIP;
     if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
         return -1;
-    if (crc != le32(p + size - GZIP_TRAILER_SIZE))
+    if (crc != le32(body + n))
         return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
     long long value = 0;
     int status = take(s->data, &start, end, end, s, &value);
@@ -372,8 +426,12 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
         goto done;
     }
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is neither callable nor None");
+    if (fn != Py_None && fn != Py_True && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is not True, None or a callable");
+        goto done;
+    }
+    if (fn == Py_True && !direct_crc()) {
+        PyErr_SetString(PyExc_ValueError, "gzip_fetch: no direct CRC-32 (crc_engine)");
         goto done;
     }
     f.d = libdeflate_alloc_decompressor();
@@ -469,6 +527,8 @@ PyMODINIT_FUNC PyInit__gzip(void)
         return NULL;
     take = api->take;
     sink_parse = api->sink_parse;
+    direct_crc = api->direct_crc;
+    fixed_init();
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0) {
         Py_DECREF(m);

@@ -473,7 +473,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
     init_tables();
     kp_snappy_init();
     static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t), kp_take,
-                                   kp_sink_parse};
+                                   kp_sink_parse, kp_direct_crc};
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;

@@ -159,16 +159,20 @@ PyObject *kp_crc_engine(PyObject *self, PyObject *arg);
  * links libdeflate) as the capsule _kernel._C_API: the walk itself (and its sink's set-up), so that there is one. A
  * user checks version and sizes (a stale build of either side is refused). */
 #define KP_CAPI_NAME "kafka_pyspark.messages._kernel._C_API"
-#define KP_CAPI_VERSION 1
+#define KP_CAPI_VERSION 2
 typedef int (*kp_take_fn)(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t stop,
                           sink_t *s, long long *value);
 typedef int (*kp_sink_parse_fn)(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
                                 Py_buffer *wbuf, Py_ssize_t k);
+/* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), when crc_engine found it */
+typedef uint32_t (*kp_crc32_fn)(uint32_t init, const unsigned char *buf, uint64_t len);
+kp_crc32_fn kp_direct_crc(void); /* NULL until crc_engine found it */
 typedef struct {
     int version;
     size_t rec_size, sink_size;
     kp_take_fn take;
     kp_sink_parse_fn sink_parse;
+    kp_crc32_fn (*direct_crc)(void);
 } kp_capi_t;
 
 #endif

@@ -39,29 +39,34 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
 #define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
 #define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
 
-/* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), called directly when
- * crc_engine found it in python-isal's module: no Python call per wrapper. */
-typedef uint32_t (*crc32_fn_t)(uint32_t init, const unsigned char *buf, uint64_t len);
-static crc32_fn_t direct_crc;
+/* ISA-L's CRC-32, called directly when crc_engine found it in python-isal's module: no Python
+ * call per wrapper (here, and in _gzip.c through the capsule: kp_direct_crc). */
+static kp_crc32_fn direct_crc;
+
+kp_crc32_fn kp_direct_crc(void)
+{
+    return direct_crc;
+}
 
 /* crc_engine(path) -> bool: whether ISA-L's crc32_gzip_refl, looked up in the shared object at
  * path (python-isal's isal_zlib, already loaded), gives zlib's CRC-32 of a known input; if so,
- * snappy_fetch calls it for a crc32 of None. */
+ * snappy_fetch calls it for a crc32 of None (a later False keeps the engine found before). */
 PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
 {
     const char *path = PyUnicode_AsUTF8(arg);
     if (!path)
         return NULL;
-    crc32_fn_t fn = NULL;
+    kp_crc32_fn fn = NULL;
 #if defined(__unix__) || defined(__APPLE__)
     void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* kept open: the module stays loaded */
     if (lib)
         *(void **)&fn = dlsym(lib, "crc32_gzip_refl");
 #endif
-    if (fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
-        fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu)
+    int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
+             fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
+    if (ok)
         direct_crc = fn;
-    return PyBool_FromLong(direct_crc != NULL);
+    return PyBool_FromLong(ok);
 }
 
 /* crc32(p[0:n], init) by ISA-L directly (fn None), else by the Python callable `fn` (through

@@ -88,27 +88,22 @@ def batch(recs: Any, row_root: I64 | None, values: pa.Array, base: int) -> pa.Re
 def wrapped_batch(recs: Any, counts: I64, values: pa.Array, base: int) -> pa.RecordBatch:
     """:func:`batch` for outer wrappers ``recs`` holding ``counts`` rows each, in order."""
     rows = int(counts.sum())
+    codes = recs["codec"]
+    if int(codes.min()) == int(codes.max()):
+        codec_column = _codec_column(int(codes[0]), rows)
+    else:
+        codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
     if walk.kernel is not None:  # the per-row columns in one pass
         offsets = np.empty(rows, dtype=np.int64)
         nexts = np.empty(rows, dtype=np.int64)
         inner = np.empty(rows, dtype=np.int32)
         walk.kernel.wrapped_rows(recs, counts, base, offsets, nexts, inner)
-        codes = recs["codec"]
-        if int(codes.min()) == int(codes.max()):
-            codec_column = _codec_column(int(codes[0]), rows)
-        else:
-            codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
         return pa.RecordBatch.from_arrays(
             [int_array(offsets), int_array(nexts), int_array(inner), codec_column, values],
             schema=MESSAGE_SCHEMA)
     offset = recs["start"] + base
     first = np.cumsum(counts) - counts
     inner_index = np.arange(rows, dtype=np.int32) - np.repeat(first.astype(np.int32), counts)
-    codes = recs["codec"]
-    if int(codes.min()) == int(codes.max()):
-        codec_column = _codec_column(int(codes[0]), rows)
-    else:
-        codec_column = _CODEC_STRINGS.take(int_array(np.repeat(codes.astype(np.int32), counts)))
     arrays = [int_array(np.repeat(offset, counts)),
               int_array(np.repeat(offset + LENGTH_SIZE + recs["length"], counts)),
               int_array(inner_index), codec_column, values]

@@ -51,6 +51,7 @@ from kafka_pyspark.messages.layout import (
     MIN_LENGTH,
 )
 from kafka_pyspark.messages.walk import Piece, Scan
+from kafka_pyspark.wire.protocol import INT64_MAX
 
 I64 = npt.NDArray[np.int64]
 
@@ -328,11 +329,10 @@ def decode_message_set(
     the batch is the same). Raises a :class:`~kafka_pyspark.errors.MessageError` subclass
     for a corrupt, hostile or unsupported set, with the offset of the outer message at fault.
     """
-    if base_offset < 0:
-        raise ValueError(f"base_offset must be >= 0, got {base_offset}")
     if max_decompressed_size < 0:
         raise ValueError(f"max_decompressed_size must be >= 0, got {max_decompressed_size}")
     mv = _as_bytes_view(data)
+    _check_base(base_offset, len(mv))
     size = len(mv)
     stop = size if stop_at is None else max(0, min(size, stop_at - base_offset))
     if walk.kernel is not None:
@@ -400,15 +400,22 @@ def _decode_flat(
     )
 
 
+def _check_base(base_offset: int, size: int) -> None:
+    """Offsets base_offset .. base_offset + size must be int64 (0.7's offsets; the kernel adds
+    positions to the base in int64)."""
+    if not 0 <= base_offset <= INT64_MAX - size:
+        raise ValueError(f"base_offset must be >= 0 with base_offset + {size} bytes within "
+                         f"int64, got {base_offset}")
+
+
 def scan_boundaries(data: bytes | bytearray | memoryview, base_offset: int = 0) -> tuple[I64, int]:
     """Absolute start offsets of the complete outer messages, and the offset after the last.
 
     Reads headers only (no CRC check, no decompression): for cutting a range at message
     boundaries. An impossible LENGTH, MAGIC or codec raises a typed error as in decoding.
     """
-    if base_offset < 0:
-        raise ValueError(f"base_offset must be >= 0, got {base_offset}")
     mv = _as_bytes_view(data)
+    _check_base(base_offset, len(mv))
     outer = walk.scan(mv, 0, len(mv), len(mv))
     if outer.status not in (walk.END, walk.SHORT, walk.PARTIAL):
         raise _status_error(outer.status, outer.value, base_offset + outer.end)

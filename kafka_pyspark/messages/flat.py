@@ -22,6 +22,7 @@ corrupted sets).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,13 +43,14 @@ _scratch = threading.local()
 # build without libdeflate, or a stale build leave it out: gzip sets then take the ISA-L path)
 gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "gzip_fetch"))
              if walk.kernel is not None else None)
-# its CRCs: ISA-L's (through a call back; ~3x faster than libdeflate's on large buffers), else
-# libdeflate's own (None) rather than stdlib zlib's
-_GZIP_CRC = crc32 if CRC32_ENGINE == "isal" else None
 # the snappy lane's CRCs: ISA-L's called by the kernel itself (None) when it finds it in
 # python-isal's module, else ``crc32`` called back (one Python call per wrapper)
 _SNAPPY_CRC = (None if isal_zlib is not None and walk.kernel is not None
                and walk.kernel.crc_engine(isal_zlib.__file__) else crc32)
+# the gzip lane's CRCs: ISA-L's called directly too (True), else through a call back (~3x
+# faster than libdeflate's on large buffers), else libdeflate's own (None) rather than zlib's
+_GZIP_CRC: Callable[..., int] | bool | None = (
+    True if _SNAPPY_CRC is None else crc32 if CRC32_ENGINE == "isal" else None)
 
 
 class Plain(NamedTuple):

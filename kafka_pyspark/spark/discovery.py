@@ -84,7 +84,6 @@ def current_view(
     registry = cluster.registry()
     if registry is None:
         return current_partitions(cluster, subscription), cluster.brokers()
-    from kafka_pyspark.cluster_options import BrokerAddress
     from kafka_pyspark.partitioner import sorted_partitions
 
     if isinstance(subscription, (Assign, Subscribe)):
@@ -95,7 +94,7 @@ def current_view(
     out = {(t, b, p) for t in topics for b, p in sorted_partitions(counts[t], live)}
     if isinstance(subscription, Assign):
         out &= set(subscription.partitions)
-    return sorted(out), {b.id: BrokerAddress(b.id, b.host, b.port) for b in live.values()}
+    return sorted(out), {b.id: b.address for b in live.values()}
 
 
 def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:

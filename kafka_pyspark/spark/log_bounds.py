@@ -15,9 +15,9 @@ everything written at or after ``ts`` plus possibly older messages of that one s
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.cluster_options import ClusterOptions
@@ -28,15 +28,36 @@ if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster_options import BrokerAddress
 
-__all__ = ["LogBounds", "OffsetLookup"]
+__all__ = ["LogBounds", "OffsetLookup", "per_broker"]
+
+_W = TypeVar("_W")
+_R = TypeVar("_R")
 
 
-@dataclass
-class _Answers:
-    """One broker's OFFSETS answers, filled by its thread: the bounds found, the first error."""
+def per_broker(work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
+    """``fn(broker, work[broker])`` for every broker at the same time, one thread each (a
+    single broker in the caller's thread). Every request ``fn`` makes has its socket timeout,
+    so every thread ends; then the first error raised in a thread is raised here."""
+    if len(work) <= 1:
+        return {broker: fn(broker, w) for broker, w in work.items()}
+    out: dict[int, _R] = {}
+    errors: list[BaseException] = []
 
-    found: dict[TopicPartition, LogBounds] = field(default_factory=dict)
-    error: Exception | None = None
+    def run(broker: int, w: _W) -> None:
+        try:
+            out[broker] = fn(broker, w)
+        except BaseException as e:  # handed to the caller's thread, raised there
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(broker, w), name=f"kafka07-broker-{broker}",
+                                daemon=True) for broker, w in work.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return {broker: out[broker] for broker in work}
 
 
 @dataclass(frozen=True)
@@ -115,8 +136,8 @@ class OffsetLookup(Closing):
     def bounds_per_broker(
         self, tps: Iterable[TopicPartition]
     ) -> tuple[dict[TopicPartition, LogBounds], dict[int, BrokerConnectionError]]:
-        """:meth:`bounds` of each broker-partition, the brokers asked at the same time (one
-        thread each; 0.7 has no OFFSETS request for several partitions), each broker's
+        """:meth:`bounds` of each broker-partition, the brokers asked at the same time
+        (:func:`per_broker`; 0.7 has no OFFSETS request for several partitions), each broker's
         partitions one after the other on its connection. A broker that does not answer is
         left out from its first failure on, with the error; any other error is raised."""
         by_broker: dict[int, list[TopicPartition]] = {}
@@ -124,36 +145,22 @@ class OffsetLookup(Closing):
             by_broker.setdefault(tp[1], []).append(tp)
         out: dict[TopicPartition, LogBounds] = {}
         down: dict[int, BrokerConnectionError] = {}
-        answers = {b: _Answers() for b in by_broker}
-        if len(by_broker) == 1:
-            (broker, part), = by_broker.items()
-            self._broker_bounds(part, answers[broker])
-        else:  # every request has the socket timeout: each thread ends
-            threads = [
-                threading.Thread(target=self._broker_bounds, args=(part, answers[broker]),
-                                 name=f"kafka07-offsets-{broker}", daemon=True)
-                for broker, part in by_broker.items()
-            ]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        for broker, a in answers.items():
-            if isinstance(a.error, BrokerConnectionError):
-                down[broker] = a.error
-            elif a.error is not None:
-                raise a.error
-            out.update(a.found)
+        for broker, (found, err) in per_broker(by_broker, self._broker_bounds).items():
+            out.update(found)
+            if err is not None:
+                down[broker] = err
         return out, down
 
-    def _broker_bounds(self, tps: Sequence[TopicPartition], answers: _Answers) -> None:
-        """Fill ``answers``; stop at the first error (raised in the caller's thread)."""
+    def _broker_bounds(
+        self, broker: int, tps: Sequence[TopicPartition]
+    ) -> tuple[dict[TopicPartition, LogBounds], BrokerConnectionError | None]:
+        found: dict[TopicPartition, LogBounds] = {}
         for tp in tps:
             try:
-                answers.found[tp] = self.bounds(tp)
-            except Exception as e:  # handed to the caller's thread, raised there
-                answers.error = e
-                return
+                found[tp] = self.bounds(tp)
+            except BrokerConnectionError as e:
+                return found, e
+        return found, None
 
     def before_time(self, tp: TopicPartition, time_ms: int) -> int | None:
         """0.7's offset "before" ``time_ms`` (see the module docstring); None if none."""

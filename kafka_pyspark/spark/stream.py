@@ -126,6 +126,9 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._prefetch = Prefetch(self.options.cluster)
         self._scanned: Scanned = {}
         self._offsets: OffsetLookup | None = None  # OFFSETS connections, kept (:meth:`_lookup`)
+        # the brokers of the registry view latestOffset just read, for the partitions() call
+        # that follows it (one registry read per micro-batch, not two)
+        self._viewed: dict[int, BrokerAddress] | None = None
 
     # --- pickling (executors get the reader for read()) --------------------------------------
 
@@ -136,6 +139,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_prefetch"] = Prefetch(self.options.cluster)  # a thread does not pickle
         state["_scanned"] = {}
         state["_offsets"] = None
+        state["_viewed"] = None
         return state
 
     # --- cluster access ----------------------------------------------------------------------
@@ -147,21 +151,23 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._cluster = Cluster(self.options.cluster)
         return self._cluster
 
-    def _brokers(self) -> dict[int, Any]:
-        brokers = self._get_cluster().brokers()
+    def _seen(self, brokers: dict[int, BrokerAddress]) -> dict[int, BrokerAddress]:
+        """Remember where ``brokers`` (as the registry lists them now) are; returns them."""
         for b, a in brokers.items():
             self._addresses[b] = (a.host, a.port)
         return brokers
 
+    def _brokers(self) -> dict[int, BrokerAddress]:
+        return self._seen(self._get_cluster().brokers())
+
     def _topology(self) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
         tps, brokers = current_view(self._get_cluster(), self.options.subscription)
-        for b, a in brokers.items():
-            self._addresses[b] = (a.host, a.port)
-        return tps, brokers
+        return tps, self._seen(brokers)
 
     def _view(self) -> tuple[list[TopicPartition], dict[int, Any]]:
         """Current broker-partitions and brokers; during a ZooKeeper outage (bounded by
         ``zk.outage.max.ms``, see :mod:`.stream_outage`) the last ones seen."""
+        self._viewed = None  # set again only by a view read now
         registry = self._get_cluster().registry()
         known = self._known
         if registry is not None and known is not None and self._outage.waiting(
@@ -181,6 +187,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return known
         self._outage.recovered()
         self._known = view
+        self._viewed = view[1]
         return view
 
     def _lookup(self, brokers: Mapping[int, BrokerAddress]) -> OffsetLookup:
@@ -438,8 +445,13 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def _addresses_for(self, brokers: set[int]) -> dict[int, tuple[str, int]]:
-        """Where to reach ``brokers``: the registry now, else the last address seen (a broker
-        that is restarting; executors retry connections, then fail naming host:port)."""
+        """Where to reach ``brokers``: the registry as the ``latestOffset`` just before read
+        it, or the registry now (a query restarted from a checkpoint plans its last
+        micro-batch first), else the last address seen (a broker that is restarting; executors
+        retry connections, then fail naming host:port)."""
+        viewed, self._viewed = self._viewed, None
+        if viewed is not None and brokers <= set(viewed):
+            return {b: (viewed[b].host, viewed[b].port) for b in brokers}
         missing = brokers - set(self._addresses)
         registry = self._get_cluster().registry()
         # during a ZooKeeper outage (warned once) a call that can only time out is skipped

@@ -33,7 +33,7 @@ import numpy as np
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window, water_fill
-from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup, per_broker
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -45,45 +45,63 @@ log = logging.getLogger(__name__)
 
 Scanned = dict[TopicPartition, tuple[int, int, Scan]]
 """``{tp: (lo, hi, scan of [lo, hi))}``."""
+_Items = list[tuple[TopicPartition, int, int]]  # one broker's windows: (tp, lo, hi)
 
 
 def scan_windows(
     connection: Callable[[int], BrokerConnection], windows: Windows, *, quiet: bool = False
 ) -> dict[TopicPartition, Scan]:
-    """Header-only scans of byte windows: one MULTIFETCH per broker, no decoding. A broker
-    that does not answer, or answers a window with an error code, leaves its windows out
-    (warned unless ``quiet``); a window whose headers are impossible raises."""
-    from kafka_pyspark import wire
-
-    by_broker: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+    """Header-only scans of byte windows: one MULTIFETCH per broker, the brokers at the same
+    time (:func:`~.log_bounds.per_broker`), no decoding. A broker that does not answer, or
+    answers a window with an error code, leaves its windows out (warned unless ``quiet``); a
+    window whose headers are impossible raises."""
+    by_broker: dict[int, _Items] = {}
     for tp, (lo, hi) in sorted(windows.items()):
         by_broker.setdefault(tp[1], []).append((tp, lo, hi))
+
+    def scan(broker: int, items: _Items) -> dict[TopicPartition, Scan]:
+        return _scan_broker(connection, broker, items, quiet)
+
     out: dict[TopicPartition, Scan] = {}
-    for broker, items in by_broker.items():
-        fetches = [wire.FetchRequest(tp[0], tp[2], lo, hi - lo) for tp, lo, hi in items]
-        try:
-            answers = connection(broker).multifetch(fetches)
-        except BrokerConnectionError as e:
+    for found in per_broker(by_broker, scan).values():
+        out.update(found)
+    return out
+
+
+def _scan_broker(
+    connection: Callable[[int], BrokerConnection],
+    broker: int,
+    items: _Items,
+    quiet: bool,
+) -> dict[TopicPartition, Scan]:
+    """One broker's windows of :func:`scan_windows`, in one MULTIFETCH."""
+    from kafka_pyspark import wire
+
+    fetches = [wire.FetchRequest(tp[0], tp[2], lo, hi - lo) for tp, lo, hi in items]
+    try:
+        answers = connection(broker).multifetch(fetches)
+    except BrokerConnectionError as e:
+        if not quiet:
+            log.warning("kafka07 stream: broker %d did not answer a boundary scan (%s); "
+                        "its partitions wait for the next micro-batch", broker, e)
+        return {}
+    out: dict[TopicPartition, Scan] = {}
+    for (tp, lo, hi), answer in zip(items, answers, strict=True):
+        if answer.error != 0:
             if not quiet:
-                log.warning("kafka07 stream: broker %d did not answer a boundary scan (%s); "
-                            "its partitions wait for the next micro-batch", broker, e)
+                log.warning("kafka07 stream: %s: boundary scan at %d answered error %d; "
+                            "the partition waits for the next micro-batch",
+                            describe_tp(tp), lo, answer.error)
             continue
-        for (tp, lo, hi), answer in zip(items, answers, strict=True):
-            if answer.error != 0:
-                if not quiet:
-                    log.warning("kafka07 stream: %s: boundary scan at %d answered error %d; "
-                                "the partition waits for the next micro-batch",
-                                describe_tp(tp), lo, answer.error)
-                continue
-            try:
-                out[tp] = scan_window(answer.messages, lo)
-            except MessageError as e:
-                raise with_context(
-                    e,
-                    f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
-                    "the micro-batch at a message boundary (maxBytesPerTrigger)",
-                    then=". Is the stream offset a message boundary?",
-                ) from e
+        try:
+            out[tp] = scan_window(answer.messages, lo)
+        except MessageError as e:
+            raise with_context(
+                e,
+                f"{describe_tp(tp)}: scanning message headers in [{lo}, {hi}) to cut "
+                "the micro-batch at a message boundary (maxBytesPerTrigger)",
+                then=". Is the stream offset a message boundary?",
+            ) from e
     return out
 
 
