@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _outcome import outcome
 
-from kafka_pyspark.errors import MessageError
-from kafka_pyspark.messages import decode, decode_message_set, encode_message, flat, walk
+from kafka_pyspark.messages import decode, encode_message, flat, walk
 from kafka_pyspark.messages import encode_message_set as encode
 from kafka_pyspark.messages.compression import gzip_compress
 
@@ -44,15 +44,6 @@ def fast_taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 
     monkeypatch.setattr(decode, "_decode_flat", spy)
     yield taken
-
-
-def outcome(data: bytes, **kw: Any) -> tuple[Any, ...]:
-    try:
-        r = decode_message_set(data, 1000, **kw)
-    except MessageError as e:
-        return type(e), e.offset, str(e)
-    return (r.batch.to_pydict(), r.next_offset, r.bytes_consumed, r.message_count,
-            r.partial_size)
 
 
 def both_paths(data: bytes, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, ...]:

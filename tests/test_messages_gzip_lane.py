@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _bytes import message, message_set
+from _outcome import outcome
 
 from kafka_pyspark._native import pure_forced
 from kafka_pyspark.errors import DecompressionError, MessageError
@@ -77,15 +78,6 @@ def lanes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(flat, "_gzip_fetch", spy_fetch)
     monkeypatch.setattr(decode, "_decode_flat", spy_fast)
     yield taken
-
-
-def outcome(data: bytes, **kw: Any) -> tuple[Any, ...]:
-    try:
-        r = decode_message_set(data, 1000, **kw)
-    except MessageError as e:
-        return type(e), e.offset, str(e)
-    return (r.batch.to_pydict(), r.next_offset, r.bytes_consumed, r.message_count,
-            r.partial_size)
 
 
 def all_paths(data: bytes, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from _outcome import outcome
 
 from kafka_pyspark.errors import MessageError
 from kafka_pyspark.messages import decode_message_set, encode_message, walk
@@ -51,14 +52,6 @@ def test_batches_are_those_without_a_sink(seed: int) -> None:
     assert joined.equals(pa.concat_batches(plain))
 
 
-def outcome(data: bytes, base: int, sink: ValueSink | None, **kw: Any) -> tuple[Any, ...]:
-    try:
-        r = decode_message_set(data, base, sink=sink, **kw)
-    except MessageError as e:
-        return type(e), e.offset, str(e)
-    return r.batch.to_pydict(), r.next_offset, r.bytes_consumed, r.partial_size
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_cut_stopped_and_corrupt_sets_decode_as_without_a_sink(seed: int) -> None:
     rnd = random.Random(seed)
@@ -70,8 +63,7 @@ def test_cut_stopped_and_corrupt_sets_decode_as_without_a_sink(seed: int) -> Non
         kw: dict[str, Any] = {"verify_crc": rnd.random() < 0.8}
         if rnd.random() < 0.4:
             kw["stop_at"] = 1000 * i + rnd.randrange(len(cut) + 1)
-        assert outcome(bytes(cut), 1000 * i, sink, **kw) == outcome(bytes(cut), 1000 * i, None,
-                                                                     **kw)
+        assert outcome(bytes(cut), 1000 * i, sink=sink, **kw) == outcome(bytes(cut), 1000 * i, **kw)
 
 
 @needs_kernel

@@ -294,16 +294,7 @@ static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init,
         *out = direct_crc()(init, p, (uint64_t)n);
         return 0;
     }
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (!view)
-        return -1;
-    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
-    Py_DECREF(view);
-    if (!r)
-        return -1;
-    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
+    return kp_crc_call(fn, p, n, init, out);
 }
 
 static void xor_words(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)

@@ -167,6 +167,23 @@ typedef int (*kp_sink_parse_fn)(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_
 /* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), when crc_engine found it */
 typedef uint32_t (*kp_crc32_fn)(uint32_t init, const unsigned char *buf, uint64_t len);
 kp_crc32_fn kp_direct_crc(void); /* NULL until crc_engine found it */
+
+/* crc32(p[0:n], init) by the Python callable fn (python-isal's or zlib's, through a memoryview:
+ * no copy): 0, or -1 with the exception fn raised. */
+static inline int kp_crc_call(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init,
+                              uint32_t *out)
+{
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    if (!view)
+        return -1;
+    PyObject *r = PyObject_CallFunction(fn, "Ok", view, (unsigned long)init);
+    Py_DECREF(view);
+    if (!r)
+        return -1;
+    *out = (uint32_t)PyLong_AsUnsignedLongMask(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
 typedef struct {
     int version;
     size_t rec_size, sink_size;
