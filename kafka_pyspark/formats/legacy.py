@@ -45,6 +45,7 @@ from kafka_pyspark.formats.layout import (
     TIMESTAMP,
     TIMESTAMP_TYPE,
 )
+from kafka_pyspark.messages.arrays import binary_array, int_array, string_array
 from kafka_pyspark.messages.crc import crc32
 
 _TS_LIMIT = (1 << 63) // 1000
@@ -195,14 +196,14 @@ def _assemble(rows: _Rows) -> pa.RecordBatch:
     ms = np.asarray([NO_TIMESTAMP if t is None else t for t in rows.ts], dtype=np.int64)
     valid = (ms != NO_TIMESTAMP) & (np.abs(ms) < _TS_LIMIT)
     columns = [
-        pa.array(offsets, pa.int64()),
-        pa.array(offsets + 1, pa.int64()),
-        pa.array(rows.inner, pa.int32()),
-        pa.array(rows.codec, pa.string()),
-        pa.array(rows.value, pa.binary()),
-        pa.array(rows.key, pa.binary()),
-        pa.array(np.where(valid, ms, 0) * 1000, TIMESTAMP_TYPE, mask=~valid),
-        pa.array(rows.ts_type, pa.int32()),
+        int_array(offsets),
+        int_array(offsets + 1),
+        int_array(np.asarray(rows.inner, dtype=np.int32)),
+        string_array(rows.codec),
+        binary_array(rows.value),
+        binary_array(rows.key),
+        int_array(np.where(valid, ms, 0) * 1000, valid, TIMESTAMP_TYPE),
+        int_array(np.asarray(rows.ts_type, dtype=np.int32)),
         pa.nulls(len(offsets), LOG_SCHEMA.field("headers").type),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=LOG_SCHEMA)

@@ -34,6 +34,7 @@ from kafka_pyspark.formats.varint import (
     read_many,
     read_one_checked,
 )
+from kafka_pyspark.messages.arrays import int_array
 from kafka_pyspark.wire.protocol import INT32_MAX
 
 Bool = npt.NDArray[np.bool_]
@@ -312,7 +313,6 @@ def _binary_take(buffer: pa.Buffer, start: I64, size: I64, present: Bool) -> pa.
     bounds[2::2] = start + size
     kind = pa.binary() if small else pa.large_binary()
     tiles = pa.Array.from_buffers(kind, 2 * n, [None, pa.py_buffer(bounds), buffer])
-    index = pa.array(np.arange(1, 2 * n, 2, dtype=np.int64), mask=None if present.all()
-                     else ~present)
+    index = int_array(np.arange(1, 2 * n, 2, dtype=np.int64), present)
     out = tiles.take(index)
     return out if small else out.cast(pa.binary())

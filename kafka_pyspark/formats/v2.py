@@ -48,7 +48,7 @@ from kafka_pyspark.formats.layout import (
 )
 from kafka_pyspark.formats.records import Buffer
 from kafka_pyspark.formats.varint import I64, read_one
-from kafka_pyspark.messages.arrays import string_array
+from kafka_pyspark.messages.arrays import int_array, string_array
 
 _CODEC_STRINGS = string_array([CODEC_NAMES.get(i, "") for i in range(8)])
 _constant_codecs: dict[int, pa.Array] = {}  # immutable arrays: slices are safe to share
@@ -219,7 +219,7 @@ def _headers(buf: Buffer, fields: I64, fail: Callable[[int, str], MessageError])
         raise fail(i, "bad header: header key is not UTF-8")
     values = records.binary_column(buf, h[records.H_VALUE_POS], h[records.H_VALUE_LEN])
     child = pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
-    return pa.ListArray.from_arrays(pa.array(offsets), child, type=HEADERS_TYPE)
+    return pa.ListArray.from_arrays(int_array(offsets), child, type=HEADERS_TYPE)
 
 
 def _timestamps(b: _Batches, rb: I64, delta: I64) -> pa.Array:
@@ -232,15 +232,15 @@ def _timestamps(b: _Batches, rb: I64, delta: I64) -> pa.Array:
     valid = (ms != NO_TIMESTAMP) & (np.abs(ms) < _TS_LIMIT)
     if valid.all():  # the usual case: no bitmap, no select
         ms *= 1000
-        return pa.Array.from_buffers(TIMESTAMP_TYPE, len(ms), [None, pa.py_buffer(ms)])
-    return pa.array(np.where(valid, ms, 0) * 1000, TIMESTAMP_TYPE, mask=~valid)
+        return int_array(ms, kind=TIMESTAMP_TYPE)
+    return int_array(np.where(valid, ms, 0) * 1000, valid, TIMESTAMP_TYPE)
 
 
 def _codecs(b: _Batches, rb: I64) -> pa.Array:
     """The compression column: a slice of a cached constant when every batch has one codec."""
     first = b.codec[0]
     if b.codec.count(first) != len(b.codec):
-        return _CODEC_STRINGS.take(pa.array(np.asarray(b.codec, dtype=np.int64)[rb]))
+        return _CODEC_STRINGS.take(int_array(np.asarray(b.codec, dtype=np.int64)[rb]))
     cached = _constant_codecs.get(first)
     if cached is None or len(cached) < len(rb):
         cached = pa.repeat(_CODEC_STRINGS[first], max(len(rb), 1 << 16))
@@ -275,14 +275,14 @@ def _columns(mv: memoryview, b: _Batches) -> pa.RecordBatch:
     headers = (_headers(buf, f, fail) if f[records.F_HEADER_COUNT].any()
                else _no_headers(len(rb)))
     columns = [
-        pa.array(offsets, pa.int64()),
-        pa.array(offsets + 1, pa.int64()),
-        pa.array((np.arange(len(rb), dtype=np.int64) - first[rb]).astype(np.int32)),
+        int_array(offsets),
+        int_array(offsets + 1),
+        int_array((np.arange(len(rb), dtype=np.int64) - first[rb]).astype(np.int32)),
         codec,
         records.binary_column(buf, f[records.F_VALUE_POS], f[records.F_VALUE_LEN]),
         records.binary_column(buf, f[records.F_KEY_POS], f[records.F_KEY_LEN]),
         _timestamps(b, rb, f[records.F_TIMESTAMP]),
-        pa.array(np.asarray(b.ts_type, dtype=np.int32)[rb], pa.int32()),
+        int_array(np.asarray(b.ts_type, dtype=np.int32)[rb]),
         headers,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=LOG_SCHEMA)
@@ -293,10 +293,10 @@ def _no_headers(n: int) -> pa.Array:
     global _empty_headers
     if len(_empty_headers) < n:
         child = pa.StructArray.from_arrays(
-            [pa.array([], pa.string()), pa.array([], pa.binary())], fields=list(HEADER_TYPE))
+            [pa.nulls(0, pa.string()), pa.nulls(0, pa.binary())], fields=list(HEADER_TYPE))
         size = max(n, 1 << 16)
         _empty_headers = pa.ListArray.from_arrays(
-            pa.array(np.zeros(size + 1, dtype=np.int32)), child, type=HEADERS_TYPE)
+            int_array(np.zeros(size + 1, dtype=np.int32)), child, type=HEADERS_TYPE)
     return _empty_headers.slice(0, n)
 
 

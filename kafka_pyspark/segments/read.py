@@ -33,6 +33,7 @@ from kafka_pyspark.errors import MessageError
 from kafka_pyspark.formats import LOG_SCHEMA, LogChunk, decode_log
 from kafka_pyspark.formats.layout import NO_TIMESTAMP_TYPE
 from kafka_pyspark.messages import decode_message_set
+from kafka_pyspark.messages.arrays import bool_array, int_array
 from kafka_pyspark.segments.files import SegmentFile
 from kafka_pyspark.segments.txn import TxnResolver
 
@@ -89,7 +90,7 @@ def _as_log_schema(batch: pa.RecordBatch) -> pa.RecordBatch:
             batch.column("value"),
             pa.nulls(n, pa.binary()),
             pa.nulls(n, LOG_SCHEMA.field("timestamp").type),
-            pa.array(np.full(n, NO_TIMESTAMP_TYPE, dtype=np.int32)),
+            int_array(np.full(n, NO_TIMESTAMP_TYPE, dtype=np.int32)),
             pa.nulls(n, LOG_SCHEMA.field("headers").type),
         ],
         schema=LOG_SCHEMA,
@@ -146,7 +147,7 @@ class _Piece:
                     "%d, offsets %d..%d) has no commit or abort marker in the files read; "
                     "its rows are returned", self.file.path, t.position, t.producer_id,
                     t.base_offset, t.last_offset)
-        return chunk.batch if keep.all() else chunk.batch.filter(pa.array(keep))
+        return chunk.batch if keep.all() else chunk.batch.filter(bool_array(keep))
 
 
 def _zeros_to_end(src: pafs.NativeFile, at: int) -> bool:
