@@ -145,13 +145,18 @@ def _finish(sink: ValueSink | None, t: _Target, dpos: int, k: int) -> pa.Array:
     if sink is None:
         return _values(t.buffer, dpos, t.offsets, k)
     sink.dpos, sink.k = dpos, k
-    return pa.Array.from_buffers(_BINARY, k - t.k, [None, pa.py_buffer(t.offsets), t.buffer],
+    # the data buffer ends where these rows end: Arrow's IPC writer (Spark's worker ships
+    # batches with it) pads a binary column's data to 64 bytes from the buffer past the rows
+    # when it has them, which would send whatever memory (or later rows) lies there
+    return pa.Array.from_buffers(_BINARY, k - t.k,
+                                 [None, pa.py_buffer(t.offsets), t.buffer.slice(0, dpos)],
                                  offset=t.k)
 
 
 def join_views(arrays: list[pa.Array]) -> pa.Array | None:
     """``arrays`` (binary) as one column without a copy, when they are consecutive views of
-    one :class:`ValueSink` buffer; else None."""
+    one :class:`ValueSink` buffer; else None. (Each view's data is the buffer up to its own
+    rows' end: the joined column's is the last one's.)"""
     first = arrays[0].buffers()
     at = arrays[0].offset + len(arrays[0])
     for a in arrays[1:]:
@@ -159,7 +164,8 @@ def join_views(arrays: list[pa.Array]) -> pa.Array | None:
         if a.offset != at or b[1].address != first[1].address or b[2].address != first[2].address:
             return None
         at += len(a)
-    return pa.Array.from_buffers(_BINARY, at - arrays[0].offset, [None, first[1], first[2]],
+    data = arrays[-1].buffers()[2]
+    return pa.Array.from_buffers(_BINARY, at - arrays[0].offset, [None, first[1], data],
                                  offset=arrays[0].offset)
 
 
