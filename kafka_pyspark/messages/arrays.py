@@ -13,8 +13,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark.wire.protocol import INT32_MAX
+
 _ARROW_INTS = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
-_OFFSET_LIMIT = 2**31 - 1  # int32 offsets of string / binary arrays
 
 
 def int_array(
@@ -55,7 +56,7 @@ def _var_array(kind: pa.DataType, raw: list[bytes], valid: npt.NDArray[np.bool_]
                ) -> pa.Array:
     ends = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in raw], out=ends[1:])
-    if ends[-1] > _OFFSET_LIMIT:
+    if ends[-1] > INT32_MAX:  # int32 offsets of string / binary arrays
         raise ValueError(f"{ends[-1]} bytes do not fit one Arrow {kind} array")
     bitmap, nulls = _bitmap(valid)
     return pa.Array.from_buffers(kind, len(raw), [bitmap, pa.py_buffer(ends.astype(np.int32)),
