@@ -45,10 +45,10 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from kafka_pyspark import defaults
 from kafka_pyspark._closing import Closing
@@ -77,6 +77,16 @@ BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
+_T = TypeVar("_T")
+
+
+def _by_id(names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None],
+           parse: Callable[[int, str, bytes], _T]) -> dict[int, _T]:
+    """``{id: parse(id, path, value)}`` of the id nodes ``names`` (checked decimal) at ``paths``,
+    sorted by id; a node that vanished since it was listed (value None) is left out."""
+    out = {int(name): parse(int(name), path, raw)
+           for name, path, raw in zip(names, paths, values, strict=True) if raw is not None}
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
@@ -200,22 +210,13 @@ class Registry(Closing):
     def _brokers_from(
         self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
     ) -> dict[int, BrokerInfo]:
-        out: dict[int, BrokerInfo] = {}
-        for name, path, raw in zip(names, paths, values, strict=True):
-            if raw is None:
-                continue
-            out[int(name)] = self._parse_broker(int(name), path, raw)
-        return dict(sorted(out.items()))
+        return _by_id(names, paths, values, self._parse_broker)
 
     def _counts_from(
         self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
     ) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for name, path, raw in zip(names, paths, values, strict=True):
-            if raw is None:
-                continue
-            out[int(name)] = self._decimal(path, raw, "partition count")
-        return dict(sorted(out.items()))
+        return _by_id(names, paths, values,
+                      lambda _, path, raw: self._decimal(path, raw, "partition count"))
 
     def topology(
         self, topics: Sequence[str]
