@@ -10,6 +10,7 @@ only for what the brokers confirmed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Iterator
@@ -23,17 +24,14 @@ from kafka_pyspark.cli.common import (
     add_cluster_args,
     bp,
     broker_connection,
-    error,
-    json_document,
-    json_line,
     live_brokers,
     open_cluster,
     parse_broker_partition,
-    payload_fields,
     positive_int,
     require_live,
     topic_partitions,
 )
+from kafka_pyspark.cli.output import error, json_document, json_line, payload_fields
 from kafka_pyspark.errors import KafkaError, MessageError
 
 if TYPE_CHECKING:
@@ -43,6 +41,13 @@ if TYPE_CHECKING:
 
 #: stdin lines per Arrow batch handed to the writer
 LINES_PER_BATCH = 10000
+
+#: the end of ``produce``'s error when a broker fails mid-write (the writer's text names what
+#: was confirmed and what was not)
+PRODUCE_RETRY_NOTE = (
+    "Nothing was retried: running the command again sends every line again (duplicates "
+    "possible for the lines not confirmed as written)"
+)
 
 
 # --- produce -------------------------------------------------------------------------------
@@ -102,7 +107,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
         if not sep:
             raise CliError("--key-separator must not be empty")
         fields.append(StructField("key", StringType()))
-    plan = build_plan(options, StructType(fields))
+    # --timeout-ms is the whole deadline per broker: one attempt, no reconnects
+    plan = dataclasses.replace(build_plan(options, StructType(fields)), connect_retries=0,
+                               retry_note=PRODUCE_RETRY_NOTE)
     if not plan.brokers:
         raise CliError("no live brokers")
     lines = _Lines(sys.stdin.buffer, sep)
@@ -255,8 +262,9 @@ def _refresh_bounds(
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("produce", help="stdin lines to a topic (one message per line)")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--codec", choices=["none", "gzip", "snappy"], default="none")
+    p.add_argument("--topic", required=True, help="the topic to write to")
+    p.add_argument("--codec", choices=["none", "gzip", "snappy"], default="none",
+                   help="compression of each message set (default none)")
     p.add_argument("--key-separator", help="each line is KEY<sep>VALUE; the key picks the "
                    "partition as 0.7's DefaultPartitioner does")
     p.add_argument("--batch-size", type=positive_int, default=200,
@@ -265,16 +273,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("consume", help="a topic's messages to stdout, one per line")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to read")
     p.add_argument("--partition", type=parse_broker_partition, action="append",
                    help="brokerId-partition (repeatable; default: all)")
     p.add_argument("--from", dest="start", default="earliest",
                    help="earliest (default), latest, group, or a byte offset N")
     p.add_argument("--group", help="consumer group for --from group")
-    p.add_argument("--max-messages", type=positive_int)
+    p.add_argument("--max-messages", type=positive_int, help="stop after this many messages")
     p.add_argument("--follow", action="store_true",
                    help="keep polling for new messages (until --max-messages or Ctrl-C)")
-    p.add_argument("--poll-ms", type=positive_int, default=1000)
+    p.add_argument("--poll-ms", type=positive_int, default=1000,
+                   help="with --follow: how often to look for new messages (default 1000)")
     p.set_defaults(func=cmd_consume)
 
 
