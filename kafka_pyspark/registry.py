@@ -34,9 +34,10 @@ ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node who
 the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
 calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark.zk_session`.
 
-Access control: ``auth="digest:user:password"`` (option ``zk.auth``) adds those digest
-credentials to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose
-ACL grants that identity can be read and written. The credentials are never logged and never
+Access control: ``auth=("digest", "user:password")`` (options ``zk.auth.user`` +
+``zk.auth.password``, parsed by :mod:`kafka_pyspark.zk_auth`) adds those digest credentials to
+the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
+identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
@@ -68,7 +69,6 @@ from kafka_pyspark.names import (
     partition_key,
 )
 from kafka_pyspark.wire.topics import validate_topic_name
-from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
 
 __all__ = ["BrokerInfo", "Registry"]
@@ -117,7 +117,7 @@ class Registry(Closing):
         *,
         session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
-        auth: str | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self._setup(
             cluster_options(  # the one check of the cluster options (OptionError)
@@ -142,13 +142,12 @@ class Registry(Closing):
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
-        auth = options.zk_auth
         self._zk = ZkSession(
             self.zk_connect,
             session_timeout_ms=self.session_timeout_ms,
             connection_timeout_ms=self.connection_timeout_ms,
             # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
-            auth_data=[parse_zk_auth(auth)] if auth is not None else [],
+            auth_data=[options.zk_auth] if options.zk_auth is not None else [],
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
