@@ -1,6 +1,6 @@
 """Where the cluster is: the cluster options, parsed and checked once, for every mode.
 
-API.md "Where the cluster is"::
+The options (docs/reading.md "Options")::
 
     zk.connect | broker.list (exactly one)     zk.sessiontimeout.ms 6000
     zk.connectiontimeout.ms 6000               socket.timeout.ms 30000

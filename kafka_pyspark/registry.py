@@ -1,6 +1,6 @@
 """Kafka 0.7's ZooKeeper registry, read (and group offsets written) with kazoo.
 
-Nodes, as Kafka 0.7.2 writes them (seed 003 "ZooKeeper"; BROKER-FACTS.md "ZooKeeper")::
+Nodes, as Kafka 0.7.2 writes them (docs/dev/PROTOCOL.md "ZooKeeper")::
 
     /brokers/ids/[brokerId]          -> "creator:host:port"       ephemeral, written by a broker
                                         creator is "<host>-<epoch ms>", e.g.
@@ -16,11 +16,10 @@ Consumer offsets (``/consumers/[group]/offsets/...``) are what 0.7's
 ``ZookeeperConsumerConnector`` commits and reads back on start, and what
 ``kafka.tools.ConsumerOffsetChecker`` reports: the node name is ``[brokerId]-[partition]``
 (e.g. ``0-1``), the value is the **decimal ASCII string of the next byte offset to fetch**
-(e.g. ``b"1234"``, no padding, no newline) -- BROKER-FACTS.md "ZooKeeper". This module reads and
-writes exactly that format, so a group's progress is shared with 0.7's own tools both ways.
-Parents created by :meth:`Registry.commit_group_offsets` hold the committer's id as their value,
-as seed 003 recommends ("the value that should be stored at an intermediate node is the ID of the
-node's creator").
+(e.g. ``b"1234"``, no padding, no newline): docs/dev/PROTOCOL.md "Consumer groups and their
+offsets". This module reads and writes exactly that format, so a group's progress is shared with
+0.7's own tools both ways. Parents created by :meth:`Registry.commit_group_offsets` hold the
+committer's id as their value (docs/dev/PROTOCOL.md "Intermediate nodes").
 
 Every node value is parsed strictly; a value not in 0.7's format is a :class:`RegistryError`
 naming the node and the ZooKeeper address rather than a guess. A ``zk.connect`` string may carry
@@ -190,9 +189,9 @@ class Registry(Closing):
     def brokers(self) -> dict[int, BrokerInfo]:
         """Live brokers from ``/brokers/ids/[id]`` = ``creator:host:port`` ({} if none).
 
-        The value is split on ``:`` and must have exactly three fields (seed 003: "always split
-        on ':' and extract the host that will be the second element"); the id is the node name.
-        A broker that vanishes between listing and reading is left out.
+        The value is split on ``:`` and must have exactly three fields (docs/dev/PROTOCOL.md "Broker
+        registry": "always split on ':' and extract the host that will be the second element"); the
+        id is the node name. A broker that vanishes between listing and reading is left out.
         """
         names = self._zk.children(BROKER_IDS) or []
         paths = self._id_paths(BROKER_IDS, names)

@@ -1,4 +1,4 @@
-"""The read options (batch and stream; API.md "Reading"), parsed and checked once.
+"""The read options (batch and stream; docs/reading.md "Options"), parsed and checked once.
 
 Pure: no sockets, no Spark session. The readers call :func:`parse_read_options` in their
 ``__init__``; :meth:`Kafka07DataSource.schema` calls :func:`validate_read_options` so that a bad

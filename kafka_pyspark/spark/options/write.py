@@ -1,4 +1,5 @@
-"""The write options (API.md "Writing"; 0.7.2 producer defaults), parsed once on the driver.
+"""The write options (docs/writing.md "Options"; 0.7.2 producer defaults), parsed once on the
+driver.
 
 Pure (no sockets, no Spark session): the writers call :func:`parse_write_options` in their
 ``__init__``, which Spark runs on the driver at ``save()``/``start()``, so a bad option fails
