@@ -221,3 +221,49 @@ def test_a_registered_host_with_a_64_character_label_is_one_error_line(
         f"kafka07: ZooKeeper {zk_connect}: node /brokers/ids/0: host '{host}' is not a valid "
         "host name (a dot-separated label is empty or longer than 63 characters)\n"
     )
+
+
+PASSWORD = "Pw-cli-9f2e-not-shown"
+
+
+def test_an_acl_protected_zookeeper_with_credentials_from_a_file_or_the_environment(
+    topic_t: EmbeddedBroker, zk_connect: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kazoo.security import make_digest_acl
+
+    admin = kazoo_client(zk_connect, auth_data=[("digest", "admin:adminpw")])
+    try:
+        acl = [make_digest_acl("ops", PASSWORD, all=True),
+               make_digest_acl("admin", "adminpw", all=True)]
+        for path in ("/brokers/ids", "/brokers/topics", "/brokers/topics/t"):
+            admin.set_acls(path, acl)
+        admin.create("/consumers/g", b"admin", acl=acl, makepath=True)
+    finally:
+        admin.stop()
+        admin.close()
+    monkeypatch.delenv("KAFKA07_ZK_AUTH", raising=False)
+    assert main(["topics", "--zk", zk_connect]) == 2
+    assert capsys.readouterr().err == (
+        f"kafka07: ZooKeeper {zk_connect}: listing /brokers/ids: permission denied by the "
+        "node's ACL (no credentials were given: kafka07 takes them from --zk-auth-file PATH or "
+        "the environment variable KAFKA07_ZK_AUTH, one line 'user:password')\n"
+    )
+    auth = tmp_path / "zk.auth"
+    auth.write_text(f"ops:{PASSWORD}\n")
+    assert main(["topics", "--zk", zk_connect, "--zk-auth-file", str(auth)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("t ")
+    argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to", "latest"]
+    monkeypatch.setenv("KAFKA07_ZK_AUTH", f"digest:ops:{PASSWORD}")
+    assert main(argv) == 0  # the nodes under the locked group are written
+    assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 0
+    assert "0-0               51      51      0" in capsys.readouterr().out
+    monkeypatch.setenv("KAFKA07_ZK_AUTH", "ops:wrong")
+    assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("permission denied by the node's ACL (the credentials given lack that "
+                        "permission)\n")
+    auth.write_text("no separator\n")  # the file wins over the environment
+    assert main(["topics", "--zk", zk_connect, "--zk-auth-file", str(auth)]) == 2
+    err += capsys.readouterr().err
+    assert f"file {auth}" in err and "no separator" not in err and PASSWORD not in err

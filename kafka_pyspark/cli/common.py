@@ -20,6 +20,7 @@ from kafka_pyspark.errors import (
     TopicNotFoundError,
 )
 from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
+from kafka_pyspark.zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -90,6 +91,12 @@ def add_cluster_args(
         where.add_argument("--broker-list", help="static brokers id:host:port[,...]")
     else:
         p.add_argument("--zk", required=True, help="ZooKeeper connect string host:port[/chroot]")
+    p.add_argument(
+        "--zk-auth-file", metavar="PATH",
+        help=f"ZooKeeper digest credentials for ACL-protected nodes: a file holding one line "
+        f"user:password (never on the command line; the environment variable {ZK_AUTH_ENV} "
+        "holds the same, the file wins)",
+    )
     add_common_args(p)
 
 
@@ -98,7 +105,8 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
         "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
         help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout (JSON; messages for people stay on stderr)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout (JSON); messages stay on stderr")
 
 
 def positive_int(text: str) -> int:
@@ -137,6 +145,16 @@ def bp(key: tuple[int, int]) -> str:
 # --- the cluster ---------------------------------------------------------------------------
 
 
+def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--zk-auth-file``, else :data:`ZK_AUTH_ENV`, else None (only with ``--zk``)."""
+    path = getattr(args, "zk_auth_file", None)
+    if args.zk is None:
+        if path is not None:
+            raise CliError("--zk-auth-file needs --zk (credentials for ZooKeeper)")
+        return None
+    return credentials_from_file(path) if path is not None else credentials_from_environment()
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
     from kafka_pyspark.cluster_options import cluster_options
@@ -147,6 +165,7 @@ def open_cluster(args: argparse.Namespace) -> Cluster:
             broker_list=getattr(args, "broker_list", None),
             zk_connection_timeout_ms=args.timeout_ms,
             socket_timeout_ms=args.timeout_ms,
+            zk_auth=zk_credentials(args),
         )
     )
 
@@ -158,7 +177,7 @@ def permission_advice(e: RegistryPermissionError) -> str:
     how = (
         "the credentials given lack that permission" if e.credentials_given
         else "no credentials were given: kafka07 takes them from --zk-auth-file PATH or the "
-        "environment variable KAFKA07_ZK_AUTH, as 'user:password'"
+        f"environment variable {ZK_AUTH_ENV}, one line 'user:password'"
     )
     return f"{e.denied} ({how})"
 

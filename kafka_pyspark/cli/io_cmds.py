@@ -30,6 +30,7 @@ from kafka_pyspark.cli.common import (
     positive_int,
     require_live,
     topic_partitions,
+    zk_credentials,
 )
 from kafka_pyspark.cli.output import error, json_document, json_line, payload_fields
 from kafka_pyspark.errors import KafkaError, MessageError
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.spark.writer.plan import WritePlan
 
 #: stdin lines per Arrow batch handed to the writer
 LINES_PER_BATCH = 10000
@@ -91,10 +93,15 @@ class _Lines:
         return pa.RecordBatch.from_pydict(cols)
 
 
-def cmd_produce(args: argparse.Namespace) -> int:
+def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
+    """The writer's plan for ``produce``, as ``df.write`` would make it, with the command's
+    ZooKeeper credentials, one attempt per broker and no Spark retry."""
     from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-    from kafka_pyspark.spark.writer import TaskWriter, build_plan
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.spark.options.columns import resolve_columns
+    from kafka_pyspark.spark.options.write import parse_write_options
+    from kafka_pyspark.spark.writer.plan import resolve_plan
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
@@ -102,14 +109,24 @@ def cmd_produce(args: argparse.Namespace) -> int:
     }
     options.update({"zk.connect": args.zk} if args.zk else {"broker.list": args.broker_list})
     fields = [StructField("value", BinaryType())]
-    sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
-    if sep is not None:
-        if not sep:
-            raise CliError("--key-separator must not be empty")
+    if keyed:
         fields.append(StructField("key", StringType()))
+    wopts, copts = parse_write_options(options)
+    copts = dataclasses.replace(copts, zk_auth=zk_credentials(args))
+    layout = resolve_columns(StructType(fields), wopts)
+    with Cluster(copts) as cluster:
+        plan = resolve_plan(cluster, wopts, layout, copts)
     # --timeout-ms is the whole deadline per broker: one attempt, no reconnects
-    plan = dataclasses.replace(build_plan(options, StructType(fields)), connect_retries=0,
-                               retry_note=PRODUCE_RETRY_NOTE)
+    return dataclasses.replace(plan, connect_retries=0, retry_note=PRODUCE_RETRY_NOTE)
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from kafka_pyspark.spark.writer import TaskWriter
+
+    sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
+    if sep is not None and not sep:
+        raise CliError("--key-separator must not be empty")
+    plan = _write_plan(args, sep is not None)
     if not plan.brokers:
         raise CliError("no live brokers")
     lines = _Lines(sys.stdin.buffer, sep)
