@@ -197,7 +197,9 @@ def test_produce_keyed_lines_then_consume(
     assert None not in ends
     assert doc["bytes"] == sum(e or 0 for e in ends) - 11
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--partition", "1-0"]) == 0
-    assert capsys.readouterr().out == "y\none\nfour\n"
+    out = capsys.readouterr()
+    assert out.out == "y\none\nfour\n"
+    assert out.err == "consumed 3 messages from 'k' (1 broker-partition read)\n"
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--json",
                  "--max-messages", "1", "--partition", "1-0", "--from", "11"]) == 0
     assert [json.loads(x) for x in _out(capsys)] == [
@@ -293,5 +295,6 @@ def test_consume_reports_a_hung_broker_and_reads_the_rest(
     assert main(["consume", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
     out = capsys.readouterr()
     assert out.out == "aaaaaaa\n"
-    (line,) = out.err.splitlines()
+    line, last = out.err.splitlines()
     assert line.startswith("kafka07: t 1-0: ") and f"127.0.0.1:{hung_broker}" in line
+    assert last == "consumed 1 message from 't' (2 broker-partitions read, 1 failed)"

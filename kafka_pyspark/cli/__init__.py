@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafka_pyspark import __version__
-from kafka_pyspark.cli import cluster_cmds, dump, group_offsets, io_cmds, lag
+from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
 from kafka_pyspark.cli.common import (
     EXIT_CODES_HELP,
     EXIT_OK,
@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     lag.add_parsers(sub)
     group_offsets.add_parsers(sub)
     dump.add_parsers(sub)
-    io_cmds.add_parsers(sub)
+    produce.add_parsers(sub)
+    consume.add_parsers(sub)
     return p
 
 
