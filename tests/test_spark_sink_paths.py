@@ -4,6 +4,7 @@ each micro-batch with ``df.write.format("kafka07")``; every row lands exactly on
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ def test_a_typo_fails_at_start_naming_the_option(spark: Any, zk_connect: str,
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)
     )
-    with pytest.raises(Exception, match="option 'compresion.codec': unknown option for "
-                       "writing; did you mean 'compression.codec'?"):
+    with pytest.raises(Exception, match=re.escape(
+        "option 'compresion.codec': unknown option for writing; did you mean "
+        "'compression.codec'?"
+    )):
         writer.start().awaitTermination(300)
