@@ -121,8 +121,13 @@ def _counted(batches: Iterator[pa.RecordBatch], progress: Progress
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from kafka_pyspark.spark.writer import TaskWriter
+    try:  # the writer is the Spark sink's: it takes Spark's types and DataSource classes
+        import pyspark.sql.types  # noqa: F401
 
+        from kafka_pyspark.spark.writer import TaskWriter
+    except ImportError as e:
+        raise CliError(f"produce writes through the connector's Spark writer and needs PySpark "
+                       f"installed ({e})") from None
     sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
     if sep is not None and not sep:
         raise CliError("--key-separator must not be empty")
