@@ -10,6 +10,7 @@ only for what the brokers confirmed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Iterator
@@ -23,26 +24,32 @@ from kafka_pyspark.cli.common import (
     add_cluster_args,
     bp,
     broker_connection,
-    error,
-    json_document,
-    json_line,
     live_brokers,
     open_cluster,
     parse_broker_partition,
-    payload_fields,
     positive_int,
     require_live,
     topic_partitions,
+    zk_credentials,
 )
+from kafka_pyspark.cli.output import error, json_document, json_line, payload_fields
 from kafka_pyspark.errors import KafkaError, MessageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.spark.writer.plan import WritePlan
 
 #: stdin lines per Arrow batch handed to the writer
 LINES_PER_BATCH = 10000
+
+#: the end of ``produce``'s error when a broker fails mid-write (the writer's text names what
+#: was confirmed and what was not)
+PRODUCE_RETRY_NOTE = (
+    "Nothing was retried: running the command again sends every line again (duplicates "
+    "possible for the lines not confirmed as written)"
+)
 
 
 # --- produce -------------------------------------------------------------------------------
@@ -86,10 +93,15 @@ class _Lines:
         return pa.RecordBatch.from_pydict(cols)
 
 
-def cmd_produce(args: argparse.Namespace) -> int:
+def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
+    """The writer's plan for ``produce``, as ``df.write`` would make it, with the command's
+    ZooKeeper credentials, one attempt per broker and no Spark retry."""
     from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-    from kafka_pyspark.spark.writer import TaskWriter, build_plan
+    from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.spark.options.columns import resolve_columns
+    from kafka_pyspark.spark.options.write import parse_write_options
+    from kafka_pyspark.spark.writer.plan import resolve_plan
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
@@ -97,12 +109,24 @@ def cmd_produce(args: argparse.Namespace) -> int:
     }
     options.update({"zk.connect": args.zk} if args.zk else {"broker.list": args.broker_list})
     fields = [StructField("value", BinaryType())]
-    sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
-    if sep is not None:
-        if not sep:
-            raise CliError("--key-separator must not be empty")
+    if keyed:
         fields.append(StructField("key", StringType()))
-    plan = build_plan(options, StructType(fields))
+    wopts, copts = parse_write_options(options)
+    copts = dataclasses.replace(copts, zk_auth=zk_credentials(args))
+    layout = resolve_columns(StructType(fields), wopts)
+    with Cluster(copts) as cluster:
+        plan = resolve_plan(cluster, wopts, layout, copts)
+    # --timeout-ms is the whole deadline per broker: one attempt, no reconnects
+    return dataclasses.replace(plan, connect_retries=0, retry_note=PRODUCE_RETRY_NOTE)
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from kafka_pyspark.spark.writer import TaskWriter
+
+    sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
+    if sep is not None and not sep:
+        raise CliError("--key-separator must not be empty")
+    plan = _write_plan(args, sep is not None)
     if not plan.brokers:
         raise CliError("no live brokers")
     lines = _Lines(sys.stdin.buffer, sep)
@@ -255,8 +279,9 @@ def _refresh_bounds(
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("produce", help="stdin lines to a topic (one message per line)")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--codec", choices=["none", "gzip", "snappy"], default="none")
+    p.add_argument("--topic", required=True, help="the topic to write to")
+    p.add_argument("--codec", choices=["none", "gzip", "snappy"], default="none",
+                   help="compression of each message set (default none)")
     p.add_argument("--key-separator", help="each line is KEY<sep>VALUE; the key picks the "
                    "partition as 0.7's DefaultPartitioner does")
     p.add_argument("--batch-size", type=positive_int, default=200,
@@ -265,16 +290,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("consume", help="a topic's messages to stdout, one per line")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to read")
     p.add_argument("--partition", type=parse_broker_partition, action="append",
                    help="brokerId-partition (repeatable; default: all)")
     p.add_argument("--from", dest="start", default="earliest",
                    help="earliest (default), latest, group, or a byte offset N")
     p.add_argument("--group", help="consumer group for --from group")
-    p.add_argument("--max-messages", type=positive_int)
+    p.add_argument("--max-messages", type=positive_int, help="stop after this many messages")
     p.add_argument("--follow", action="store_true",
                    help="keep polling for new messages (until --max-messages or Ctrl-C)")
-    p.add_argument("--poll-ms", type=positive_int, default=1000)
+    p.add_argument("--poll-ms", type=positive_int, default=1000,
+                   help="with --follow: how often to look for new messages (default 1000)")
     p.set_defaults(func=cmd_consume)
 
 
