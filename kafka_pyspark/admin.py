@@ -85,9 +85,10 @@ def group_lag(
     options: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """How far 0.7 consumer group ``group`` is behind, one dict per broker-partition, exactly
-    the rows of ``kafka07 lag --json`` (docs/cli.md "lag"): ``group, topic, broker,
-    partition, offset`` (committed; None if never), ``earliest, latest, lag`` (bytes) and
-    ``status``, ``error``. ``topics`` None: every topic the group committed offsets for.
+    the rows of ``kafka07 lag --json`` (docs/cli.md "lag"), among them ``broker``,
+    ``partition``, ``offset`` (committed; None if never), ``earliest``, ``latest``, ``lag``
+    (bytes), ``status`` and ``error``. ``topics`` None: every topic the group committed
+    offsets for.
 
     Raises :class:`RegistryError` when ZooKeeper has no brokers (a chroot hint), the group
     committed nothing and no topic is named, or a named topic is neither registered nor
