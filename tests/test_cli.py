@@ -197,7 +197,9 @@ def test_produce_keyed_lines_then_consume(
     assert None not in ends
     assert doc["bytes"] == sum(e or 0 for e in ends) - 11
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--partition", "1-0"]) == 0
-    assert capsys.readouterr().out == "y\none\nfour\n"
+    out = capsys.readouterr()
+    assert out.out == "y\none\nfour\n"
+    assert out.err == "consumed 3 messages from 'k' (1 broker-partition read)\n"
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--json",
                  "--max-messages", "1", "--partition", "1-0", "--from", "11"]) == 0
     assert [json.loads(x) for x in _out(capsys)] == [
@@ -245,6 +247,18 @@ def test_consume_from_group_latest_and_dump_a_live_range(
     assert out.err == "t 0-0: 2 messages, end offset 51\n"
     assert main(["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-7"]) == 1
     assert capsys.readouterr().err == "kafka07: topic 't' has no partition 0-7\n"
+    live = ["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-0"]
+    assert main([*live, "--start", "52"]) == 1
+    assert capsys.readouterr().err == "kafka07: --start 52 is outside t 0-0's log [0, 51]\n"
+    assert main([*live, "--start", "17", "--end", "30"]) == 0  # messages starting before 30
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [f"offset=17 next=34 inner=0 codec=none size=7 "
+                                    f"{FACTS[THREE[1]]}"]
+    assert out.err == "t 0-0: 1 message, end offset 34\n"
+    assert main([*live, "--start", "5"]) == 1  # inside a message: what is there is no message
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "t 0-0: 0 messages"
+    assert err[1].startswith("kafka07: t 0-0: corrupt at offset 5: ")
 
 
 def test_dump_a_segment_file_written_by_the_broker(
@@ -293,5 +307,6 @@ def test_consume_reports_a_hung_broker_and_reads_the_rest(
     assert main(["consume", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
     out = capsys.readouterr()
     assert out.out == "aaaaaaa\n"
-    (line,) = out.err.splitlines()
+    line, last = out.err.splitlines()
     assert line.startswith("kafka07: t 1-0: ") and f"127.0.0.1:{hung_broker}" in line
+    assert last == "consumed 1 message from 't' (2 broker-partitions read, 1 failed)"

@@ -268,3 +268,44 @@ def test_lag_status_never_shows_a_negative_lag() -> None:
     assert _classify(51, 0, 51) == (0, "ok")
     assert _classify(60, 0, 51) == (None, "past-log-end")
     assert _classify(10, 17, 51) == (41, "before-log-start")
+
+
+def test_produce_without_pyspark_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark.sql.types", None)  # as if not installed
+    assert main(["produce", "--broker-list", "0:127.0.0.1:1", "--topic", "t"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "kafka07: produce writes through the connector's Spark writer and needs PySpark "
+        "installed (")
+
+
+def test_the_manual_is_installed_and_named_by_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_pyspark.cli import MANUAL
+
+    tomllib = pytest.importorskip("tomllib")
+
+    repo = Path(__file__).resolve().parent.parent
+    assert MANUAL.read_text() == (repo / "docs" / "cli.md").read_text()
+    package_data = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["kafka_pyspark"]
+    assert "cli/cli.md" in package_data
+    assert main(["--help"]) == 0
+    assert f"The manual (docs/cli.md) is installed at {MANUAL}" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="Linux /proc")
+def test_a_file_that_fails_to_read_is_reported_and_the_others_dumped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = seg(tmp_path, THREE[:17])
+    assert main(["dump", "/proc/self/mem", str(good)]) == 2  # a regular file; reading: EIO
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1].startswith("offset=1000 next=1017")
+    assert out.err.splitlines() == [
+        "kafka07: cannot read segment file /proc/self/mem: Input/output error",
+        f"{good}: 1 message, end offset 1017",
+        "2 files: 1 message",
+    ]

@@ -10,7 +10,7 @@
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
 or connection problem (:mod:`kafka_pyspark.cli.common`). The help of each command is
-complete; docs/cli.md in the repository says the same at more length.
+complete; the manual, docs/cli.md, is installed beside this module (:data:`MANUAL`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kafka_pyspark import __version__
-from kafka_pyspark.cli import cluster_cmds, dump, group_offsets, io_cmds, lag
+from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
 from kafka_pyspark.cli.common import (
     EXIT_CODES_HELP,
     EXIT_OK,
@@ -34,7 +35,10 @@ from kafka_pyspark.cli.common import (
 from kafka_pyspark.cli.output import error
 from kafka_pyspark.errors import KafkaError, RegistryPermissionError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["MANUAL", "build_parser", "main"]
+
+#: docs/cli.md, installed with the package (package data)
+MANUAL = Path(__file__).with_name("cli.md")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kafka 0.7 operator tool. `kafka07 COMMAND --help` tells all about a "
         "command. Broker-partitions are written brokerId-partition (0-1), offsets are 0.7's "
         "byte offsets.",
-        epilog=EXIT_CODES_HELP,
+        epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"kafka07 (kafka_pyspark) {__version__}",
@@ -60,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     lag.add_parsers(sub)
     group_offsets.add_parsers(sub)
     dump.add_parsers(sub)
-    io_cmds.add_parsers(sub)
+    produce.add_parsers(sub)
+    consume.add_parsers(sub)
     return p
 
 
