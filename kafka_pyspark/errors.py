@@ -58,6 +58,16 @@ class OptionError(KafkaError, ValueError):
         super().__init__(f"option '{option}': {message}")
 
 
+class CredentialsError(OptionError):
+    """ZooKeeper credentials read from a file or an environment variable are malformed or
+    unreadable. ``option`` names the source (``"file /etc/k07.auth"``); the message never
+    quotes the credentials."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.option = source
+        KafkaError.__init__(self, f"ZooKeeper credentials from {source}: {message}")
+
+
 class OffsetFormatError(KafkaError, ValueError):
     """A stream offset (from Spark's checkpoint) is not ``{topic: {"brokerId-partition": n}}``."""
 
@@ -259,7 +269,7 @@ class RegistryUnavailableError(RegistryError):
 
 class RegistryPermissionError(RegistryError, PermissionError):
     """ZooKeeper refused an operation on a node: its ACL does not allow this session
-    (no ``zk.auth``, or credentials without the needed permission). Names the node."""
+    (no ZooKeeper credentials, or credentials without the needed permission). Names the node."""
 
 
 class TopicNotFoundError(KafkaError):

@@ -1,6 +1,6 @@
 """Kafka 0.7's ZooKeeper registry, read (and group offsets written) with kazoo.
 
-Nodes, as Kafka 0.7.2 writes them (seed 003 "ZooKeeper"; BROKER-FACTS.md "ZooKeeper")::
+Nodes, as Kafka 0.7.2 writes them (docs/dev/PROTOCOL.md "ZooKeeper")::
 
     /brokers/ids/[brokerId]          -> "creator:host:port"       ephemeral, written by a broker
                                         creator is "<host>-<epoch ms>", e.g.
@@ -16,11 +16,10 @@ Consumer offsets (``/consumers/[group]/offsets/...``) are what 0.7's
 ``ZookeeperConsumerConnector`` commits and reads back on start, and what
 ``kafka.tools.ConsumerOffsetChecker`` reports: the node name is ``[brokerId]-[partition]``
 (e.g. ``0-1``), the value is the **decimal ASCII string of the next byte offset to fetch**
-(e.g. ``b"1234"``, no padding, no newline) -- BROKER-FACTS.md "ZooKeeper". This module reads and
-writes exactly that format, so a group's progress is shared with 0.7's own tools both ways.
-Parents created by :meth:`Registry.commit_group_offsets` hold the committer's id as their value,
-as seed 003 recommends ("the value that should be stored at an intermediate node is the ID of the
-node's creator").
+(e.g. ``b"1234"``, no padding, no newline): docs/dev/PROTOCOL.md "Consumer groups and their
+offsets". This module reads and writes exactly that format, so a group's progress is shared with
+0.7's own tools both ways. Parents created by :meth:`Registry.commit_group_offsets` hold the
+committer's id as their value (docs/dev/PROTOCOL.md "Intermediate nodes").
 
 Every node value is parsed strictly; a value not in 0.7's format is a :class:`RegistryError`
 naming the node and the ZooKeeper address rather than a guess. A ``zk.connect`` string may carry
@@ -34,9 +33,10 @@ ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node who
 the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
 calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark.zk_session`.
 
-Access control: ``auth="digest:user:password"`` (option ``zk.auth``) adds those digest
-credentials to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose
-ACL grants that identity can be read and written. The credentials are never logged and never
+Access control: ``auth=("digest", "user:password")`` (options ``zk.auth.user`` +
+``zk.auth.password``, parsed by :mod:`kafka_pyspark.zk_auth`) adds those digest credentials to
+the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
+identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
@@ -68,7 +68,6 @@ from kafka_pyspark.names import (
     partition_key,
 )
 from kafka_pyspark.wire.topics import validate_topic_name
-from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
 
 __all__ = ["BrokerInfo", "Registry"]
@@ -117,7 +116,7 @@ class Registry(Closing):
         *,
         session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
-        auth: str | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self._setup(
             cluster_options(  # the one check of the cluster options (OptionError)
@@ -142,13 +141,12 @@ class Registry(Closing):
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
-        auth = options.zk_auth
         self._zk = ZkSession(
             self.zk_connect,
             session_timeout_ms=self.session_timeout_ms,
             connection_timeout_ms=self.connection_timeout_ms,
             # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
-            auth_data=[parse_zk_auth(auth)] if auth is not None else [],
+            auth_data=[options.zk_auth] if options.zk_auth is not None else [],
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -191,9 +189,9 @@ class Registry(Closing):
     def brokers(self) -> dict[int, BrokerInfo]:
         """Live brokers from ``/brokers/ids/[id]`` = ``creator:host:port`` ({} if none).
 
-        The value is split on ``:`` and must have exactly three fields (seed 003: "always split
-        on ':' and extract the host that will be the second element"); the id is the node name.
-        A broker that vanishes between listing and reading is left out.
+        The value is split on ``:`` and must have exactly three fields (docs/dev/PROTOCOL.md "Broker
+        registry": "always split on ':' and extract the host that will be the second element"); the
+        id is the node name. A broker that vanishes between listing and reading is left out.
         """
         names = self._zk.children(BROKER_IDS) or []
         paths = self._id_paths(BROKER_IDS, names)

@@ -55,7 +55,8 @@ def test_matches_is_still_asked_after_the_constants(fake_kernel: types.ModuleTyp
 def test_the_built_decode_kernel_exports_every_constant_it_repeats_with_the_python_value() -> None:
     kernel = importlib.import_module(KERNEL)
     assert kernel_mismatches(kernel, walk.KERNEL_CONSTANTS) == []
-    # what the kernel repeats from layout.py and walk.py, written out by hand from seed 003
+    # what the kernel repeats from layout.py and walk.py, written out by hand from PROTOCOL.md
+    # "Messages"
     assert {k: getattr(kernel, k) for k in walk.KERNEL_CONSTANTS} == {
         "RECORD_SIZE": 24, "RECORD_START": 0, "RECORD_LENGTH": 8, "RECORD_CRC": 12,
         "RECORD_MAGIC": 16, "RECORD_CODEC": 17, "LENGTH_SIZE": 4, "MIN_LENGTH": 5,

@@ -1,7 +1,7 @@
 /* The record walk of Kafka record batches (magic 2), compiled.
  *
- * Layout (kafka_pyspark/formats/layout.py, seeds 002/004), each record of a batch's records
- * area (uncompressed, or decompressed by the caller):
+ * Layout (kafka_pyspark/formats/layout.py, docs/dev/PROTOCOL.md "Later on-disk formats"), each
+ * record of a batch's records area (uncompressed, or decompressed by the caller):
  *
  *   varint length | int8 attributes | varlong timestampDelta | varint offsetDelta |
  *   varint keyLength (-1 null) | key | varint valueLength (-1 null) | value |

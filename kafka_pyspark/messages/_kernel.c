@@ -1,6 +1,6 @@
 /* The per-message work of decoding Kafka 0.7 message sets, compiled.
  *
- * Layout (kafka_pyspark/messages/layout.py, seed 003):
+ * Layout (kafka_pyspark/messages/layout.py, docs/dev/PROTOCOL.md "Messages"):
  *
  *   int32 LENGTH | int8 MAGIC | [int8 ATTRIBUTES if MAGIC == 1] | uint32 CRC32 | PAYLOAD
  *

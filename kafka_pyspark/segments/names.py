@@ -1,5 +1,5 @@
-"""How Kafka names its log directories and segment files (seed 003 "segment files", seed 004
-"Log"): the one definition, shared by the reader and the embedded broker's storage.
+"""How Kafka names its log directories and segment files (docs/dev/PROTOCOL.md
+"Segment files"): the one definition, shared by the reader and the embedded broker's storage.
 
     <log dir>/<topic>-<partition>/<base offset, 20 digits><suffix>
 

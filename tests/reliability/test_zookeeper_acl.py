@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.zk]
 
 PASSWORD = "Pw-7c1d-not-in-any-log"
-AUTH = f"digest:spark:{PASSWORD}"
+AUTH = ("digest", f"spark:{PASSWORD}")
+#: the same credentials as Spark options
+CREDENTIALS = {"zk.auth.user": "spark", "zk.auth.password": PASSWORD}
 
 
 def _admin(zk_connect: str) -> Any:
@@ -92,16 +94,16 @@ def test_registry_with_and_without_credentials(
             r.brokers()
         errors.append(str(info.value))
         assert "listing /brokers/ids: permission denied" in errors[-1]
-        assert "no zk.auth credentials were given" in errors[-1]
+        assert "no ZooKeeper credentials were given" in errors[-1]
         with pytest.raises(RegistryPermissionError) as info:
             r.commit_group_offsets(group, topic, {(0, 0): 30}, creator="me")
         errors.append(str(info.value))
         assert f"/consumers/{group}/offsets/{topic}/0-0" in errors[-1]
-    with Registry(zk, auth=f"digest:spark:wrong-{PASSWORD}") as r:  # a wrong password
+    with Registry(zk, auth=("digest", f"spark:wrong-{PASSWORD}")) as r:  # a wrong password
         with pytest.raises(RegistryPermissionError) as info:
             r.group_offsets(group, topic)
         errors.append(str(info.value))
-        assert "the credentials given in zk.auth lack that permission" in errors[-1]
+        assert "the ZooKeeper credentials given lack that permission" in errors[-1]
         assert f"/consumers/{group}/offsets/{topic}" in errors[-1]
     for text in [*errors, *(rec.getMessage() for rec in caplog.records)]:
         assert PASSWORD not in text
@@ -121,13 +123,13 @@ def test_spark_read_and_group_commit_with_acl(
     password is in no plan string."""
     zk, broker, topic, group = locked
     expected = values("p0", 5) + values("p1", 4)
-    df = (spark.read.format("kafka07").option("zk.connect", zk).option("zk.auth", AUTH)
+    df = (spark.read.format("kafka07").option("zk.connect", zk).options(**CREDENTIALS)
           .option("subscribe", topic).load())
     got = [bytes(r["value"]) for r in df.select("value").collect()]
     plan = df._jdf.queryExecution().toString()
     assert PASSWORD not in plan
 
-    q = (spark.readStream.format("kafka07").option("zk.connect", zk).option("zk.auth", AUTH)
+    q = (spark.readStream.format("kafka07").option("zk.connect", zk).options(**CREDENTIALS)
          .option("subscribe", topic).option("startingOffsets", "earliest")
          .option("commitToGroup", "true").option("group.id", group)
          .load().writeStream.format("parquet")

@@ -1,4 +1,4 @@
-"""The read options (batch and stream; API.md "Reading"), parsed and checked once.
+"""The read options (batch and stream; docs/reading.md "Options"), parsed and checked once.
 
 Pure: no sockets, no Spark session. The readers call :func:`parse_read_options` in their
 ``__init__``; :meth:`Kafka07DataSource.schema` calls :func:`validate_read_options` so that a bad
@@ -51,6 +51,7 @@ from kafka_pyspark.spark.options.subscription import (
     partition_key_value,
 )
 from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
+from kafka_pyspark.zk_auth import refuse_zk_auth
 
 __all__ = [
     "Mode",
@@ -149,6 +150,7 @@ class ReadOptions:
 
 
 def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
+    refuse_zk_auth(opts)  # before "unknown option": say why it is refused
     for key in sorted(opts):
         if key in CLUSTER_OPTIONS or key in READ_OPTIONS:
             if mode == "batch" and key in STREAM_ONLY_OPTIONS:

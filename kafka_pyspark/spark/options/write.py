@@ -1,4 +1,5 @@
-"""The write options (API.md "Writing"; 0.7.2 producer defaults), parsed once on the driver.
+"""The write options (docs/writing.md "Options"; 0.7.2 producer defaults), parsed once on the
+driver.
 
 Pure (no sockets, no Spark session): the writers call :func:`parse_write_options` in their
 ``__init__``, which Spark runs on the driver at ``save()``/``start()``, so a bad option fails
@@ -36,6 +37,7 @@ from kafka_pyspark.spark.options.names import (
     canonical_name,
 )
 from kafka_pyspark.wire.protocol import INT32_MAX
+from kafka_pyspark.zk_auth import refuse_zk_auth
 
 __all__ = [
     "PARTITIONERS",
@@ -119,6 +121,7 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
 
 def check_option_names(options: Mapping[str, str]) -> None:
     """Unknown options are errors (a misspelt option must not be silently ignored)."""
+    refuse_zk_auth(str(k).lower() for k in options)  # say why, not "unknown option"
     for key in sorted(str(k).lower() for k in options):
         if key in WRITE_OPTIONS or key in CLUSTER_OPTIONS or key in SPARK_SINK_OPTIONS:
             continue

@@ -38,7 +38,7 @@ class WritePlan:
     connect_backoff: float = 0.2
 
     def new_topic_partitions(self) -> tuple[tuple[int, int], ...]:
-        """Seed 003 "Creating New Topics": partition 0 of every live broker."""
+        """Partition 0 of every live broker (docs/dev/PROTOCOL.md "New topics")."""
         return tuple(sorted_partitions(dict.fromkeys(self.brokers, 1), self.brokers))
 
 
