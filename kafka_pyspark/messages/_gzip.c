@@ -32,7 +32,7 @@
 
 /* _kernel's walk into a sink, its set-up, the CRC engine's parsing and the rows' CRC check,
  * from its capsule (kernel_api) */
-static const kp_capi_t *kernel;
+static const kp_capi_t *capi;
 
 /* --- the deflate stream: one block, a header zlib's encoder could have written -------------
  * libdeflate accepts a few dynamic block headers that zlib and ISA-L (the general path) refuse:
@@ -332,11 +332,11 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
     if (crc != le32(body + n))
         return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
     long long value = 0;
-    int status = kernel->take(s->data, &start, end, end, s, &value);
+    int status = capi->take(s->data, &start, end, end, s, &value);
     if (status != ST_END)
         return status;
     f->counts[i] = s->k - before;
-    int ok = f->verify ? kernel->rows_ok(s, before, s->k, &f->crc) : 1;
+    int ok = f->verify ? capi->rows_ok(s, before, s->k, &f->crc) : 1;
     return ok < 0 ? -1 : ok ? ST_END : ST_BAD_CRC;
 }
 
@@ -364,13 +364,13 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
     sink_t s;
     Py_ssize_t i = 0;
     int status = ST_END;
-    if (kernel->sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+    if (capi->sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
         goto done;
     if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < f.n) {
         PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
         goto done;
     }
-    if (kernel->crc_parse(fn, deflate_crc, &f.crc, "gzip_fetch") < 0)
+    if (capi->crc_parse(fn, deflate_crc, &f.crc, "gzip_fetch") < 0)
         goto done;
     f.d = libdeflate_alloc_decompressor();
     if (!f.d) {
@@ -460,8 +460,8 @@ static const kp_capi_t *kernel_api(void)
 
 PyMODINIT_FUNC PyInit__gzip(void)
 {
-    kernel = kernel_api();
-    if (!kernel)
+    capi = kernel_api();
+    if (!capi)
         return NULL;
     fixed_init();
     PyObject *m = PyModule_Create(&module);

@@ -1,6 +1,8 @@
 /* Outer sets of snappy wrappers, whole, in one call (the fast lane's snappy_fetch, see
  * kafka_pyspark/messages/flat.py): every wrapper's CRC32, its payload decompressed and walked by
- * _snappy.c straight into the value column, the rows' CRC words checked while in cache. */
+ * _snappy.c straight into the value column, the rows' CRC words checked while in cache. And
+ * what both lanes (this one and _gzip.c's) share for their CRCs: the engines (crc_engine,
+ * kp_crc_parse) and the check of taken rows against their CRC words (kp_rows_ok). */
 #include "_kernel.h"
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
@@ -113,9 +115,9 @@ int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc)
 /* snappy_fetch(buf, recs, data, offsets, words, counts, crc32, verify)
  *     -> (status, i, dpos, k)
  * For every snappy wrapper recs[i] of buf, in order: its CRC32 checked (when verify, by the
- * engine crc32: CRC_ISAL or a callable, kp_crc_parse), its payload decompressed and taken into the sink at (dpos, k) as
- * snappy_take does, counts[i] = the rows it held; the rows' CRCs checked a CHECK_CHUNK at a
- * time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
+ * engine crc32: CRC_ISAL or a callable, kp_crc_parse), its payload decompressed and taken into
+ * the sink at (dpos, k) as snappy_take does, counts[i] = the rows it held; the rows' CRCs
+ * checked a CHECK_CHUNK at a time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
  * or a take status): the caller then decodes the set on the general path. */
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
 {
