@@ -7,6 +7,7 @@ By subject:
   :class:`ClusterOptions`; the value parsers all options share are
   :mod:`kafka_pyspark.option_values`;
 - :mod:`.names`: which option belongs to which mode, and its documented spelling;
+- :mod:`.habits`: what an unknown name is told (Spark's Kafka source options, near misses);
 - :mod:`.subscription`: ``subscribe``/``subscribePattern``/``assign``;
 - :mod:`.read`: the read options (batch and stream) -> :class:`ReadOptions`;
 - :mod:`.write`: the write options -> :class:`WriteOptions`; :mod:`.columns` (imports
