@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _cluster import kazoo_client
+from _cluster import kazoo_client, unanswering_broker
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
@@ -214,21 +213,9 @@ def test_group_offsets_refuses_what_it_cannot_check_unless_forced(
 
 @pytest.fixture
 def hung_broker(zk_connect: str) -> Iterator[int]:
-    """Broker 0 registered with topic ``t`` at a port that accepts connections and never
-    answers."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    port = srv.getsockname()[1]
-    zk = kazoo_client(zk_connect)
-    zk.create("/brokers/ids/0", f"h-0:127.0.0.1:{port}".encode(), makepath=True)
-    zk.create("/brokers/topics/t/0", b"1", makepath=True)
-    try:
+    """Broker 0 registered with topic ``t`` at a port that never answers."""
+    with unanswering_broker(zk_connect, 0) as port:
         yield port
-    finally:
-        zk.stop()
-        zk.close()
-        srv.close()
 
 
 def test_produce_to_a_hung_broker_makes_one_attempt_and_no_spark_advice(
