@@ -34,7 +34,7 @@
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
  * payload, CRC-32 of data (+4 zero bytes) started from CHECK_OK returns CHECK_OK exactly when
- * every stored CRC is right (_wrappers.c's kp_rows_ok, or walk.check_words).
+ * every stored CRC is right (_wrappers.c's kp_rows_ok: check_rows, and the lanes in C).
  *
  * Nothing here trusts a length: every LENGTH is range-checked before use, every record
  * handed back in is checked against the buffer it points into, every write against the
