@@ -32,6 +32,7 @@ __all__ = [
     "BrokerAddress",
     "ClusterOptions",
     "cluster_options",
+    "host_problem",
     "parse_broker_list",
     "parse_cluster_options",
     "port_number",
@@ -169,8 +170,16 @@ def _check_zk_connect(value: str) -> None:
             raise OptionError("zk.connect", f"entry {entry!r} of {value!r} is not 'host:port'")
         if sep and port_number(port) is None:
             raise OptionError("zk.connect", f"port {port!r} in {value!r} is not in 1..65535")
+        problem = host_problem(host if sep else entry.strip())
+        if problem is not None:
+            raise OptionError("zk.connect", f"entry {entry!r} of {value!r}: {problem}")
     if chroot and (chroot.endswith("/") or "//" in chroot):
         raise OptionError("zk.connect", f"malformed chroot '/{chroot}' in {value!r}")
+    if chroot and any(part in (".", "..") for part in chroot.split("/")):
+        # ZooKeeper paths are absolute names, not file paths: kazoo refuses these
+        raise OptionError(
+            "zk.connect", f"chroot '/{chroot}' in {value!r} has a '.' or '..' component"
+        )
 
 
 def zk_chroot(zk_connect: str) -> str | None:
@@ -247,9 +256,26 @@ def _broker_entry(entry: str) -> BrokerAddress:
         )
     if not host or any(c.isspace() for c in host):
         raise OptionError("broker.list", f"entry {entry!r}: host {host!r} is not a host name")
+    problem = host_problem(host) if m.group("v6") is None else None
+    if problem is not None:
+        raise OptionError("broker.list", f"entry {entry!r}: {problem}")
     if port_number(port_text) is None:
         raise OptionError("broker.list", f"entry {entry!r}: port {port_text!r} is not in 1..65535")
     return BrokerAddress(int(id_text), host, int(port_text))
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be resolved as a host name (None if it can be tried): the resolver
+    refuses an empty label or one over 63 characters (RFC 1035) with a UnicodeError, which
+    would otherwise surface from a connection thread."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return (
+            f"host {host!r} is not a valid host name (a dot-separated label is empty or "
+            "longer than 63 characters)"
+        )
+    return None
 
 
 def port_number(text: str) -> int | None:

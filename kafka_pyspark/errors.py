@@ -269,7 +269,14 @@ class RegistryUnavailableError(RegistryError):
 
 class RegistryPermissionError(RegistryError, PermissionError):
     """ZooKeeper refused an operation on a node: its ACL does not allow this session
-    (no ZooKeeper credentials, or credentials without the needed permission). Names the node."""
+    (no ZooKeeper credentials, or credentials without the needed permission). Names the node.
+
+    ``denied`` is the refusal alone (ZooKeeper, operation, node) and ``credentials_given``
+    whether the session had credentials: a caller that takes credentials its own way (the
+    ``kafka07`` command) words its own advice from them."""
+
+    denied: str = ""
+    credentials_given: bool = False
 
 
 class TopicNotFoundError(KafkaError):

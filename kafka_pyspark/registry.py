@@ -56,6 +56,7 @@ from kafka_pyspark.cluster_options import (
     BrokerAddress,
     ClusterOptions,
     cluster_options,
+    host_problem,
     port_number,
     zk_chroot,
 )
@@ -176,10 +177,10 @@ class Registry(Closing):
         return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
 
     def _decimal(self, path: str, raw: bytes, what: str) -> int:
-        text = raw.decode("ascii", "replace")
-        if not is_decimal(text):
-            self._raise(path, f"{what} must be a non-negative decimal integer, got {raw!r}")
-        return int(text)
+        problem = _decimal_problem(raw, what)
+        if problem is not None:
+            self._raise(path, problem)
+        return int(raw)
 
     def _raise(self, path: str, problem: str) -> NoReturn:
         raise self._bad(path, problem)
@@ -249,6 +250,9 @@ class Registry(Closing):
         creator, host, port_text = fields
         if not host or host != host.strip():
             self._raise(path, f"empty or padded host in {text!r}")
+        problem = host_problem(host)
+        if problem is not None:
+            self._raise(path, problem)
         port = port_number(port_text)
         if port is None:
             self._raise(path, f"bad port {port_text!r} in {text!r}")
@@ -285,40 +289,54 @@ class Registry(Closing):
 
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
-        thread id."""
+        thread id; a node whose name is not ``[bid]-[pid]`` is left out (nobody reads it)."""
         base = self._group_topic_path(group, topic, "owners")
-        out: dict[tuple[int, int], str] = {}
-        for key, _path, raw in self._partition_nodes(base):
-            out[key] = raw.decode("utf-8", "replace")
+        out = {key: raw.decode("utf-8", "replace")
+               for _name, key, raw in self._partition_nodes(base) if key is not None}
         return dict(sorted(out.items()))
 
     def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
         """Committed offsets ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` (decimal
-        string of the next byte offset) as {(broker, partition): offset}; {} if none."""
+        string of the next byte offset) as {(broker, partition): offset}; {} if none. A node
+        not in 0.7's format is a :class:`RegistryError` naming it."""
+        offsets, problems = self.group_offsets_checked(group, topic)
+        if problems:
+            raise RegistryError(next(iter(problems.values())))
+        return offsets
+
+    def group_offsets_checked(
+        self, group: str, topic: str
+    ) -> tuple[dict[tuple[int, int], int], dict[str, str]]:
+        """:meth:`group_offsets`, and the nodes not in 0.7's format (a name that is not
+        ``[bid]-[pid]``, a value that is not a non-negative decimal) as {node name: error
+        text naming the node} instead of an error: a table can still show the others."""
         base = self._group_topic_path(group, topic, "offsets")
         out: dict[tuple[int, int], int] = {}
-        for key, path, raw in self._partition_nodes(base):
-            out[key] = self._decimal(path, raw, "offset")
-        return dict(sorted(out.items()))
+        problems: dict[str, str] = {}
+        for name, key, raw in self._partition_nodes(base):
+            path = f"{base}/{name}"
+            if key is None:
+                problems[name] = str(self._bad(path, f"node name {not_a_partition_key(name)}"))
+                continue
+            problem = _decimal_problem(raw, "offset")
+            if problem is not None:
+                problems[name] = str(self._bad(path, problem))
+            else:
+                out[key] = int(raw)
+        return dict(sorted(out.items())), problems
 
     def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
         group = check_group_id(group)
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
-    def _partition_nodes(self, base: str) -> Iterable[tuple[tuple[int, int], str, bytes]]:
-        names = self._zk.children(base) or []
-        paths = [f"{base}/{n}" for n in names]
-        keys: list[tuple[int, int]] = []
-        for name, path in zip(names, paths, strict=True):
-            key = parse_partition_key(name)
-            if key is None:
-                self._raise(path, f"node name {not_a_partition_key(name)}")
-            else:
-                keys.append(key)
-        for key, path, raw in zip(keys, paths, self._values(paths), strict=True):
+    def _partition_nodes(self, base: str) -> Iterable[tuple[str, tuple[int, int] | None, bytes]]:
+        """(name, ``[bid]-[pid]`` key or None, value) of every child of ``base`` still there."""
+        names = sorted(self._zk.children(base) or [])
+        values = self._values([f"{base}/{n}" for n in names])
+        for name, raw in zip(names, values, strict=True):
             if raw is not None:
-                yield key, path, raw
+                yield name, parse_partition_key(name), raw
 
     def commit_group_offsets(
         self,
@@ -380,6 +398,13 @@ class Registry(Closing):
             if self._zk.create([(path, value)], acl, path)[0] is Created.NO_PARENT:
                 where = f"chroot {self.chroot!r}" if self.chroot else "parent"
                 raise self._bad(path, f"cannot create it: the {where} does not exist")
+
+
+def _decimal_problem(raw: bytes, what: str) -> str | None:
+    """Why ``raw`` is not a node value in 0.7's decimal format (None if it is)."""
+    if is_decimal(raw.decode("ascii", "replace")):
+        return None
+    return f"{what} must be a non-negative decimal integer, got {raw!r}"
 
 
 def _offset_nodes(

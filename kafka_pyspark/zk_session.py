@@ -311,10 +311,10 @@ class ZkSession:
             if self.has_auth
             else f"no ZooKeeper credentials were given: {CREDENTIALS_HINT}"
         )
-        return RegistryPermissionError(
-            f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL "
-            f"({how})"
-        )
+        denied = f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL"
+        err = RegistryPermissionError(f"{denied} ({how})")
+        err.denied, err.credentials_given = denied, self.has_auth
+        return err
 
 
 def _describe(e: BaseException | None) -> str:
