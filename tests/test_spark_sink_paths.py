@@ -4,6 +4,7 @@ each micro-batch with ``df.write.format("kafka07")``; every row lands exactly on
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -65,3 +66,21 @@ def test_foreach_batch_writes_the_topic(spark: Any, brokers: list[Any], zk_conne
     query.awaitTermination(300)
     assert query.exception() is None
     assert count_values(read_topic(brokers, "per-batch")) == expected()
+
+
+def test_a_typo_fails_at_start_naming_the_option(spark: Any, zk_connect: str,
+                                                 tmp_path: Path) -> None:
+    writer = (
+        source_rows(spark, tmp_path / "in").writeStream.format("kafka07")
+        .queryName("typo")
+        .option("zk.connect", zk_connect)
+        .option("topic", "never")
+        .option("compresion.codec", "gzip")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+    )
+    with pytest.raises(Exception, match=re.escape(
+        "option 'compresion.codec': unknown option for writing; did you mean "
+        "'compression.codec'?"
+    )):
+        writer.start().awaitTermination(300)

@@ -29,6 +29,7 @@ from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
 from kafka_pyspark.option_values import int_option, topic_value
+from kafka_pyspark.spark.options.habits import unknown_option
 from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -135,8 +136,8 @@ def check_option_names(options: Mapping[str, str]) -> None:
                 "kafka07 takes no path: name the topic with option('topic', ...) or a "
                 "'topic' column",
             )
-        known = sorted(canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
-        raise OptionError(key, f"unknown option for writing; known options: {', '.join(known)}")
+        known = (canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
+        raise unknown_option(key, "writing", known)
 
 
 def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, ClusterOptions]:
