@@ -68,6 +68,18 @@ class CredentialsError(OptionError):
         KafkaError.__init__(self, f"ZooKeeper credentials from {source}: {message}")
 
 
+class SegmentPathError(OptionError):
+    """What the ``path`` option names cannot be read as one log per partition: a segment file
+    or partition directory whose name is outside the legal ranges, both 0.7 ``.kafka`` and
+    ``.log`` files in one partition, or one partition in two directories. ``path`` names the
+    file or directory at fault (the first of two)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.option = "path"
+        self.path = path
+        KafkaError.__init__(self, f"option 'path': {path}: {message}")
+
+
 class OffsetFormatError(KafkaError, ValueError):
     """A stream offset (from Spark's checkpoint) is not ``{topic: {"brokerId-partition": n}}``."""
 

@@ -294,3 +294,18 @@ def test_the_manual_is_installed_and_named_by_help(capsys: pytest.CaptureFixture
     assert "cli/cli.md" in package_data
     assert main(["--help"]) == 0
     assert f"The manual (docs/cli.md) is installed at {MANUAL}" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="Linux /proc")
+def test_a_file_that_fails_to_read_is_reported_and_the_others_dumped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = seg(tmp_path, THREE[:17])
+    assert main(["dump", "/proc/self/mem", str(good)]) == 2  # a regular file; reading: EIO
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1].startswith("offset=1000 next=1017")
+    assert out.err.splitlines() == [
+        "kafka07: cannot read segment file /proc/self/mem: Input/output error",
+        f"{good}: 1 message, end offset 1017",
+        "2 files: 1 message",
+    ]

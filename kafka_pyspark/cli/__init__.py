@@ -50,9 +50,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="kafka07",
-        description="Kafka 0.7 operator tool. `kafka07 COMMAND --help` tells all about a "
-        "command. Broker-partitions are written brokerId-partition (0-1), offsets are 0.7's "
-        "byte offsets.",
+        description="Kafka 0.7 operator tool; `kafka07 COMMAND --help` for a command's options.\n"
+        "Broker-partitions are written brokerId-partition (0-1); offsets are 0.7's byte "
+        "offsets.",
         epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -66,9 +66,12 @@ def segment_files(path: str) -> list[Path]:
         why = next((w for test, w in _KINDS if test(mode)), "is not a regular file")
         raise CliError(f"cannot read segment file {path}: {why}")
     top = Path(path)
-    found = [p for p in (*top.iterdir(), *(q for d in top.iterdir() if d.is_dir()
-                                           for q in d.iterdir()))
-             if p.suffix in FILE_READERS and p.is_file()]
+    try:
+        found = [p for p in (*top.iterdir(), *(q for d in top.iterdir() if d.is_dir()
+                                               for q in d.iterdir()))
+                 if p.suffix in FILE_READERS and p.is_file()]
+    except OSError as e:
+        raise CliError(f"cannot list directory {e.filename or path}: {e.strerror}") from None
     if not found:
         suffixes = ", ".join(FILE_READERS)
         raise CliError(f"no segment files ({suffixes}) in directory {path} or its subdirectories")
@@ -184,8 +187,13 @@ def cmd_dump(args: argparse.Namespace) -> int:
     for f in files:
         if several and not args.json:
             print(f"Dumping {f}")
-        print_items(read_segment_file(f, verify_crc=not args.no_verify), args, str(f), tally,
-                    progress, tag=str(f) if several else None)
+        try:
+            print_items(read_segment_file(f, verify_crc=not args.no_verify), args, str(f),
+                        tally, progress, tag=str(f) if several else None)
+        except OSError as e:  # unreadable, or gone since it was listed: go on with the others
+            progress.clear()
+            error(f"cannot read segment file {f}: {e.strerror}")
+            tally.code = max(tally.code, EXIT_USAGE)
         if args.max_messages is not None and tally.messages >= args.max_messages:
             break
     if several:

@@ -199,8 +199,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--topic", required=True, help="the topic whose offsets to set")
     p.add_argument("--to", type=_target, metavar="earliest|latest|TIME_MS",
                    help="every live partition of the topic to its earliest or latest offset, "
-                   "or to the start of the newest segment written before TIME_MS (epoch "
-                   "milliseconds; 0.7 knows time per segment file)")
+                   "or to the start of the newest segment last written before TIME_MS (epoch "
+                   "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
     p.add_argument("--offsets", metavar="JSON",
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
                    "within its log unless --force")
