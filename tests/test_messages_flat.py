@@ -188,10 +188,9 @@ def test_take_rejects_bad_arguments() -> None:
             KERNEL.take(HI, 0, 12, 12, 0, data, dpos, offsets, words, k, starts)
     with pytest.raises(ValueError):
         KERNEL.take(HI, 0, 12, 12, 0, data, 0, offsets, words, 0, starts[:0])
-    with pytest.raises(ValueError):
-        KERNEL.xor_words(data, offsets, words, 2, 1)
-    with pytest.raises(ValueError):
-        KERNEL.xor_words(data, offsets, words, 0, 9)
+    for k0, k1 in [(2, 1), (0, 9), (-1, 0)]:
+        with pytest.raises(ValueError):
+            KERNEL.check_rows(data, offsets, words, k0, k1, zlib.crc32)
 
 
 # --- the snappy decoder ----------------------------------------------------------------------
@@ -323,6 +322,13 @@ def test_snappy_fetch_guards() -> None:
     with pytest.raises(ValueError):
         KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts[:1], zlib.crc32,
                             True)
+    with pytest.raises(ValueError, match="engine 2 is not there"):  # libdeflate: _gzip's only
+        KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts,
+                            walk.CRC_LIBDEFLATE, True)
+    for not_an_engine in (None, True, 0, "crc32"):
+        with pytest.raises(TypeError):
+            KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts, not_an_engine,
+                                False)
     bad = bytearray(data_set)
     bad[-1] ^= 1  # the second wrapper's payload: its CRC
     assert KERNEL.snappy_fetch(bytes(bad), scan.recs, data, *args)[:2] == (BAD_CRC, 1)

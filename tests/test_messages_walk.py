@@ -2,8 +2,9 @@
 exactly the same records, statuses and values on hand-written vectors, hostile lengths and
 random (corrupt) sets; the kernel never reads outside a buffer and never trusts a length.
 
-Golden bytes are written from the seed layout (seed 003): ``int32 LENGTH | int8 MAGIC |
-[int8 ATTRIBUTES] | uint32 CRC32 | PAYLOAD``; CRCs are stdlib ``zlib.crc32`` of the payload.
+Golden bytes are written from docs/dev/PROTOCOL.md "Message layout (magic 0 and 1)": ``int32 LENGTH
+| int8 MAGIC | [int8 ATTRIBUTES] | uint32 CRC32 | PAYLOAD``; CRCs are stdlib ``zlib.crc32`` of the
+payload.
 """
 
 from __future__ import annotations
@@ -137,9 +138,15 @@ def test_kernel_rejects_bad_ranges_and_records() -> None:
         KERNEL.gather(data, recs, 0, 1, out[:1], 0, offsets, words, 0)
     with pytest.raises(ValueError):
         KERNEL.gather(data, recs, 0, 5, out, 0, offsets, words, 0)
-    offsets[1] = 62
+    offsets[1] = 61
     with pytest.raises(ValueError):  # a CRC word past the end of the data
-        KERNEL.xor_words(out, offsets, words, 0, 1)
+        KERNEL.check_rows(out, offsets, words, 0, 1, zlib.crc32)
+    offsets[1:3] = 8, 4
+    with pytest.raises(ValueError):  # ends out of order
+        KERNEL.check_rows(out, offsets, words, 0, 2, zlib.crc32)
+    offsets[0] = -1
+    with pytest.raises(ValueError):  # a start before the data
+        KERNEL.check_rows(out, offsets, words, 0, 1, zlib.crc32)
 
 
 @needs_kernel

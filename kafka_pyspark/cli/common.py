@@ -1,31 +1,27 @@
-"""What every ``kafka07`` command shares: exit codes, output, the cluster, per-broker deadlines.
-
-Exit codes (one definition, documented in docs/cli.md)::
-
-    0  everything asked for was done and shown
-    1  a data problem: unknown topic, corrupt or torn data, a committed offset past the log end
-    2  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a broker
-       unreachable or timed out, no brokers registered (wrong chroot)
-
-A table with some rows in error still shows every row; the exit code is the worst one seen.
+"""What every ``kafka07`` command shares: exit codes, arguments, the cluster (with ZooKeeper
+credentials), per-broker deadlines. Exit codes: :data:`EXIT_CODES_HELP` (also in docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
+from kafka_pyspark.errors import (
+    KafkaError,
+    MessageError,
+    OptionError,
+    RegistryPermissionError,
+    TopicNotFoundError,
+)
 from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
+from kafka_pyspark.zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -35,8 +31,17 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DATA = 1
 EXIT_USAGE = 2
+EXIT_CODES_HELP = f"""exit codes:
+  {EXIT_OK}  everything asked for was done and shown
+  {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
+     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+  {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
+     broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
+     refusing access
+A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
-#: per-broker (and ZooKeeper connection) deadline unless ``--timeout-ms`` says otherwise
+#: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
+#: otherwise
 DEFAULT_TIMEOUT_MS = 10000
 
 T = TypeVar("T")
@@ -60,6 +65,30 @@ def exit_code_for(e: KafkaError) -> int:
     if isinstance(e, (MessageError, TopicNotFoundError)):
         return EXIT_DATA
     return EXIT_USAGE
+
+
+#: the connector's options the commands set from their arguments: an error about one names
+#: the argument the user typed
+_ARGUMENT_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+
+
+def error_text(e: KafkaError) -> str:
+    """``str(e)``, with an option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
+    text = str(e)
+    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
+        prefix = f"option '{e.option}': "
+        if text.startswith(prefix):
+            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
+    return text
 
 
 @contextlib.contextmanager
@@ -88,25 +117,44 @@ def add_cluster_args(
         where.add_argument("--broker-list", help="static brokers id:host:port[,...]")
     else:
         p.add_argument("--zk", required=True, help="ZooKeeper connect string host:port[/chroot]")
+    p.add_argument(
+        "--zk-auth-file", metavar="PATH",
+        help=f"ZooKeeper digest credentials for ACL-protected nodes: a file holding one line "
+        f"user:password (never on the command line; the environment variable {ZK_AUTH_ENV} "
+        "holds the same, the file wins)",
+    )
     add_common_args(p)
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
-        help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
+        help=f"deadline of each broker request and for connecting to ZooKeeper "
+             f"(default {DEFAULT_TIMEOUT_MS})",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/cli.md)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout (JSON); messages stay on stderr")
 
 
 def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    n = _integer(text)
     if n <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return n
+
+
+def non_negative_int(text: str) -> int:
+    n = _integer(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (byte offsets start at 0)")
+    return n
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def parse_broker_partition(text: str) -> tuple[int, int]:
@@ -124,6 +172,16 @@ def bp(key: tuple[int, int]) -> str:
 # --- the cluster ---------------------------------------------------------------------------
 
 
+def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--zk-auth-file``, else :data:`ZK_AUTH_ENV`, else None (only with ``--zk``)."""
+    path = getattr(args, "zk_auth_file", None)
+    if args.zk is None:
+        if path is not None:
+            raise CliError("--zk-auth-file needs --zk (credentials for ZooKeeper)")
+        return None
+    return credentials_from_file(path) if path is not None else credentials_from_environment()
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
     from kafka_pyspark.cluster_options import cluster_options
@@ -134,8 +192,21 @@ def open_cluster(args: argparse.Namespace) -> Cluster:
             broker_list=getattr(args, "broker_list", None),
             zk_connection_timeout_ms=args.timeout_ms,
             socket_timeout_ms=args.timeout_ms,
+            zk_auth=zk_credentials(args),
         )
     )
+
+
+def permission_advice(e: RegistryPermissionError) -> str:
+    """A ZooKeeper ACL refusal, with the command's own way to pass credentials."""
+    if not e.denied:
+        return str(e)
+    how = (
+        "the credentials given lack that permission" if e.credentials_given
+        else "no credentials were given: kafka07 takes them from --zk-auth-file PATH or the "
+        f"environment variable {ZK_AUTH_ENV}, one line 'user:password'"
+    )
+    return f"{e.denied} ({how})"
 
 
 def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
@@ -194,15 +265,25 @@ class BrokerFailure:
         return self.message
 
 
+def broker_deadline_ms(timeout_ms: int, requests: int) -> int:
+    """How long a broker's whole part of a table may take: twice the per-request timeout, and
+    once more per window of pipelined requests it is asked beyond the first (the work asked
+    grows it; each answer still has ``timeout_ms``)."""
+    from kafka_pyspark.client.connection import OFFSETS_WINDOW
+
+    return timeout_ms * (2 + max(0, requests - 1) // OFFSETS_WINDOW)
+
+
 def per_broker(
     brokers: Mapping[int, BrokerAddress],
     work: Callable[[BrokerConnection, int], T],
     timeout_ms: int,
+    requests: Mapping[int, int] | None = None,
 ) -> dict[int, T | BrokerFailure]:
     """Run ``work(connection, broker_id)`` for every broker at once, each with its own
     connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
-    finished after twice ``timeout_ms``, gets a :class:`BrokerFailure`; the others are
-    unaffected."""
+    finished within :func:`broker_deadline_ms` for the ``requests`` it is asked (default 1),
+    gets a :class:`BrokerFailure`; the others are unaffected."""
     out: dict[int, T | BrokerFailure] = {}
     conns: dict[int, BrokerConnection] = {}
     threads: dict[int, threading.Thread] = {}
@@ -215,18 +296,18 @@ def per_broker(
         except OSError as e:
             out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
 
+    began = time.monotonic()
     for broker_id, a in brokers.items():
         conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
         threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
         threads[broker_id].start()
-    # each request has ``timeout_ms`` (the socket timeout); a broker's whole part gets twice that
-    deadline = time.monotonic() + 2 * timeout_ms / 1000.0
     for broker_id, t in threads.items():
-        t.join(max(0.0, deadline - time.monotonic()))
+        allowed = broker_deadline_ms(timeout_ms, (requests or {}).get(broker_id, 1))
+        t.join(max(0.0, began + allowed / 1000.0 - time.monotonic()))
         if t.is_alive():
             out[broker_id] = BrokerFailure(
                 f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
-                f"{2 * timeout_ms} ms"
+                f"{allowed} ms"
             )
         conns[broker_id].close()
     return out
@@ -234,35 +315,3 @@ def per_broker(
 
 def worst(codes: Sequence[int]) -> int:
     return max(codes, default=EXIT_OK)
-
-
-# --- output --------------------------------------------------------------------------------
-
-
-def json_line(doc: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
-
-
-def json_document(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-
-
-def payload_fields(value: bytes) -> dict[str, str]:
-    """A payload for JSON: ``{"value": text}`` if it is UTF-8, else ``{"value_base64": ...}``."""
-    try:
-        return {"value": value.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"value_base64": base64.b64encode(value).decode("ascii")}
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Left-aligned columns, two spaces apart; the last column is not padded."""
-    cells = [[str(c) for c in header], *([str(c) for c in r] for r in rows)]
-    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(len(header))]
-    for r in cells:
-        line = "  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1]))
-        print(((line + "  " + r[-1]) if len(r) > 1 else r[0]).rstrip())
-
-
-def error(message: str) -> None:
-    print(f"kafka07: {message}", file=sys.stderr)
