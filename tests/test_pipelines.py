@@ -73,11 +73,13 @@ def write_project(root: Path, zk_connect: str) -> dict[str, str]:
 
 
 def spark_conf_dir(root: Path) -> Path:
-    """The repository's Spark settings without ``spark.master``: ``spark-pipelines`` passes its
-    own ``--remote``, and SparkSubmit refuses a master beside it."""
+    """The repository's Spark settings for ``spark-pipelines``, as docs/pipelines.md says: no
+    ``spark.master`` (the CLI passes ``--remote``; SparkSubmit refuses both), and the Hive
+    catalog, so that the second run finds the tables the first one created."""
     root.mkdir()
     lines = (REPO / "spark-conf" / "spark-defaults.conf").read_text().splitlines()
     kept = [line for line in lines if not line.startswith("spark.master")]
+    kept.append("spark.sql.catalogImplementation hive")
     (root / "spark-defaults.conf").write_text("\n".join(kept) + "\n")
     return root
 
@@ -94,8 +96,7 @@ def run_pipeline(project: Path, conf_dir: Path) -> None:
         # Connect server on the machine may hold); the client asks it which
         "SPARK_TESTING": "1",
     }
-    cmd = [str(cli), "run", "--spec", "spark-pipeline.yml", "--remote", "local[2]",
-           "--conf", "spark.sql.catalogImplementation=hive"]
+    cmd = [str(cli), "run", "--spec", "spark-pipeline.yml", "--remote", "local[2]"]
     done = subprocess.run(
         cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         timeout=RUN_TIMEOUT,
