@@ -5,9 +5,9 @@ from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-
-spark = SparkSession.active()  # the pipeline's session (the CLI also passes it in as `spark`)
-
+# the pipeline's session (the CLI also passes it in as `spark`). No register(spark) here:
+# Spark registers kafka07 by itself from the installed package (docs/pipelines.md)
+spark = SparkSession.active()
 
 
 def setting(name: str) -> str:
