@@ -28,6 +28,7 @@ from kafka_pyspark.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    error_text,
     exit_code_for,
     permission_advice,
     quiet_libraries,
@@ -50,9 +51,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="kafka07",
-        description="Kafka 0.7 operator tool. `kafka07 COMMAND --help` tells all about a "
-        "command. Broker-partitions are written brokerId-partition (0-1), offsets are 0.7's "
-        "byte offsets.",
+        description="Kafka 0.7 operator tool; `kafka07 COMMAND --help` for a command's options.\n"
+        "Broker-partitions are written brokerId-partition (0-1); offsets are 0.7's byte "
+        "offsets.",
         epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -86,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(permission_advice(e))
             return exit_code_for(e)
         except KafkaError as e:
-            error(str(e))
+            error(error_text(e))
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`
             return EXIT_OK

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
+    OptionError,
     RegistryPermissionError,
     TopicNotFoundError,
 )
@@ -39,7 +40,8 @@ EXIT_CODES_HELP = f"""exit codes:
      refusing access
 A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
-#: per-broker (and ZooKeeper connection) deadline unless ``--timeout-ms`` says otherwise
+#: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
+#: otherwise
 DEFAULT_TIMEOUT_MS = 10000
 
 T = TypeVar("T")
@@ -63,6 +65,30 @@ def exit_code_for(e: KafkaError) -> int:
     if isinstance(e, (MessageError, TopicNotFoundError)):
         return EXIT_DATA
     return EXIT_USAGE
+
+
+#: the connector's options the commands set from their arguments: an error about one names
+#: the argument the user typed
+_ARGUMENT_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+
+
+def error_text(e: KafkaError) -> str:
+    """``str(e)``, with an option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
+    text = str(e)
+    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
+        prefix = f"option '{e.option}': "
+        if text.startswith(prefix):
+            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
+    return text
 
 
 @contextlib.contextmanager
@@ -103,7 +129,8 @@ def add_cluster_args(
 def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
-        help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
+        help=f"deadline of each broker request and for connecting to ZooKeeper "
+             f"(default {DEFAULT_TIMEOUT_MS})",
     )
     p.add_argument("--json", action="store_true",
                    help="machine-readable output on stdout (JSON); messages stay on stderr")
@@ -238,15 +265,25 @@ class BrokerFailure:
         return self.message
 
 
+def broker_deadline_ms(timeout_ms: int, requests: int) -> int:
+    """How long a broker's whole part of a table may take: twice the per-request timeout, and
+    once more per window of pipelined requests it is asked beyond the first (the work asked
+    grows it; each answer still has ``timeout_ms``)."""
+    from kafka_pyspark.client.connection import OFFSETS_WINDOW
+
+    return timeout_ms * (2 + max(0, requests - 1) // OFFSETS_WINDOW)
+
+
 def per_broker(
     brokers: Mapping[int, BrokerAddress],
     work: Callable[[BrokerConnection, int], T],
     timeout_ms: int,
+    requests: Mapping[int, int] | None = None,
 ) -> dict[int, T | BrokerFailure]:
     """Run ``work(connection, broker_id)`` for every broker at once, each with its own
     connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
-    finished after twice ``timeout_ms``, gets a :class:`BrokerFailure`; the others are
-    unaffected."""
+    finished within :func:`broker_deadline_ms` for the ``requests`` it is asked (default 1),
+    gets a :class:`BrokerFailure`; the others are unaffected."""
     out: dict[int, T | BrokerFailure] = {}
     conns: dict[int, BrokerConnection] = {}
     threads: dict[int, threading.Thread] = {}
@@ -259,18 +296,18 @@ def per_broker(
         except OSError as e:
             out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
 
+    began = time.monotonic()
     for broker_id, a in brokers.items():
         conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
         threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
         threads[broker_id].start()
-    # each request has ``timeout_ms`` (the socket timeout); a broker's whole part gets twice that
-    deadline = time.monotonic() + 2 * timeout_ms / 1000.0
     for broker_id, t in threads.items():
-        t.join(max(0.0, deadline - time.monotonic()))
+        allowed = broker_deadline_ms(timeout_ms, (requests or {}).get(broker_id, 1))
+        t.join(max(0.0, began + allowed / 1000.0 - time.monotonic()))
         if t.is_alive():
             out[broker_id] = BrokerFailure(
                 f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
-                f"{2 * timeout_ms} ms"
+                f"{allowed} ms"
             )
         conns[broker_id].close()
     return out

@@ -342,7 +342,7 @@ def plan_batch(
                 bounds,
                 fail_on_data_loss=options.fail_on_data_loss,
                 committed=committed,
-                before_time=lookup.before_time,
+                before_time=lookup.before_time_asked(tps, options.starting.timestamp),
                 known=discovered,
             )
         ends = resolve_ends(

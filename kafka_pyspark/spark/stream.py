@@ -236,7 +236,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             bounds,
             fail_on_data_loss=opts.fail_on_data_loss,
             committed=committed,
-            before_time=lookup.before_time,
+            before_time=lookup.before_time_asked(tps, opts.starting.timestamp),
         )
         self._latest = {tp: b.latest for tp, b in bounds.items()}
         self._initial = to_offset_dict(starts)
