@@ -268,6 +268,20 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
 
 
+def test_timeout_ms_bounds_the_zookeeper_session_too() -> None:
+    """kazoo waits out a silent ZooKeeper's handshake for the session timeout, so the
+    session timeout is --timeout-ms too, or a connect would take the default 6 s."""
+    from kafka_pyspark.cli import build_parser
+    from kafka_pyspark.cli.common import open_cluster
+
+    for command in (["topics"], ["lag", "--group", "g"], ["produce", "--topic", "t"]):
+        args = build_parser().parse_args([*command, "--zk", "127.0.0.1:1", "--timeout-ms", "300"])
+        with open_cluster(args) as cluster:  # connects on first use: not here
+            registry = cluster.registry()
+            assert registry is not None
+            assert (registry.session_timeout_ms, registry.connection_timeout_ms) == (300, 300)
+
+
 def test_lag_status_never_shows_a_negative_lag() -> None:
     from kafka_pyspark.cli.cluster_cmds import _classify
 

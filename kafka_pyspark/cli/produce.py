@@ -20,6 +20,7 @@ from kafka_pyspark.cli.common import (
     CliError,
     add_cluster_args,
     bp,
+    cluster_settings,
     positive_int,
     zk_credentials,
 )
@@ -98,9 +99,8 @@ def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
-        "socket.timeout.ms": str(args.timeout_ms), "zk.connectiontimeout.ms": str(args.timeout_ms),
+        **cluster_settings(args),
     }
-    options.update({"zk.connect": args.zk} if args.zk else {"broker.list": args.broker_list})
     fields = [StructField("value", BinaryType())]
     if keyed:
         fields.append(StructField("key", StringType()))
