@@ -115,7 +115,14 @@ def test_many_files_and_directories(tmp_path: Path, capsys: pytest.CaptureFixtur
         f"{c}: 1 message, end offset 17", f"{a}: 1 message, end offset 17",
         f"{b}: 1 message, end offset 34", "3 files: 3 messages"]
     assert main(["dump", str(logs), "--start", "17", "--max-messages", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[2].startswith("offset=17 next=34")
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        f"Dumping {a}", f"Dumping {b}",
+        f"offset=17 next=34 inner=0 codec=none size=7 {facts(b'b')}",
+    ]
+    assert out.err.splitlines() == [
+        f"{a}: 0 messages, end offset 17", f"{b}: 1 message, end offset 34",
+        "2 of 3 files: 1 message"]
 
 
 def test_what_is_not_a_file_says_what_it_is(
