@@ -24,7 +24,7 @@ from kafka_pyspark.cli.common import (
     positive_int,
     zk_credentials,
 )
-from kafka_pyspark.cli.output import Progress, error, json_document, summary
+from kafka_pyspark.cli.output import Progress, error, json_document, plural, summary
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -145,7 +145,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                        "bytes": report.bytes, "partitions": written})
     else:
         spread = ", ".join(f"{k}: {n}" for k, n in written.items()) or "none"
-        summary(f"produced {report.messages} messages to {args.topic!r} ({spread})")
+        summary(f"produced {plural(report.messages, 'message')} to {args.topic!r} ({spread})")
     if report.error is not None:
         error(f"stopped at a bad line: {report.error}")
         return EXIT_DATA
