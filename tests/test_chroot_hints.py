@@ -152,6 +152,21 @@ def test_registry_without_any_topic(hosts: str, root: KazooClient) -> None:
         )
 
 
+def test_write_plan_without_the_chroot(hosts: str, root: KazooClient) -> None:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from kafka_pyspark.spark.writer import build_plan
+
+    register(root, "/kafka")
+    schema = StructType([StructField("value", BinaryType())])
+    with pytest.raises(NoBrokersRegisteredError) as e:
+        build_plan({"zk.connect": hosts, "topic": "events"}, schema)
+    assert str(e.value) == (
+        f"ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
+        f"(1 broker registered): use zk.connect '{hosts}/kafka'"
+    )
+
+
 # --- through Spark: a batch read and a stream -------------------------------------------------
 
 
