@@ -202,7 +202,7 @@ def test_produce_stops_at_a_line_without_a_key(
     assert main(["produce", "--zk", zk_connect, "--topic", "n", "--key-separator", ":"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "produced 1 messages to 'n' (0-0: 1)",  # a new topic: partition 0 of every broker
+        "produced 1 message to 'n' (0-0: 1)",  # a new topic: partition 0 of every broker
         "kafka07: line 2 has no key separator ':'; the lines before it were produced, "
         "nothing after it",
     ]

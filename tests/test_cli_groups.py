@@ -277,7 +277,15 @@ def test_an_acl_protected_zookeeper_with_credentials_from_a_file_or_the_environm
     assert capsys.readouterr().out.splitlines()[-1].startswith("t ")
     argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to", "latest"]
     monkeypatch.setenv("KAFKA07_ZK_AUTH", f"digest:ops:{PASSWORD}")
-    assert main(argv) == 0  # the nodes under the locked group are written
+    assert main(argv) == 0  # the nodes under the locked group are written, locked as it is
+    admin = kazoo_client(zk_connect, auth_data=[("digest", "admin:adminpw")])
+    try:
+        for node in ("/consumers/g/offsets", "/consumers/g/offsets/t/0-0"):
+            assert admin.get_acls(node)[0] == acl
+        assert admin.get("/consumers/g/offsets/t/0-0")[0] == b"51"
+    finally:
+        admin.stop()
+        admin.close()
     assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 0
     assert "0-0               51      51      0" in capsys.readouterr().out
     monkeypatch.setenv("KAFKA07_ZK_AUTH", "ops:wrong")
