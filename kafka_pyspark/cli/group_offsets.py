@@ -257,9 +257,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
     p.add_argument("--offsets", metavar="JSON",
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
-                   "within its log unless --force")
+                   "where a message starts (or the log end) on a live partition of the topic, "
+                   "unless --force")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would change, write nothing")
     p.add_argument("--force", action="store_true",
-                   help="write even while the group has live consumers, or outside a log")
+                   help="write anyway: while the group has live consumers, and --offsets "
+                   "outside the log, not where a message starts or on a partition not live")
     p.set_defaults(func=cmd_group_offsets)
