@@ -35,7 +35,8 @@ EXIT_USAGE = 2
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  everything asked for was done and shown
   {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
-     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+     the log end or not in 0.7's format, a group with live consumers or an offset that is
+     not where a message starts (group-offsets)
   {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
      broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
      refusing access
