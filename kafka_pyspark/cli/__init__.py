@@ -25,6 +25,7 @@ from kafka_pyspark import __version__
 from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
 from kafka_pyspark.cli.common import (
     EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -95,7 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(str(e))
             return EXIT_USAGE
         except KeyboardInterrupt:
-            return EXIT_OK
+            error("interrupted")
+            return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover
