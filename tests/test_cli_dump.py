@@ -303,6 +303,24 @@ def test_ctrl_c_is_exit_130_and_says_so(
     assert capsys.readouterr().err == "kafka07: interrupted\n"
 
 
+def test_stdout_closed_by_its_reader_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka07 dump FILE | head -1``: the pipe closes after the first line."""
+    import io
+    import sys
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    path = seg(tmp_path, THREE)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["dump", str(path), str(path)]) == 0
+    assert main(["dump", str(path), "--json"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_lag_status_never_shows_a_negative_lag() -> None:
     from kafka_pyspark.cli.cluster_cmds import _classify
 

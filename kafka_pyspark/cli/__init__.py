@@ -16,6 +16,8 @@ complete; the manual, docs/cli.md, is installed beside this module (:data:`MANUA
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KafkaError as e:
             error(error_text(e))
             return exit_code_for(e)
-        except BrokenPipeError:  # `kafka07 consume ... | head`
+        except BrokenPipeError:  # `kafka07 consume ... | head`: the reader has what it wanted
+            _drop_stdout()
             return EXIT_OK
         except OSError as e:  # a file that cannot be read, a socket error outside a table
             error(str(e))
@@ -98,6 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             error("interrupted")
             return EXIT_INTERRUPTED
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what is still
+    buffered does not fail on the closed pipe again (and print "Exception ignored")."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover
