@@ -323,5 +323,13 @@ def per_broker(
     return out
 
 
+def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
+    out: dict[int, list[int]] = {}
+    for b, p in sorted(keys):
+        out.setdefault(b, []).append(p)
+    return out
+
+
 def worst(codes: Sequence[int]) -> int:
     return max(codes, default=EXIT_OK)
