@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -82,7 +83,7 @@ def test_batch_planning_rounds_do_not_grow_with_topics(cluster: str, rounds: lis
         runs = []
         for options in (one[mode], many[mode]):
             opts = parse_read_options({"zk.connect": cluster, **options}, "batch")
-            runs.append(counted(rounds, lambda opts=opts: plan_batch(opts)))
+            runs.append(counted(rounds, partial(plan_batch, opts)))
         (few, planned_one), (lots, planned_many) = runs
         assert isinstance(planned_one, list) and isinstance(planned_many, list)
         ranges = [r for part in planned_many for r in part.ranges]
@@ -99,8 +100,8 @@ def test_stream_rounds_do_not_grow_with_topics(cluster: str, rounds: list[str]) 
             reader = Kafka07StreamReader({"zk.connect": cluster, **options}, READ_SCHEMA)
             first, start = counted(rounds, reader.initialOffset)
             assert isinstance(start, dict) and sorted(start) == topics, mode
-            later, end = counted(rounds, lambda r=reader, s=start: r.latestOffset(
-                s, ReadAllAvailable()))
+            later, end = counted(rounds, partial(reader.latestOffset, start,
+                                                 ReadAllAvailable()))
             assert isinstance(end, dict) and sorted(end) == topics, mode
             reader.stop()
             seen.append((first, later))
