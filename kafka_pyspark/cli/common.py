@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
+    OptionError,
     RegistryPermissionError,
     TopicNotFoundError,
 )
@@ -64,6 +66,31 @@ def exit_code_for(e: KafkaError) -> int:
     if isinstance(e, (MessageError, TopicNotFoundError)):
         return EXIT_DATA
     return EXIT_USAGE
+
+
+#: the connector's options the commands set from their arguments: an error about one names
+#: the argument the user typed
+_ARGUMENT_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "zk.sessiontimeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+
+
+def error_text(e: KafkaError) -> str:
+    """``str(e)``, with an option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
+    text = str(e)
+    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
+        prefix = f"option '{e.option}': "
+        if text.startswith(prefix):
+            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
+    return text
 
 
 @contextlib.contextmanager
@@ -157,19 +184,23 @@ def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
     return credentials_from_file(path) if path is not None else credentials_from_environment()
 
 
+def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The connector's cluster options the arguments stand for (credentials aside:
+    :func:`zk_credentials`). ``--timeout-ms`` bounds each broker request and the ZooKeeper
+    connection; it is the session timeout too, because kazoo waits out the handshake of a
+    ZooKeeper that does not answer for the session timeout, whatever the connection timeout."""
+    where = {"zk.connect": args.zk, "broker.list": getattr(args, "broker_list", None)}
+    timeout = str(args.timeout_ms)
+    return {**{k: v for k, v in where.items() if v is not None}, "socket.timeout.ms": timeout,
+            "zk.connectiontimeout.ms": timeout, "zk.sessiontimeout.ms": timeout}
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.cluster_options import cluster_options
+    from kafka_pyspark.cluster_options import parse_cluster_options
 
-    return Cluster(
-        cluster_options(
-            zk_connect=args.zk,
-            broker_list=getattr(args, "broker_list", None),
-            zk_connection_timeout_ms=args.timeout_ms,
-            socket_timeout_ms=args.timeout_ms,
-            zk_auth=zk_credentials(args),
-        )
-    )
+    options = parse_cluster_options(cluster_settings(args))
+    return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))
 
 
 def permission_advice(e: RegistryPermissionError) -> str:

@@ -183,8 +183,9 @@ def cmd_dump(args: argparse.Namespace) -> int:
         except CliError as e:  # say so and go on with the others
             error(str(e))
             tally.code = EXIT_USAGE
-    several = len(files) > 1
+    several, done = len(files) > 1, 0
     for f in files:
+        done += 1
         if several and not args.json:
             print(f"Dumping {f}")
         try:
@@ -196,8 +197,10 @@ def cmd_dump(args: argparse.Namespace) -> int:
             tally.code = max(tally.code, EXIT_USAGE)
         if args.max_messages is not None and tally.messages >= args.max_messages:
             break
-    if several:
-        summary(f"{plural(len(files), 'file')}: {plural(tally.messages, 'message')}"
+    if several:  # --max-messages may have stopped before the last file
+        read = plural(len(files), "file") if done == len(files) else \
+            f"{done} of {plural(len(files), 'file')}"
+        summary(f"{read}: {plural(tally.messages, 'message')}"
                 + (f", {tally.invalid} not valid" if tally.invalid else ""))
     return tally.code
 

@@ -69,7 +69,8 @@ def discover_view(
 ) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
     """:func:`discover` and the live brokers. With ZooKeeper, one
     :meth:`~kafka_pyspark.registry.Registry.topology` read: two pipelined rounds (three with
-    ``subscribePattern``) whatever the number of topics."""
+    ``subscribePattern``) whatever the number of topics; no broker registered is a
+    :class:`~kafka_pyspark.errors.NoBrokersRegisteredError` saying where else a registry is."""
     registry = cluster.registry()
     if registry is None:
         return _discover_static(cluster, subscription), cluster.brokers()
@@ -86,6 +87,10 @@ def discover_view(
                 "subscribePattern %r matches no topic in the registry", subscription.pattern
             )
     live, counts = registry.topology(topics)
+    if not live:
+        from kafka_pyspark.chroot_hints import no_brokers_error
+
+        raise no_brokers_error(registry)  # a wrong chroot, usually: say so, not "no topic"
     brokers = {b.id: b.address for b in live.values()}
     have = {t: sorted_partitions(counts[t], live) for t in topics}
     if isinstance(subscription, Assign):
@@ -173,10 +178,13 @@ def current_partitions(cluster: Cluster, subscription: Subscription) -> list[Top
 
 def _not_found(cluster: Cluster, topic: str) -> str:
     where = repr(cluster)
-    if cluster.registry() is not None:
+    registry = cluster.registry()
+    if registry is not None:
+        from kafka_pyspark.chroot_hints import topic_elsewhere
+
         return (
             f"topic {topic!r} does not exist: it has no broker-partition in the ZooKeeper "
-            f"registry of {where} (no live broker has it)"
+            f"registry of {where} (no live broker has it){topic_elsewhere(registry, topic)}"
         )
     return f"topic {topic!r}: no broker of {where} has a partition of it"
 

@@ -321,6 +321,8 @@ def plan_batch(
 
     factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
+        # with ZooKeeper and no broker registered (a wrong chroot, usually) this fails saying
+        # so, not as "no topic"
         discovered, brokers = discover_view(cluster, options.subscription)
         tps = discovered
         if pushed is not None:
