@@ -242,9 +242,12 @@ def test_consume_from_group_latest_and_dump_a_live_range(
                                     f"{FACTS[THREE[1]]}"]
     assert out.err == "t 0-0: 1 message, end offset 34\n"
     assert main([*live, "--start", "5"]) == 1  # inside a message: what is there is no message
-    err = capsys.readouterr().err.splitlines()
-    assert err[0] == "t 0-0: 0 messages"
-    assert err[1].startswith("kafka07: t 0-0: corrupt at offset 5: ")
+    out = capsys.readouterr()
+    assert out.out == ""
+    err = out.err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("kafka07: t 0-0: no message starts at --start 5: it is inside a "
+                             "message, or the log is corrupt there (")
 
 
 def test_dump_a_segment_file_written_by_the_broker(
@@ -283,6 +286,30 @@ def test_consume_follow_waits_for_new_messages(
     assert codes == [0]
     assert sorted(capsys.readouterr().out.splitlines()) == ["aaaaaaa", "bbbbbbb", "ccccccc",
                                                             "later"]
+
+
+def test_consume_follow_stopped_by_ctrl_c_ends_with_its_summary(
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    sleep = time.sleep
+
+    def ctrl_c_in_main_thread(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        sleep(seconds)
+
+    _produce(broker, "f", 0, THREE, "none")
+    broker.wait_for_topic("f")
+    monkeypatch.setattr(time, "sleep", ctrl_c_in_main_thread)
+    argv = ["consume", "--zk", zk_connect, "--topic", "f", "--partition", "0-0"]
+    assert main([*argv, "--follow"]) == 0  # the documented way to stop --follow
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\nbbbbbbb\nccccccc\n"
+    assert out.err == "consumed 3 messages from 'f' (1 broker-partition read)\n"
 
 
 def test_consume_reports_a_hung_broker_and_reads_the_rest(

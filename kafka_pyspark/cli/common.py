@@ -32,13 +32,17 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DATA = 1
 EXIT_USAGE = 2
+#: Ctrl-C (128 + SIGINT, as a shell reports it): not everything asked for was done
+EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  everything asked for was done and shown
   {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
-     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+     the log end or not in 0.7's format, a group with live consumers or an offset that is
+     not where a message starts (group-offsets)
   {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
      broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
      refusing access
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); consume --follow stops this way with its own code
 A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
 #: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
