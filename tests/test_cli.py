@@ -250,6 +250,24 @@ def test_consume_from_group_latest_and_dump_a_live_range(
                              "message, or the log is corrupt there (")
 
 
+def test_consume_from_a_group_offset_outside_the_log_says_so(
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _produce(broker, "t", 0, THREE, "none")
+    _produce(broker, "t", 1, THREE[:1], "none")
+    broker.wait_for_topic("t")
+    with Registry(zk_connect) as reg:
+        reg.commit_group_offsets("g", "t", {(0, 0): 52, (0, 1): 0}, creator="test")
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--from", "group",
+                 "--group", "g"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\n"  # 0-1 is still read
+    assert out.err.splitlines() == [
+        "kafka07: t 0-0: group 'g' committed offset 52, outside the log [0, 51]; not read",
+        "consumed 1 message from 't' (1 broker-partition read, 1 failed)",
+    ]
+
+
 def test_dump_a_segment_file_written_by_the_broker(
     broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:

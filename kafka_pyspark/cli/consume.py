@@ -118,11 +118,15 @@ class _Consumer:
                     if budget is not None and self.budget() == 0:
                         break
         except KafkaError as e:
-            self.failed.add(key)
-            self.code = max(self.code, EXIT_DATA if isinstance(e, MessageError) else EXIT_USAGE)
-            self.progress.clear()
-            error(f"{self.args.topic} {bp(key)}: {e}")
+            self.fail(key, EXIT_DATA if isinstance(e, MessageError) else EXIT_USAGE, str(e))
         return pos
+
+    def fail(self, key: tuple[int, int], code: int, message: str) -> None:
+        """Say why ``key`` is not read (any further); the others go on."""
+        self.failed.add(key)
+        self.code = max(self.code, code)
+        self.progress.clear()
+        error(f"{self.args.topic} {bp(key)}: {message}")
 
     def finish(self) -> int:
         """The summary line; returns the exit code."""
@@ -141,6 +145,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
         for k in c.keys:
             _refresh_bounds(c, k, bounds, args.topic)
         pos = _starts(args, cluster, [k for k in c.keys if k in bounds], bounds)
+    for k, start in pos.items():
+        lo, hi = bounds[k]
+        if not lo <= start <= hi:  # a committed offset: 0.7's consumer would reset it
+            c.fail(k, EXIT_DATA, f"group {args.group!r} committed offset {start}, outside the "
+                   f"log [{lo}, {hi}]; not read")
     try:
         _read_all(c, pos, bounds)
     except KeyboardInterrupt:  # how --follow is stopped; the summary still ends it
@@ -175,10 +184,7 @@ def _refresh_bounds(
     try:
         bounds[k] = c.bounds(k)
     except KafkaError as e:
-        c.failed.add(k)
-        c.code = EXIT_USAGE
-        c.progress.clear()
-        error(f"{topic} {bp(k)}: {e}")
+        c.fail(k, EXIT_USAGE, str(e))
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
