@@ -115,7 +115,14 @@ def test_many_files_and_directories(tmp_path: Path, capsys: pytest.CaptureFixtur
         f"{c}: 1 message, end offset 17", f"{a}: 1 message, end offset 17",
         f"{b}: 1 message, end offset 34", "3 files: 3 messages"]
     assert main(["dump", str(logs), "--start", "17", "--max-messages", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[2].startswith("offset=17 next=34")
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        f"Dumping {a}", f"Dumping {b}",
+        f"offset=17 next=34 inner=0 codec=none size=7 {facts(b'b')}",
+    ]
+    assert out.err.splitlines() == [
+        f"{a}: 0 messages, end offset 17", f"{b}: 1 message, end offset 34",
+        "2 of 3 files: 1 message"]
 
 
 def test_what_is_not_a_file_says_what_it_is(
@@ -266,6 +273,20 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
         "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
     ]
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
+
+
+def test_timeout_ms_bounds_the_zookeeper_session_too() -> None:
+    """kazoo waits out a silent ZooKeeper's handshake for the session timeout, so the
+    session timeout is --timeout-ms too, or a connect would take the default 6 s."""
+    from kafka_pyspark.cli import build_parser
+    from kafka_pyspark.cli.common import open_cluster
+
+    for command in (["topics"], ["lag", "--group", "g"], ["produce", "--topic", "t"]):
+        args = build_parser().parse_args([*command, "--zk", "127.0.0.1:1", "--timeout-ms", "300"])
+        with open_cluster(args) as cluster:  # connects on first use: not here
+            registry = cluster.registry()
+            assert registry is not None
+            assert (registry.session_timeout_ms, registry.connection_timeout_ms) == (300, 300)
 
 
 def test_lag_status_never_shows_a_negative_lag() -> None:

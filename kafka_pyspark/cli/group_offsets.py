@@ -52,10 +52,12 @@ BOUNDARY_FETCH_SIZE = 64 << 10
 class OffsetChange:
     broker: int
     partition: int
-    current: int | None  # committed now (None: never committed)
+    current: int | None  # committed now (None: never committed, or not in 0.7's format)
     new: int
     earliest: int | None  # the log's bounds, when the broker answered
     latest: int | None
+    #: why the node committed now is not in 0.7's format (the new value replaces it)
+    current_error: str | None = None
 
 
 def parse_offsets_json(text: str) -> dict[Key, int]:
@@ -144,7 +146,8 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
     answers = per_broker({b: brokers[b] for b in by_broker},
                          lambda conn, b: _logs(conn, args, b, by_broker[b], time_ms, given),
                          args.timeout_ms)
-    current = registry.group_offsets_checked(args.group, args.topic)[0]
+    current, malformed = registry.group_offsets_checked(args.group, args.topic)
+    bad = {parse_partition_key(name): e for name, e in malformed.items()}
     changes = []
     for key in keys:
         got = answers.get(key[0])
@@ -156,7 +159,7 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
         new = _new_offset(args, key, given, log)
         changes.append(OffsetChange(*key, current.get(key), new,
                                     None if log is None else log.earliest,
-                                    None if log is None else log.latest))
+                                    None if log is None else log.latest, bad.get(key)))
     return changes
 
 
@@ -228,13 +231,17 @@ def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
                        "partitions": [asdict(c) for c in changes]})
     else:
         table(["broker-partition", "current", "new", "change", "earliest", "latest"], [
-            [bp((c.broker, c.partition)), "-" if c.current is None else c.current, c.new,
+            [bp((c.broker, c.partition)),
+             "bad" if c.current_error else "-" if c.current is None else c.current, c.new,
              "-" if c.current is None else f"{c.new - c.current:+d}",
              "-" if c.earliest is None else c.earliest, "-" if c.latest is None else c.latest]
             for c in changes
         ])
-    moved = sum(c.current != c.new for c in changes)
     verb = "would set" if args.dry_run else "set"
+    for c in changes:
+        if c.current_error:
+            error(f"{c.current_error}: {'would be' if args.dry_run else 'was'} overwritten")
+    moved = sum(c.current != c.new for c in changes)
     summary(f"{verb} {plural(len(changes), 'offset')} of group {args.group!r} topic "
             f"{args.topic!r} ({moved} changed)" + (": dry run, nothing written"
                                                   if args.dry_run else ""))
@@ -257,9 +264,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
     p.add_argument("--offsets", metavar="JSON",
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
-                   "within its log unless --force")
+                   "where a message starts (or the log end) on a live partition of the topic, "
+                   "unless --force")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would change, write nothing")
     p.add_argument("--force", action="store_true",
-                   help="write even while the group has live consumers, or outside a log")
+                   help="write anyway: while the group has live consumers, and --offsets "
+                   "outside the log, not where a message starts or on a partition not live")
     p.set_defaults(func=cmd_group_offsets)
