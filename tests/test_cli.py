@@ -288,6 +288,30 @@ def test_consume_follow_waits_for_new_messages(
                                                             "later"]
 
 
+def test_consume_follow_stopped_by_ctrl_c_ends_with_its_summary(
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    sleep = time.sleep
+
+    def ctrl_c_in_main_thread(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        sleep(seconds)
+
+    _produce(broker, "f", 0, THREE, "none")
+    broker.wait_for_topic("f")
+    monkeypatch.setattr(time, "sleep", ctrl_c_in_main_thread)
+    argv = ["consume", "--zk", zk_connect, "--topic", "f", "--partition", "0-0"]
+    assert main([*argv, "--follow"]) == 0  # the documented way to stop --follow
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\nbbbbbbb\nccccccc\n"
+    assert out.err == "consumed 3 messages from 'f' (1 broker-partition read)\n"
+
+
 def test_consume_reports_a_hung_broker_and_reads_the_rest(
     broker: EmbeddedBroker, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
     EXIT_DATA,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -140,6 +141,18 @@ def cmd_consume(args: argparse.Namespace) -> int:
         for k in c.keys:
             _refresh_bounds(c, k, bounds, args.topic)
         pos = _starts(args, cluster, [k for k in c.keys if k in bounds], bounds)
+    try:
+        _read_all(c, pos, bounds)
+    except KeyboardInterrupt:  # how --follow is stopped; the summary still ends it
+        code = c.finish()
+        return code if args.follow else EXIT_INTERRUPTED
+    return c.finish()
+
+
+def _read_all(c: _Consumer, pos: dict[tuple[int, int], int],
+              bounds: dict[tuple[int, int], tuple[int, int]]) -> None:
+    """Read every broker-partition from ``pos`` to its bound; with ``--follow`` poll again."""
+    args = c.args
     while True:
         for k, start in pos.items():
             if k in c.failed or c.budget() == 0:
@@ -148,7 +161,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             if start < end:
                 pos[k] = c.read(k, start, end)
         if not args.follow or c.budget() == 0 or len(c.failed) == len(pos):
-            return c.finish()
+            return
         time.sleep(args.poll_ms / 1000.0)
         for k in pos:
             if k not in c.failed:
