@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,14 @@ def test_many_files_and_directories(tmp_path: Path, capsys: pytest.CaptureFixtur
         f"{c}: 1 message, end offset 17", f"{a}: 1 message, end offset 17",
         f"{b}: 1 message, end offset 34", "3 files: 3 messages"]
     assert main(["dump", str(logs), "--start", "17", "--max-messages", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[2].startswith("offset=17 next=34")
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        f"Dumping {a}", f"Dumping {b}",
+        f"offset=17 next=34 inner=0 codec=none size=7 {facts(b'b')}",
+    ]
+    assert out.err.splitlines() == [
+        f"{a}: 0 messages, end offset 17", f"{b}: 1 message, end offset 34",
+        "2 of 3 files: 1 message"]
 
 
 def test_what_is_not_a_file_says_what_it_is(
@@ -201,6 +209,8 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
         (["consume", "--zk", "h:1", "--broker-list", "0:h:1", "--topic", "t"],
          "argument --broker-list: not allowed with argument --zk"),
         (["offsets", "--topic", "t"], "one of the arguments --zk --broker-list is required"),
+        (["lag", "--zk", "127.0.0.1:1", "--group", "a/b"],
+         "kafka07: --group: 'a/b' is not a legal group id"),
         (["lag", "--zk", "h:1", "--group", "g", "--timeout-ms", "0"],
          "argument --timeout-ms: '0' is not a positive integer"),
         (["nope"], "argument COMMAND: invalid choice: 'nope'"),
@@ -266,6 +276,51 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
         "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
     ]
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
+
+
+def test_timeout_ms_bounds_the_zookeeper_session_too() -> None:
+    """kazoo waits out a silent ZooKeeper's handshake for the session timeout, so the
+    session timeout is --timeout-ms too, or a connect would take the default 6 s."""
+    from kafka_pyspark.cli import build_parser
+    from kafka_pyspark.cli.common import open_cluster
+
+    for command in (["topics"], ["lag", "--group", "g"], ["produce", "--topic", "t"]):
+        args = build_parser().parse_args([*command, "--zk", "127.0.0.1:1", "--timeout-ms", "300"])
+        with open_cluster(args) as cluster:  # connects on first use: not here
+            registry = cluster.registry()
+            assert registry is not None
+            assert (registry.session_timeout_ms, registry.connection_timeout_ms) == (300, 300)
+
+
+def test_ctrl_c_is_exit_130_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_pyspark.cli import dump
+
+    def interrupted(path: object, *, verify_crc: bool = True) -> Iterator[object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dump, "read_segment_file", interrupted)
+    assert main(["dump", str(seg(tmp_path, THREE))]) == 130
+    assert capsys.readouterr().err == "kafka07: interrupted\n"
+
+
+def test_stdout_closed_by_its_reader_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka07 dump FILE | head -1``: the pipe closes after the first line."""
+    import io
+    import sys
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    path = seg(tmp_path, THREE)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["dump", str(path), str(path)]) == 0
+    assert main(["dump", str(path), "--json"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_lag_status_never_shows_a_negative_lag() -> None:

@@ -130,7 +130,7 @@ def test_group_offsets_earliest_latest_json_and_dry_run(
     assert main([*argv, "--offsets", '{"0-0": 34}', "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["partitions"] == [{"broker": 0, "partition": 0, "current": 51, "new": 34,
-                                  "earliest": 0, "latest": 51}]
+                                  "earliest": 0, "latest": 51, "current_error": None}]
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"34", 0)
     assert _node(kz, "/consumers/g/offsets/t/0-1") == (b"17", 0)  # not named: unchanged
     assert main([*argv, "--to", "earliest"]) == 0
@@ -173,6 +173,10 @@ def test_group_offsets_by_time_and_refusals(
     assert main([*argv, "--to", "earliest", "--dry-run"]) == 1
     assert capsys.readouterr().err.endswith(err)
     assert main([*argv, "--to", "earliest", "--force"]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "kafka07: group 'g' has live consumers (consumer g_host-1; owner of 0-1: g_host-1-0): "
+        "they would overwrite the new offsets on their next commit; was written anyway "
+        "(--force)")
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"0", 0)
 
 
@@ -209,6 +213,32 @@ def test_group_offsets_refuses_what_it_cannot_check_unless_forced(
         f"milliseconds (0..{2**63 - 1})"
     )
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"5", 0)
+
+
+def test_group_offsets_shows_and_replaces_a_node_not_in_0_7_format(
+    topic_t: EmbeddedBroker, zk_connect: str, kz: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kz.create("/consumers/g/offsets/t/0-0", b"abc", makepath=True)
+    argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to",
+            "earliest"]
+    node = f"ZooKeeper {zk_connect}: node /consumers/g/offsets/t/0-0: offset must be a " \
+        "non-negative decimal integer, got b'abc'"
+    assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        "broker-partition  current  new  change  earliest  latest",
+        "0-0               bad      0    -       0         51",
+        "0-1               -        0    -       0         17",
+    ]
+    assert out.err.splitlines() == [
+        f"kafka07: {node}: would be overwritten",
+        "would set 2 offsets of group 'g' topic 't' (2 changed): dry run, nothing written",
+    ]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["partitions"][0] == {"broker": 0, "partition": 0, "current": None, "new": 0,
+                                    "earliest": 0, "latest": 51, "current_error": node}
+    assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"0", 0)
 
 
 @pytest.fixture
@@ -277,7 +307,15 @@ def test_an_acl_protected_zookeeper_with_credentials_from_a_file_or_the_environm
     assert capsys.readouterr().out.splitlines()[-1].startswith("t ")
     argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to", "latest"]
     monkeypatch.setenv("KAFKA07_ZK_AUTH", f"digest:ops:{PASSWORD}")
-    assert main(argv) == 0  # the nodes under the locked group are written
+    assert main(argv) == 0  # the nodes under the locked group are written, locked as it is
+    admin = kazoo_client(zk_connect, auth_data=[("digest", "admin:adminpw")])
+    try:
+        for node in ("/consumers/g/offsets", "/consumers/g/offsets/t/0-0"):
+            assert admin.get_acls(node)[0] == acl
+        assert admin.get("/consumers/g/offsets/t/0-0")[0] == b"51"
+    finally:
+        admin.stop()
+        admin.close()
     assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 0
     assert "0-0               51      51      0" in capsys.readouterr().out
     monkeypatch.setenv("KAFKA07_ZK_AUTH", "ops:wrong")

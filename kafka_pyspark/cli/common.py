@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -31,13 +32,17 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DATA = 1
 EXIT_USAGE = 2
+#: Ctrl-C (128 + SIGINT, as a shell reports it): not everything asked for was done
+EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  everything asked for was done and shown
   {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
-     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+     the log end or not in 0.7's format, a group with live consumers or an offset that is
+     not where a message starts (group-offsets)
   {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
      broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
      refusing access
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); consume --follow stops this way with its own code
 A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
 #: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
@@ -74,7 +79,9 @@ _ARGUMENT_OF_OPTION = {
     "broker.list": "--broker-list",
     "zk.connectiontimeout.ms": "--timeout-ms",
     "socket.timeout.ms": "--timeout-ms",
+    "zk.sessiontimeout.ms": "--timeout-ms",
     "topic": "--topic",
+    "group.id": "--group",
     "compression.codec": "--codec",
     "batch.size": "--batch-size",
 }
@@ -182,19 +189,23 @@ def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
     return credentials_from_file(path) if path is not None else credentials_from_environment()
 
 
+def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The connector's cluster options the arguments stand for (credentials aside:
+    :func:`zk_credentials`). ``--timeout-ms`` bounds each broker request and the ZooKeeper
+    connection; it is the session timeout too, because kazoo waits out the handshake of a
+    ZooKeeper that does not answer for the session timeout, whatever the connection timeout."""
+    where = {"zk.connect": args.zk, "broker.list": getattr(args, "broker_list", None)}
+    timeout = str(args.timeout_ms)
+    return {**{k: v for k, v in where.items() if v is not None}, "socket.timeout.ms": timeout,
+            "zk.connectiontimeout.ms": timeout, "zk.sessiontimeout.ms": timeout}
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.cluster_options import cluster_options
+    from kafka_pyspark.cluster_options import parse_cluster_options
 
-    return Cluster(
-        cluster_options(
-            zk_connect=args.zk,
-            broker_list=getattr(args, "broker_list", None),
-            zk_connection_timeout_ms=args.timeout_ms,
-            socket_timeout_ms=args.timeout_ms,
-            zk_auth=zk_credentials(args),
-        )
-    )
+    options = parse_cluster_options(cluster_settings(args))
+    return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))
 
 
 def permission_advice(e: RegistryPermissionError) -> str:
@@ -310,6 +321,14 @@ def per_broker(
                 f"{allowed} ms"
             )
         conns[broker_id].close()
+    return out
+
+
+def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
+    out: dict[int, list[int]] = {}
+    for b, p in sorted(keys):
+        out.setdefault(b, []).append(p)
     return out
 
 

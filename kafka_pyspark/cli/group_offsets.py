@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
+from kafka_pyspark.cli.cluster_cmds import broker_offsets, offsets_requests
 from kafka_pyspark.cli.common import (
     EXIT_DATA,
     EXIT_OK,
@@ -26,6 +27,7 @@ from kafka_pyspark.cli.common import (
     CliError,
     add_cluster_args,
     bp,
+    by_broker,
     live_brokers,
     open_cluster,
     per_broker,
@@ -52,10 +54,12 @@ BOUNDARY_FETCH_SIZE = 64 << 10
 class OffsetChange:
     broker: int
     partition: int
-    current: int | None  # committed now (None: never committed)
+    current: int | None  # committed now (None: never committed, or not in 0.7's format)
     new: int
     earliest: int | None  # the log's bounds, when the broker answered
     latest: int | None
+    #: why the node committed now is not in 0.7's format (the new value replaces it)
+    current_error: str | None = None
 
 
 def parse_offsets_json(text: str) -> dict[Key, int]:
@@ -100,12 +104,12 @@ class _Log:
 
 def _logs(conn: BrokerConnection, args: argparse.Namespace, broker: int, parts: list[int],
           time_ms: int | None, given: Mapping[Key, int] | None) -> dict[int, _Log]:
-    from kafka_pyspark.client import before_time, earliest, latest
+    from kafka_pyspark.client import before_time
 
     out = {}
-    for p in parts:
+    for p, lo, hi in broker_offsets(conn, args.topic, parts):
         at = None if time_ms is None else before_time(conn, args.topic, p, time_ms)
-        log = _Log(earliest(conn, args.topic, p), latest(conn, args.topic, p), at)
+        log = _Log(lo, hi, at)
         new = None if given is None else given[(broker, p)]
         if new is not None and log.earliest < new < log.latest and not args.force:
             log = replace(log, not_a_message=_not_a_message(conn, args.topic, p, new))
@@ -137,14 +141,15 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
         cluster.partitions(args.topic)
     keys = sorted(given) if given is not None else live
     time_ms = int(args.to) if args.to is not None and args.to.isdigit() else None
-    by_broker: dict[int, list[int]] = {}
-    for b, p in keys:
-        if (b, p) in live:  # a broker closes the connection when asked of another partition
-            by_broker.setdefault(b, []).append(p)
-    answers = per_broker({b: brokers[b] for b in by_broker},
-                         lambda conn, b: _logs(conn, args, b, by_broker[b], time_ms, given),
-                         args.timeout_ms)
-    current = registry.group_offsets_checked(args.group, args.topic)[0]
+    # a broker closes the connection when asked of a partition it does not have
+    asked = by_broker(k for k in keys if k in live)
+    # each partition: its bounds, then a time's offset or the message at an explicit offset
+    requests = {b: n + len(asked[b]) for b, n in offsets_requests(asked).items()}
+    answers = per_broker({b: brokers[b] for b in asked},
+                         lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
+                         args.timeout_ms, requests)
+    current, malformed = registry.group_offsets_checked(args.group, args.topic)
+    bad = {parse_partition_key(name): e for name, e in malformed.items()}
     changes = []
     for key in keys:
         got = answers.get(key[0])
@@ -156,7 +161,7 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
         new = _new_offset(args, key, given, log)
         changes.append(OffsetChange(*key, current.get(key), new,
                                     None if log is None else log.earliest,
-                                    None if log is None else log.latest))
+                                    None if log is None else log.latest, bad.get(key)))
     return changes
 
 
@@ -203,10 +208,9 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
         registry = cluster.registry()
         assert registry is not None  # --zk is required
         live = live_consumers(registry, args.group, args.topic)
-        refusal = (
-            f"group {args.group!r} has live consumers ({'; '.join(live)}): they would "
-            "overwrite the new offsets on their next commit. Stop them first, or --force"
-        )
+        running = (f"group {args.group!r} has live consumers ({'; '.join(live)}): they "
+                   "would overwrite the new offsets on their next commit")
+        refusal = f"{running}. Stop them first, or --force"
         if live and not args.force and not args.dry_run:
             raise CliError(refusal, EXIT_DATA)
         changes = plan_changes(cluster, registry, args)
@@ -219,6 +223,8 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
     if live and not args.force:  # a dry run: the real one would be refused
         error(refusal)
         return EXIT_DATA
+    if live:
+        error(f"{running}; {'would be' if args.dry_run else 'was'} written anyway (--force)")
     return EXIT_OK
 
 
@@ -228,13 +234,17 @@ def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
                        "partitions": [asdict(c) for c in changes]})
     else:
         table(["broker-partition", "current", "new", "change", "earliest", "latest"], [
-            [bp((c.broker, c.partition)), "-" if c.current is None else c.current, c.new,
+            [bp((c.broker, c.partition)),
+             "bad" if c.current_error else "-" if c.current is None else c.current, c.new,
              "-" if c.current is None else f"{c.new - c.current:+d}",
              "-" if c.earliest is None else c.earliest, "-" if c.latest is None else c.latest]
             for c in changes
         ])
-    moved = sum(c.current != c.new for c in changes)
     verb = "would set" if args.dry_run else "set"
+    for c in changes:
+        if c.current_error:
+            error(f"{c.current_error}: {'would be' if args.dry_run else 'was'} overwritten")
+    moved = sum(c.current != c.new for c in changes)
     summary(f"{verb} {plural(len(changes), 'offset')} of group {args.group!r} topic "
             f"{args.topic!r} ({moved} changed)" + (": dry run, nothing written"
                                                   if args.dry_run else ""))
@@ -257,9 +267,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
     p.add_argument("--offsets", metavar="JSON",
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
-                   "within its log unless --force")
+                   "where a message starts (or the log end) on a live partition of the topic, "
+                   "unless --force")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would change, write nothing")
     p.add_argument("--force", action="store_true",
-                   help="write even while the group has live consumers, or outside a log")
+                   help="write anyway: while the group has live consumers, and --offsets "
+                   "outside the log, not where a message starts or on a partition not live")
     p.set_defaults(func=cmd_group_offsets)

@@ -40,7 +40,7 @@ from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.messages.flat import ValueSink, join_views
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import pushdown, worker_gc
-from kafka_pyspark.spark.discovery import discover, group_start
+from kafka_pyspark.spark.discovery import discover_view, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
@@ -321,11 +321,12 @@ def plan_batch(
 
     factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
-        discovered = discover(cluster, options.subscription)
+        # with ZooKeeper and no broker registered (a wrong chroot, usually) this fails saying
+        # so, not as "no topic"
+        discovered, brokers = discover_view(cluster, options.subscription)
         tps = discovered
         if pushed is not None:
             tps = [tp for tp in tps if pushed.accepts(*tp)]
-        brokers = cluster.brokers()
         committed = group_start(cluster, options, tps)
         with OffsetLookup(brokers, options.cluster) as lookup:
             if isinstance(options.subscription, Assign) and cluster.registry() is None:
