@@ -35,7 +35,7 @@
 
 static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
 static kp_sink_parse_fn sink_parse;
-static kp_crc32_fn (*direct_crc)(void); /* ISA-L's CRC-32, once _kernel's crc_engine found it */
+static kp_crc32_fn (*direct_crc)(void); /* ISA-L's CRC-32, once _kernel's crc_engine_at found it */
 
 /* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
 static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
@@ -281,7 +281,7 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
 }
 
 /* CRC-32 (zlib's) of p[0:n] continued from `init`: fn True: by ISA-L's, called directly (found
- * by _kernel's crc_engine; faster than libdeflate's on large buffers); None: by libdeflate;
+ * by _kernel's crc_engine_at; faster than libdeflate's on large buffers); None: by libdeflate;
  * else by the Python callable fn (python-isal's, through a memoryview: no copy). 0, or -1
  * with an exception raised by fn. */
 static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
@@ -422,7 +422,7 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
         goto done;
     }
     if (fn == Py_True && !direct_crc()) {
-        PyErr_SetString(PyExc_ValueError, "gzip_fetch: no direct CRC-32 (crc_engine)");
+        PyErr_SetString(PyExc_ValueError, "gzip_fetch: no direct CRC-32 (crc_engine_at)");
         goto done;
     }
     f.d = libdeflate_alloc_decompressor();

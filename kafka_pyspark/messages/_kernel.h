@@ -153,7 +153,7 @@ PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
 PyObject *kp_wrapped_rows(PyObject *self, PyObject *args);
-PyObject *kp_crc_engine(PyObject *self, PyObject *arg);
+PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg);
 
 /* What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it
  * links libdeflate) as the capsule _kernel._C_API: the walk itself (and its sink's set-up), so that there is one. A
@@ -164,9 +164,9 @@ typedef int (*kp_take_fn)(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, Py_
                           sink_t *s, long long *value);
 typedef int (*kp_sink_parse_fn)(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
                                 Py_buffer *wbuf, Py_ssize_t k);
-/* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), when crc_engine found it */
+/* ISA-L's CRC-32 (crc32_gzip_refl: zlib's CRC-32, from a register), when crc_engine_at found it */
 typedef uint32_t (*kp_crc32_fn)(uint32_t init, const unsigned char *buf, uint64_t len);
-kp_crc32_fn kp_direct_crc(void); /* NULL until crc_engine found it */
+kp_crc32_fn kp_direct_crc(void); /* NULL until crc_engine_at found it */
 
 /* crc32(p[0:n], init) by the Python callable fn (python-isal's or zlib's, through a memoryview:
  * no copy): 0, or -1 with the exception fn raised. */

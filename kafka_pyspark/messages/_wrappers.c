@@ -4,9 +4,6 @@
 #include <string.h>
 
 #include "_kernel.h"
-#if defined(__unix__) || defined(__APPLE__)
-#include <dlfcn.h>
-#endif
 
 /* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
  * -1 if one is not snappy or not a payload this kernel decodes */
@@ -39,7 +36,7 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
 #define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
 #define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
 
-/* ISA-L's CRC-32, called directly when crc_engine found it in python-isal's module: no Python
+/* ISA-L's CRC-32, called directly when crc_engine_at found it in python-isal's module: no Python
  * call per wrapper (here, and in _gzip.c through the capsule: kp_direct_crc). */
 static kp_crc32_fn direct_crc;
 
@@ -48,20 +45,18 @@ kp_crc32_fn kp_direct_crc(void)
     return direct_crc;
 }
 
-/* crc_engine(path) -> bool: whether ISA-L's crc32_gzip_refl, looked up in the shared object at
- * path (python-isal's isal_zlib, already loaded), gives zlib's CRC-32 of a known input; if so,
- * snappy_fetch calls it for a crc32 of None (a later False keeps the engine found before). */
-PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
+/* crc_engine_at(address) -> bool: whether the function at address (ISA-L's crc32_gzip_refl,
+ * looked up by flat.isal_crc_address in python-isal's loaded module; 0: none found) gives
+ * zlib's CRC-32 of known inputs; if so, snappy_fetch calls it for a crc32 of None (a later
+ * False keeps the engine found before). The lookup is Python's (ctypes), so that the module
+ * links no dynamic-loader symbol: those of glibc 2.34 would raise the wheel's manylinux tag. */
+PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg)
 {
-    const char *path = PyUnicode_AsUTF8(arg);
-    if (!path)
+    void *at = PyLong_AsVoidPtr(arg);
+    if (!at && PyErr_Occurred())
         return NULL;
     kp_crc32_fn fn = NULL;
-#if defined(__unix__) || defined(__APPLE__)
-    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* kept open: the module stays loaded */
-    if (lib)
-        *(void **)&fn = dlsym(lib, "crc32_gzip_refl");
-#endif
+    *(void **)&fn = at;
     int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
              fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
     if (ok)
@@ -142,7 +137,7 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
         goto done;
     }
     if (fn == Py_None && !direct_crc) {
-        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no CRC-32 engine (crc_engine)");
+        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no CRC-32 engine (crc_engine_at)");
         goto done;
     }
     for (; i < n; i++) {

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages import compression, walk
-from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32, isal_zlib
+from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32, isal_crc_address, isal_zlib
 from kafka_pyspark.messages.layout import CODEC_GZIP
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -46,7 +46,7 @@ gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "g
 # the snappy lane's CRCs: ISA-L's called by the kernel itself (None) when it finds it in
 # python-isal's module, else ``crc32`` called back (one Python call per wrapper)
 _SNAPPY_CRC = (None if isal_zlib is not None and walk.kernel is not None
-               and walk.kernel.crc_engine(isal_zlib.__file__) else crc32)
+               and walk.kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
 # the gzip lane's CRCs: ISA-L's called directly too (True), else through a call back (~3x
 # faster than libdeflate's on large buffers), else libdeflate's own (None) rather than zlib's
 _GZIP_CRC: Callable[..., int] | bool | None = (

@@ -89,7 +89,7 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
 }
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",
-    lambda m: all(hasattr(m, f) for f in ("snappy_fetch", "wrapped_rows", "crc_engine")),
+    lambda m: all(hasattr(m, f) for f in ("snappy_fetch", "wrapped_rows", "crc_engine_at")),
     KERNEL_CONSTANTS,
 )
 ENGINE = "kernel" if kernel is not None else "python"
