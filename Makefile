@@ -16,7 +16,10 @@ setup: $(STAMP) java-check zookeeper-check
 # an environment built without it is rebuilt with the gzip lane
 $(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard kafka_pyspark/formats/_*.[ch]) \
           $(wildcard /usr/include/libdeflate.h) | libdeflate-check
+	@echo "setup: $(VENV), a virtual environment of $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: installing kafka_pyspark, its dependencies and extras into $(VENV), and building its C" \
+	  "kernels (pip, quiet: a few minutes on a fresh machine, about one with pip's cache warm)"
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules.
 	# The fuzz extra (atheris, pyproject.toml) only where a binary wheel exists: else without it,
@@ -25,6 +28,7 @@ $(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard k
 	  || { echo "atheris: no wheel here; the coverage-guided fuzz test will skip"; \
 	       $(PY) -m pip install -q -e ".[spark,test,dev,notebooks]" --config-settings editable_mode=compat; }
 	touch $(STAMP)
+	@echo "setup: $(VENV) is ready; its Python is $(PY)"
 
 java-check:
 	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
@@ -65,7 +69,9 @@ OLDEST_TESTS   := tests/test_spark_read.py tests/test_spark_write.py tests/test_
 
 $(OLDEST_VENV)/.installed: pyproject.toml $(STAMP)
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
-	$(OLDEST_PY) -m pip install -q -e ".[spark,test]" "pyspark==$(OLDEST_PYSPARK)" \
+	# pinned with the test extra's [connect]: pinning plain pyspark leaves pip free to try (and
+	# unpack, 450 MB each) every newer pyspark[connect] before it backtracks to this one
+	$(OLDEST_PY) -m pip install -q -e ".[spark,test]" "pyspark[connect]==$(OLDEST_PYSPARK)" \
 	  --config-settings editable_mode=compat
 	touch $@
 

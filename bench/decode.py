@@ -1,6 +1,6 @@
 """Message-set codec throughput against the physical limits measured in the same run.
 
-DESIGN.md targets, per core, 200-byte messages:
+Targets (docs/dev/ARCHITECTURE.md "Performance targets"), per core, 200-byte messages:
 
 - decode, uncompressed, CRC on: >= 2,000,000 messages/s and >= 50% of the limit, the cost the
   bytes have anyway: CRC-32 over every payload with the fastest CRC engine available (ISA-L's
@@ -231,7 +231,7 @@ def _compressed_rows(
     engine_limit: bool = False,
 ) -> None:
     """``engine_limit``: the limit is plain decompression by the engine the codec uses (ISA-L
-    inflate when it imports), else stdlib zlib (the DESIGN.md fixed-size target)."""
+    inflate when it imports), else stdlib zlib (the fixed-size target)."""
     log = _compressed_log(values, codec)
     payloads = _wrapper_payloads(log)
     mv = memoryview(log)

@@ -1,8 +1,8 @@
 """Batch read throughput: ``spark.read.format("kafka07")`` against the Spark ceiling.
 
-DESIGN.md target: ``load().write.format("noop")`` end to end >= 70% of the Spark ceiling, a
-null Python data source that yields the same rows as pre-built Arrow batches through the same
-Spark path, measured in the same run.
+Target (docs/dev/ARCHITECTURE.md "Performance targets"): ``load().write.format("noop")`` end to end
+>= 70% of the Spark ceiling, a null Python data source that yields the same rows as pre-built Arrow
+batches through the same Spark path, measured in the same run.
 
 What is measured, all in this run, on this machine (``local[2]`` from ``spark-conf/``):
 

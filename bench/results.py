@@ -3,7 +3,8 @@
 
 ``limit`` is the physical ceiling measured in the same run (same data, same machine), and
 ``ratio`` is ``value / limit``; both are null for rows without a ceiling. ``target`` (optional)
-states the DESIGN.md target the ratio or value is judged against.
+states the target (docs/dev/ARCHITECTURE.md "Performance targets") the ratio or value is judged
+against.
 """
 
 from __future__ import annotations

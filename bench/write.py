@@ -1,8 +1,8 @@
 """Write throughput: ``df.write.format("kafka07")`` against a bare loop and bare zlib.
 
-DESIGN.md targets (batch.size 200, 200-byte values, 2 cores): none and snappy >= 500,000
-messages/s and >= 50% of the same rows encoded and sent by a bare loop with no Spark; gzip
->= 70% of bare zlib compression throughput of the same bytes.
+Targets (docs/dev/ARCHITECTURE.md "Performance targets"; batch.size 200, 200-byte values, 2 cores):
+none and snappy >= 500,000 messages/s and >= 50% of the same rows encoded and sent by a bare loop
+with no Spark; gzip >= 70% of bare zlib compression throughput of the same bytes.
 
 What is measured, all in this run, on this machine:
 

@@ -6,6 +6,11 @@ Public API::
     Kafka07DataSource                    # the pyspark DataSource class
     decode_message_set(data, base_offset=0, *, verify_crc=True) -> DecodeResult
     encode_message_set(values, *, compression="none", magic=1) -> bytes
+
+    # looking at a cluster from a notebook or script (kafka_pyspark.admin; no Spark needed)
+    topic_partitions(zk_connect, topic, *, options=None) -> [(broker, partition), ...]
+    partition_for_key(key, partitions) -> (broker, partition)   # where the writer puts a key
+    group_lag(zk_connect, group, topics=None, *, options=None) -> [{...}]  # `kafka07 lag` rows
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ def __getattr__(name: str) -> Any:
         from kafka_pyspark import messages
 
         return getattr(messages, name)
+    if name in ("topic_partitions", "partition_for_key", "group_lag"):
+        from kafka_pyspark import admin
+
+        return getattr(admin, name)
     if name == "Kafka07DataSource":
         from kafka_pyspark.spark.source import Kafka07DataSource
 
@@ -61,5 +70,8 @@ __all__ = [
     "__version__",
     "decode_message_set",
     "encode_message_set",
+    "group_lag",
+    "partition_for_key",
     "register",
+    "topic_partitions",
 ]

@@ -14,13 +14,13 @@ Two sources, exactly one of them per :class:`Cluster`:
     probing each broker with FETCH requests of max size 0 on partitions 0, 1, ... until it
     answers WrongPartition (3)
     (:func:`kafka_pyspark.client.probe_partition_count`; not OFFSETS: a 0.7.2 broker closes the
-    connection on OFFSETS for a bad partition, BROKER-FACTS.md "OFFSETS").
+    connection on OFFSETS for a bad partition: docs/dev/PROTOCOL.md "Measured: OFFSETS").
 
     Note: a 0.7 broker answers a FETCH on a topic it has never seen with error 0 for every valid
-    partition (BROKER-FACTS.md "FETCH"), so for an unknown topic the probe reports the broker's
-    default partition count (``num.partitions``, or its ``topic.partition.count.map`` entry), not
-    an empty list. That is also exactly where 0.7 would put the topic's first messages. Listing
-    topics needs the registry.
+    partition (docs/dev/PROTOCOL.md "Measured: FETCH"), so for an unknown topic the probe reports
+    the broker's default partition count (``num.partitions``, or its ``topic.partition.count.map``
+    entry), not an empty list. That is also exactly where 0.7 would put the topic's first messages.
+    Listing topics needs the registry.
 """
 
 from __future__ import annotations

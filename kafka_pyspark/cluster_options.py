@@ -1,10 +1,10 @@
 """Where the cluster is: the cluster options, parsed and checked once, for every mode.
 
-API.md "Where the cluster is"::
+The options (docs/reading.md "Options")::
 
     zk.connect | broker.list (exactly one)     zk.sessiontimeout.ms 6000
     zk.connectiontimeout.ms 6000               socket.timeout.ms 30000
-    socket.buffersize 65536                    zk.auth (digest:user:password; a secret)
+    socket.buffersize 65536                    zk.auth.user + zk.auth.password (digest ACLs)
 
 Pure (no sockets). :func:`parse_cluster_options` reads them from Spark's option strings,
 :func:`cluster_options` from Python values (the CLI, tests) by the same rules and wording;
@@ -25,13 +25,14 @@ from kafka_pyspark.errors import OptionError
 from kafka_pyspark.names import is_decimal
 from kafka_pyspark.option_values import int_option, lower_options
 from kafka_pyspark.wire.protocol import INT32_MAX
-from kafka_pyspark.zk_auth import parse_zk_auth
+from kafka_pyspark.zk_auth import ZK_AUTH_OPTIONS, ZK_AUTH_SCHEME, credentials_from_options
 
 __all__ = [
     "CLUSTER_NAMES",
     "BrokerAddress",
     "ClusterOptions",
     "cluster_options",
+    "host_problem",
     "parse_broker_list",
     "parse_cluster_options",
     "port_number",
@@ -44,7 +45,7 @@ CLUSTER_NAMES = (
     "broker.list",
     "zk.sessiontimeout.ms",
     "zk.connectiontimeout.ms",
-    "zk.auth",
+    *ZK_AUTH_OPTIONS,
     "socket.timeout.ms",
     "socket.buffersize",
 )
@@ -63,7 +64,8 @@ class ClusterOptions:
     zk_connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS
     socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
     socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
-    zk_auth: str | None = field(default=None, repr=False)  # a secret: never in a repr
+    #: ``("digest", "user:password")`` for kazoo; a secret: never in a repr
+    zk_auth: tuple[str, str] | None = field(default=None, repr=False)
 
 
 def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
@@ -93,11 +95,9 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         _check_zk_connect(zk)
     if bl is not None:
         parse_broker_list(bl)
-    auth = opts.get("zk.auth")
-    if auth is not None:
-        if zk is None:
-            raise OptionError("zk.auth", "needs zk.connect (credentials for ZooKeeper)")
-        parse_zk_auth(auth)  # raises OptionError('zk.auth', ...) without quoting the secret
+    auth = credentials_from_options(opts)  # OptionError never quoting the password
+    if auth is not None and zk is None:
+        raise OptionError(ZK_AUTH_OPTIONS[0], "needs zk.connect (credentials for ZooKeeper)")
     return ClusterOptions(
         zk_connect=zk,
         broker_list=bl,
@@ -123,12 +123,15 @@ def cluster_options(
     broker_list: str | None = None,
     zk_session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
     zk_connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
-    zk_auth: str | None = None,
+    zk_auth: tuple[str, str] | None = None,
     socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS,
     socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
 ) -> ClusterOptions:
     """The cluster options from Python values, checked exactly as :func:`parse_cluster_options`
-    checks the option strings (a number must be an ``int``, not a bool or a float)."""
+    checks the option strings (a number must be an ``int``, not a bool or a float).
+
+    ``zk_auth`` is the pair :mod:`kafka_pyspark.zk_auth` parses: ``("digest", "user:password")``.
+    """
     numbers = {
         "zk.sessiontimeout.ms": zk_session_timeout_ms,
         "zk.connectiontimeout.ms": zk_connection_timeout_ms,
@@ -138,12 +141,28 @@ def cluster_options(
     for name, value in numbers.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise OptionError(name, f"must be an integer, got {value!r}")
-    given = {"zk.connect": zk_connect, "broker.list": broker_list, "zk.auth": zk_auth}
+    given = {"zk.connect": zk_connect, "broker.list": broker_list, **_auth_options(zk_auth)}
     strings = {k: v for k, v in given.items() if v is not None}
     return parse_cluster_options({**strings, **{k: str(v) for k, v in numbers.items()}})
 
 
+def _auth_options(auth: tuple[str, str] | None) -> dict[str, str]:
+    if auth is None:
+        return {}
+    scheme, credential = auth
+    if scheme != ZK_AUTH_SCHEME:
+        raise OptionError(ZK_AUTH_OPTIONS[0], f"scheme {scheme!r} is not {ZK_AUTH_SCHEME!r}")
+    user, _, password = credential.partition(":")
+    return dict(zip(ZK_AUTH_OPTIONS, (user, password), strict=True))
+
+
 def _check_zk_connect(value: str) -> None:
+    if "@" in value:  # kazoo would drop "user:password@" silently; the value is not quoted
+        raise OptionError(
+            "zk.connect",
+            "holds '@': user info (user:password@host) is not taken there and the value is "
+            f"not shown; give ZooKeeper credentials in {' + '.join(ZK_AUTH_OPTIONS)}",
+        )
     hosts, _, chroot = value.partition("/")
     for entry in hosts.split(","):
         host, sep, port = entry.strip().rpartition(":")
@@ -151,8 +170,16 @@ def _check_zk_connect(value: str) -> None:
             raise OptionError("zk.connect", f"entry {entry!r} of {value!r} is not 'host:port'")
         if sep and port_number(port) is None:
             raise OptionError("zk.connect", f"port {port!r} in {value!r} is not in 1..65535")
+        problem = host_problem(host if sep else entry.strip())
+        if problem is not None:
+            raise OptionError("zk.connect", f"entry {entry!r} of {value!r}: {problem}")
     if chroot and (chroot.endswith("/") or "//" in chroot):
         raise OptionError("zk.connect", f"malformed chroot '/{chroot}' in {value!r}")
+    if chroot and any(part in (".", "..") for part in chroot.split("/")):
+        # ZooKeeper paths are absolute names, not file paths: kazoo refuses these
+        raise OptionError(
+            "zk.connect", f"chroot '/{chroot}' in {value!r} has a '.' or '..' component"
+        )
 
 
 def zk_chroot(zk_connect: str) -> str | None:
@@ -229,9 +256,26 @@ def _broker_entry(entry: str) -> BrokerAddress:
         )
     if not host or any(c.isspace() for c in host):
         raise OptionError("broker.list", f"entry {entry!r}: host {host!r} is not a host name")
+    problem = host_problem(host) if m.group("v6") is None else None
+    if problem is not None:
+        raise OptionError("broker.list", f"entry {entry!r}: {problem}")
     if port_number(port_text) is None:
         raise OptionError("broker.list", f"entry {entry!r}: port {port_text!r} is not in 1..65535")
     return BrokerAddress(int(id_text), host, int(port_text))
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be resolved as a host name (None if it can be tried): the resolver
+    refuses an empty label or one over 63 characters (RFC 1035) with a UnicodeError, which
+    would otherwise surface from a connection thread."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return (
+            f"host {host!r} is not a valid host name (a dot-separated label is empty or "
+            "longer than 63 characters)"
+        )
+    return None
 
 
 def port_number(text: str) -> int | None:

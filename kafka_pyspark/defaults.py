@@ -1,4 +1,5 @@
-"""The one home of every option default (API.md; 0.7.2's own defaults where 0.7 has the option).
+"""The one home of every option default (docs/reading.md, docs/writing.md; 0.7.2's own defaults
+where 0.7 has the option: docs/dev/PROTOCOL.md "Measured: config defaults").
 
 Pure constants, importing nothing: the option parsers (:mod:`kafka_pyspark.spark.options`), the
 cluster and registry, the client, the decoders and the embedded broker all take their defaults

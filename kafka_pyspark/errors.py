@@ -58,6 +58,28 @@ class OptionError(KafkaError, ValueError):
         super().__init__(f"option '{option}': {message}")
 
 
+class CredentialsError(OptionError):
+    """ZooKeeper credentials read from a file or an environment variable are malformed or
+    unreadable. ``option`` names the source (``"file /etc/k07.auth"``); the message never
+    quotes the credentials."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.option = source
+        KafkaError.__init__(self, f"ZooKeeper credentials from {source}: {message}")
+
+
+class SegmentPathError(OptionError):
+    """What the ``path`` option names cannot be read as one log per partition: a segment file
+    or partition directory whose name is outside the legal ranges, both 0.7 ``.kafka`` and
+    ``.log`` files in one partition, or one partition in two directories. ``path`` names the
+    file or directory at fault (the first of two)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.option = "path"
+        self.path = path
+        KafkaError.__init__(self, f"option 'path': {path}: {message}")
+
+
 class OffsetFormatError(KafkaError, ValueError):
     """A stream offset (from Spark's checkpoint) is not ``{topic: {"brokerId-partition": n}}``."""
 
@@ -259,7 +281,14 @@ class RegistryUnavailableError(RegistryError):
 
 class RegistryPermissionError(RegistryError, PermissionError):
     """ZooKeeper refused an operation on a node: its ACL does not allow this session
-    (no ``zk.auth``, or credentials without the needed permission). Names the node."""
+    (no ZooKeeper credentials, or credentials without the needed permission). Names the node.
+
+    ``denied`` is the refusal alone (ZooKeeper, operation, node) and ``credentials_given``
+    whether the session had credentials: a caller that takes credentials its own way (the
+    ``kafka07`` command) words its own advice from them."""
+
+    denied: str = ""
+    credentials_given: bool = False
 
 
 class TopicNotFoundError(KafkaError):

@@ -3,8 +3,8 @@
 Pure and vectorised (numpy over Arrow buffers); no sockets, no Spark.
 
 0.7's producer keeps a list of every (broker id, partition) pair for a topic, sorted by broker id
-and then partition (seed 001, "Partitioner": "an index into a sorted list of broker_ids and
-partitions"), and picks ``list[partition(key, len(list))]`` where ``DefaultPartitioner`` is::
+and then partition (docs/dev/PROTOCOL.md "Partitioner"), and picks
+``list[partition(key, len(list))]`` where ``DefaultPartitioner`` is::
 
     def partition(key: T, numPartitions: Int): Int = math.abs(key.hashCode) % numPartitions
 

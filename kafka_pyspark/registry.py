@@ -1,6 +1,6 @@
 """Kafka 0.7's ZooKeeper registry, read (and group offsets written) with kazoo.
 
-Nodes, as Kafka 0.7.2 writes them (seed 003 "ZooKeeper"; BROKER-FACTS.md "ZooKeeper")::
+Nodes, as Kafka 0.7.2 writes them (docs/dev/PROTOCOL.md "ZooKeeper")::
 
     /brokers/ids/[brokerId]          -> "creator:host:port"       ephemeral, written by a broker
                                         creator is "<host>-<epoch ms>", e.g.
@@ -16,11 +16,10 @@ Consumer offsets (``/consumers/[group]/offsets/...``) are what 0.7's
 ``ZookeeperConsumerConnector`` commits and reads back on start, and what
 ``kafka.tools.ConsumerOffsetChecker`` reports: the node name is ``[brokerId]-[partition]``
 (e.g. ``0-1``), the value is the **decimal ASCII string of the next byte offset to fetch**
-(e.g. ``b"1234"``, no padding, no newline) -- BROKER-FACTS.md "ZooKeeper". This module reads and
-writes exactly that format, so a group's progress is shared with 0.7's own tools both ways.
-Parents created by :meth:`Registry.commit_group_offsets` hold the committer's id as their value,
-as seed 003 recommends ("the value that should be stored at an intermediate node is the ID of the
-node's creator").
+(e.g. ``b"1234"``, no padding, no newline): docs/dev/PROTOCOL.md "Consumer groups and their
+offsets". This module reads and writes exactly that format, so a group's progress is shared with
+0.7's own tools both ways. Parents created by :meth:`Registry.commit_group_offsets` hold the
+committer's id as their value (docs/dev/PROTOCOL.md "Intermediate nodes").
 
 Every node value is parsed strictly; a value not in 0.7's format is a :class:`RegistryError`
 naming the node and the ZooKeeper address rather than a guess. A ``zk.connect`` string may carry
@@ -34,9 +33,10 @@ ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node who
 the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
 calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark.zk_session`.
 
-Access control: ``auth="digest:user:password"`` (option ``zk.auth``) adds those digest
-credentials to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose
-ACL grants that identity can be read and written. The credentials are never logged and never
+Access control: ``auth=("digest", "user:password")`` (options ``zk.auth.user`` +
+``zk.auth.password``, parsed by :mod:`kafka_pyspark.zk_auth`) adds those digest credentials to
+the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
+identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
@@ -56,6 +56,7 @@ from kafka_pyspark.cluster_options import (
     BrokerAddress,
     ClusterOptions,
     cluster_options,
+    host_problem,
     port_number,
     zk_chroot,
 )
@@ -68,7 +69,6 @@ from kafka_pyspark.names import (
     partition_key,
 )
 from kafka_pyspark.wire.topics import validate_topic_name
-from kafka_pyspark.zk_auth import parse_zk_auth
 from kafka_pyspark.zk_session import Created, ZkSession
 
 __all__ = ["BrokerInfo", "Registry"]
@@ -117,7 +117,7 @@ class Registry(Closing):
         *,
         session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
-        auth: str | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self._setup(
             cluster_options(  # the one check of the cluster options (OptionError)
@@ -142,13 +142,12 @@ class Registry(Closing):
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
-        auth = options.zk_auth
         self._zk = ZkSession(
             self.zk_connect,
             session_timeout_ms=self.session_timeout_ms,
             connection_timeout_ms=self.connection_timeout_ms,
             # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
-            auth_data=[parse_zk_auth(auth)] if auth is not None else [],
+            auth_data=[options.zk_auth] if options.zk_auth is not None else [],
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -178,10 +177,10 @@ class Registry(Closing):
         return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
 
     def _decimal(self, path: str, raw: bytes, what: str) -> int:
-        text = raw.decode("ascii", "replace")
-        if not is_decimal(text):
-            self._raise(path, f"{what} must be a non-negative decimal integer, got {raw!r}")
-        return int(text)
+        problem = _decimal_problem(raw, what)
+        if problem is not None:
+            self._raise(path, problem)
+        return int(raw)
 
     def _raise(self, path: str, problem: str) -> NoReturn:
         raise self._bad(path, problem)
@@ -191,9 +190,9 @@ class Registry(Closing):
     def brokers(self) -> dict[int, BrokerInfo]:
         """Live brokers from ``/brokers/ids/[id]`` = ``creator:host:port`` ({} if none).
 
-        The value is split on ``:`` and must have exactly three fields (seed 003: "always split
-        on ':' and extract the host that will be the second element"); the id is the node name.
-        A broker that vanishes between listing and reading is left out.
+        The value is split on ``:`` and must have exactly three fields (docs/dev/PROTOCOL.md "Broker
+        registry": "always split on ':' and extract the host that will be the second element"); the
+        id is the node name. A broker that vanishes between listing and reading is left out.
         """
         names = self._zk.children(BROKER_IDS) or []
         paths = self._id_paths(BROKER_IDS, names)
@@ -251,6 +250,9 @@ class Registry(Closing):
         creator, host, port_text = fields
         if not host or host != host.strip():
             self._raise(path, f"empty or padded host in {text!r}")
+        problem = host_problem(host)
+        if problem is not None:
+            self._raise(path, problem)
         port = port_number(port_text)
         if port is None:
             self._raise(path, f"bad port {port_text!r} in {text!r}")
@@ -287,40 +289,54 @@ class Registry(Closing):
 
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
-        thread id."""
+        thread id; a node whose name is not ``[bid]-[pid]`` is left out (nobody reads it)."""
         base = self._group_topic_path(group, topic, "owners")
-        out: dict[tuple[int, int], str] = {}
-        for key, _path, raw in self._partition_nodes(base):
-            out[key] = raw.decode("utf-8", "replace")
+        out = {key: raw.decode("utf-8", "replace")
+               for _name, key, raw in self._partition_nodes(base) if key is not None}
         return dict(sorted(out.items()))
 
     def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
         """Committed offsets ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` (decimal
-        string of the next byte offset) as {(broker, partition): offset}; {} if none."""
+        string of the next byte offset) as {(broker, partition): offset}; {} if none. A node
+        not in 0.7's format is a :class:`RegistryError` naming it."""
+        offsets, problems = self.group_offsets_checked(group, topic)
+        if problems:
+            raise RegistryError(next(iter(problems.values())))
+        return offsets
+
+    def group_offsets_checked(
+        self, group: str, topic: str
+    ) -> tuple[dict[tuple[int, int], int], dict[str, str]]:
+        """:meth:`group_offsets`, and the nodes not in 0.7's format (a name that is not
+        ``[bid]-[pid]``, a value that is not a non-negative decimal) as {node name: error
+        text naming the node} instead of an error: a table can still show the others."""
         base = self._group_topic_path(group, topic, "offsets")
         out: dict[tuple[int, int], int] = {}
-        for key, path, raw in self._partition_nodes(base):
-            out[key] = self._decimal(path, raw, "offset")
-        return dict(sorted(out.items()))
+        problems: dict[str, str] = {}
+        for name, key, raw in self._partition_nodes(base):
+            path = f"{base}/{name}"
+            if key is None:
+                problems[name] = str(self._bad(path, f"node name {not_a_partition_key(name)}"))
+                continue
+            problem = _decimal_problem(raw, "offset")
+            if problem is not None:
+                problems[name] = str(self._bad(path, problem))
+            else:
+                out[key] = int(raw)
+        return dict(sorted(out.items())), problems
 
     def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
         group = check_group_id(group)
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
-    def _partition_nodes(self, base: str) -> Iterable[tuple[tuple[int, int], str, bytes]]:
-        names = self._zk.children(base) or []
-        paths = [f"{base}/{n}" for n in names]
-        keys: list[tuple[int, int]] = []
-        for name, path in zip(names, paths, strict=True):
-            key = parse_partition_key(name)
-            if key is None:
-                self._raise(path, f"node name {not_a_partition_key(name)}")
-            else:
-                keys.append(key)
-        for key, path, raw in zip(keys, paths, self._values(paths), strict=True):
+    def _partition_nodes(self, base: str) -> Iterable[tuple[str, tuple[int, int] | None, bytes]]:
+        """(name, ``[bid]-[pid]`` key or None, value) of every child of ``base`` still there."""
+        names = sorted(self._zk.children(base) or [])
+        values = self._values([f"{base}/{n}" for n in names])
+        for name, raw in zip(names, values, strict=True):
             if raw is not None:
-                yield key, path, raw
+                yield name, parse_partition_key(name), raw
 
     def commit_group_offsets(
         self,
@@ -382,6 +398,13 @@ class Registry(Closing):
             if self._zk.create([(path, value)], acl, path)[0] is Created.NO_PARENT:
                 where = f"chroot {self.chroot!r}" if self.chroot else "parent"
                 raise self._bad(path, f"cannot create it: the {where} does not exist")
+
+
+def _decimal_problem(raw: bytes, what: str) -> str | None:
+    """Why ``raw`` is not a node value in 0.7's decimal format (None if it is)."""
+    if is_decimal(raw.decode("ascii", "replace")):
+        return None
+    return f"{what} must be a non-negative decimal integer, got {raw!r}"
 
 
 def _offset_nodes(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
-from kafka_pyspark.zk_auth import KAZOO_LOG
+from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
 
 __all__ = ["Created", "ZkSession"]
 
@@ -307,14 +307,14 @@ class ZkSession:
         if what == "creating":
             node = f"{node.rsplit('/', 1)[0] or '/'} (creating {node})"
         how = (
-            "the credentials given in zk.auth lack that permission"
+            "the ZooKeeper credentials given lack that permission"
             if self.has_auth
-            else "no zk.auth credentials were given"
+            else f"no ZooKeeper credentials were given: {CREDENTIALS_HINT}"
         )
-        return RegistryPermissionError(
-            f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL "
-            f"({how})"
-        )
+        denied = f"ZooKeeper {self.zk_connect}: {what} {node}: permission denied by the node's ACL"
+        err = RegistryPermissionError(f"{denied} ({how})")
+        err.denied, err.credentials_given = denied, self.has_auth
+        return err
 
 
 def _describe(e: BaseException | None) -> str:

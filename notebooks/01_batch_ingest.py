@@ -3,53 +3,77 @@
 # MAGIC # Batch ingest: a Kafka 0.7 topic into a table
 # MAGIC
 # MAGIC Reads every message of a topic with `spark.read.format("kafka07")`, keeps where each came
-# MAGIC from (`broker`, `partition`, `offset`), and appends it to a **Delta** table (parquet where
-# MAGIC Delta is not available). Then: messages per broker-partition, and a plot of message
-# MAGIC volume by broker-partition and offset range.
+# MAGIC from (`broker`, `partition`, `offset`), and appends it to a table named
+# MAGIC `catalog.schema.table` (Unity Catalog; a Delta table on Databricks). Then: messages per
+# MAGIC broker-partition, and a plot of message volume by broker-partition and offset range.
 # MAGIC
-# MAGIC **On Databricks**: install `kafka_pyspark` as a cluster library (docs/running.md) and set
-# MAGIC the widgets. **Anywhere else** (Jupyter, VS Code, `python notebooks/01_batch_ingest.py`):
-# MAGIC the next cell starts a local ZooKeeper, two embedded 0.7 brokers and a local Spark, and
-# MAGIC the last cell removes them again.
+# MAGIC **On Databricks**: run the `%pip` cell below, then set the widgets at the top. Nothing is
+# MAGIC written to the topic unless the widget `write_test_messages` is `yes`.
+# MAGIC **Anywhere else** (Jupyter, VS Code, `.venv/bin/python notebooks/01_batch_ingest.py`
+# MAGIC after `make setup`): the `%pip` cell is skipped, and the setup cell starts a local
+# MAGIC ZooKeeper, two embedded 0.7 brokers and Spark, with stand-ins for `dbutils.widgets`,
+# MAGIC `display()`, the catalog schema (`kafka_pyspark.testing.notebook`); the last cell removes
+# MAGIC them again, and the plot is saved to `figures/01_batch_ingest-1.png`.
+
+# COMMAND ----------
+
+# MAGIC %pip install kafka_pyspark
 
 # COMMAND ----------
 
 import os
 
-ON_DATABRICKS = "DATABRICKS_RUNTIME_VERSION" in os.environ
-if ON_DATABRICKS:
-    dbutils.widgets.text("zk_connect", "zk1:2181/kafka")  # noqa: F821 (Databricks globals)
-    dbutils.widgets.text("topic", "events")  # noqa: F821
-    ZK = dbutils.widgets.get("zk_connect")  # noqa: F821
-    TOPIC = dbutils.widgets.get("topic")  # noqa: F821
-    local = None
+if "DATABRICKS_RUNTIME_VERSION" in os.environ:
+    nb = None  # spark, dbutils and display are the notebook's own
 else:
-    from kafka_pyspark.testing.local import LocalCluster
+    from kafka_pyspark.testing.notebook import LocalNotebook
 
-    local = LocalCluster(partitions=(2, 3)).start()  # ZooKeeper + brokers 0 and 1 + Spark
-    spark = local.spark
-    ZK, TOPIC = local.zk_connect, "events"
-print(f"zk.connect={ZK} topic={TOPIC}")
+    nb = LocalNotebook("01_batch_ingest").start()
+    spark, dbutils, display = nb.spark, nb.dbutils, nb.display
+
+# COMMAND ----------
+
+dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")
+dbutils.widgets.text("topic", "events", "Topic")
+dbutils.widgets.text("catalog", "main", "Catalog")
+dbutils.widgets.text("schema", "default", "Schema")
+dbutils.widgets.text("table", "kafka07_events", "Table")
+dbutils.widgets.dropdown("write_test_messages", "no", ["no", "yes"], "Write test messages first")
+dbutils.widgets.text("test_messages", "3000", "How many test messages")
+
+ZK = dbutils.widgets.get("zk_connect")
+TOPIC = dbutils.widgets.get("topic")
+CATALOG = dbutils.widgets.get("catalog")
+SCHEMA = dbutils.widgets.get("schema")
+TABLE = f"{CATALOG}.{SCHEMA}.{dbutils.widgets.get('table')}"  # Unity Catalog: three levels
+WRITE_TEST_MESSAGES = dbutils.widgets.get("write_test_messages") == "yes"
+TEST_MESSAGES = int(dbutils.widgets.get("test_messages"))
+print(f"zk.connect={ZK} topic={TOPIC} table={TABLE} write_test_messages={WRITE_TEST_MESSAGES}")
 
 # COMMAND ----------
 
 # MAGIC %md
-# MAGIC Locally there is no data yet: write some sample events (skipped on Databricks). The
-# MAGIC first write finds the topic new and uses partition 0 of every broker, as 0.7 producers
-# MAGIC do; after it the brokers register all their partitions and keys spread over them.
+# MAGIC Test messages (only with `write_test_messages` = `yes`; the local run sets it, since its
+# MAGIC topic starts empty). The first write finds the topic new and uses partition 0 of every
+# MAGIC broker, as 0.7 producers do; after it the brokers register all their partitions and keys
+# MAGIC spread over them.
 
 # COMMAND ----------
 
-SAMPLE_ROWS = 3000
-if local is not None:
-    for first, n in ((0, 10), (10, SAMPLE_ROWS - 10)):
-        (spark.range(first, first + n)
-         .selectExpr("CAST(id % 17 AS STRING) AS key",
-                     "CONCAT('{\"event\": ', CAST(id AS STRING), '}') AS value")
-         .write.format("kafka07").option("zk.connect", ZK).option("topic", TOPIC)
-         .option("compression.codec", "snappy").mode("append").save())
-        for b in local.brokers:  # each registers the topic in ZooKeeper after its first write
-            b.wait_for_topic(TOPIC)
+
+def write_test_messages(first: int, n: int) -> None:
+    (spark.range(first, first + n)
+     .selectExpr("CAST(id % 17 AS STRING) AS key",
+                 "CONCAT('{\"event\": ', CAST(id AS STRING), '}') AS value")
+     .write.format("kafka07").option("zk.connect", ZK).option("topic", TOPIC)
+     .option("compression.codec", "snappy").mode("append").save())
+
+
+if WRITE_TEST_MESSAGES:
+    write_test_messages(0, 10)
+    if nb is not None:  # the local brokers register the new topic in ZooKeeper: wait for it
+        nb.wait_for_topic(TOPIC)
+    write_test_messages(10, TEST_MESSAGES - 10)
 
 # COMMAND ----------
 
@@ -72,36 +96,18 @@ events = raw.select(
 
 # COMMAND ----------
 
-# MAGIC %md ## Append to a Delta table (parquet where Delta is not available)
+# MAGIC %md
+# MAGIC ## Append to the table
+# MAGIC
+# MAGIC A managed table of the catalog's default format: Delta on Databricks (parquet in the
+# MAGIC local stand-in).
 
 # COMMAND ----------
 
-TABLE = "kafka07_events"
-TABLE_PATH = local.path(TABLE) if local is not None else None
-
-
-def table_format() -> str:
-    """delta on Databricks and where delta-spark is configured; else parquet."""
-    if ON_DATABRICKS:
-        return "delta"
-    try:
-        spark.range(0).write.format("delta").mode("overwrite").save(local.path("delta-probe"))
-        return "delta"
-    except Exception as e:  # Spark: [DATA_SOURCE_NOT_FOUND] Failed to find the data source
-        print(f"Delta is not available here ({type(e).__name__}); writing parquet")
-        return "parquet"
-
-
-FORMAT = table_format()
-writer = events.write.format(FORMAT).mode("append")
-if TABLE_PATH is None:
-    writer.saveAsTable(TABLE)
-    table = spark.table(TABLE)
-else:
-    writer.save(TABLE_PATH)
-    table = spark.read.format(FORMAT).load(TABLE_PATH)
+events.write.mode("append").saveAsTable(TABLE)
+table = spark.table(TABLE)
 ingested = table.count()
-print(f"{ingested} messages in the {FORMAT} table {TABLE_PATH or TABLE}")
+print(f"{ingested} messages in {TABLE}")
 
 # COMMAND ----------
 
@@ -114,7 +120,7 @@ per_partition = (table.groupBy("broker", "partition")
                       F.min("offset").alias("first_offset"),
                       F.max("offset").alias("last_offset"))
                  .orderBy("broker", "partition"))
-per_partition.show()
+display(per_partition)
 partition_counts = {(r.broker, r.partition): r.messages for r in per_partition.collect()}
 
 # COMMAND ----------
@@ -148,7 +154,7 @@ if plt is not None:
     ax.set_ylabel("messages")
     ax.set_title(f"{TOPIC}: message volume by broker-partition and offset range")
     ax.legend()
-    plt.show()
+    display(fig)
     plt.close(fig)
 
 # COMMAND ----------
@@ -157,5 +163,5 @@ if plt is not None:
 
 # COMMAND ----------
 
-if local is not None:
-    local.close()
+if nb is not None:
+    nb.close()

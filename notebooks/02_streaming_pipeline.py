@@ -2,44 +2,69 @@
 # MAGIC %md
 # MAGIC # Streaming: a Kafka 0.7 topic -> transform -> table, with the group's lag
 # MAGIC
-# MAGIC `spark.readStream.format("kafka07")` with a checkpoint (exactly-once into the table),
-# MAGIC `maxBytesPerTrigger` (bounded micro-batches) and `commitToGroup` (the consumed offsets
-# MAGIC are written to 0.7's ZooKeeper group offsets, so 0.7's tools, and `kafka07 lag`, see
-# MAGIC the pipeline's progress).
+# MAGIC `spark.readStream.format("kafka07")` with a checkpoint in a Unity Catalog Volume
+# MAGIC (exactly-once into the table), `maxBytesPerTrigger` (bounded micro-batches) and
+# MAGIC `commitToGroup` (the consumed offsets are written to 0.7's ZooKeeper group offsets, so
+# MAGIC 0.7's tools, `kafka07 lag` and `kafka_pyspark.group_lag` see the pipeline's progress).
 # MAGIC
-# MAGIC **On Databricks**: `kafka_pyspark` as a cluster library, set the widgets. **Elsewhere**
-# MAGIC the next cell starts a local ZooKeeper, two embedded brokers and Spark.
+# MAGIC **On Databricks**: run the `%pip` cell below, then set the widgets (the Volume must
+# MAGIC exist: `CREATE VOLUME catalog.schema.volume`). Nothing is written to the topic unless the
+# MAGIC widget `write_test_messages` is `yes`. **Anywhere else** (`.venv/bin/python
+# MAGIC notebooks/02_streaming_pipeline.py` after `make setup`, Jupyter, VS Code): the `%pip`
+# MAGIC cell is skipped and the setup cell starts a local ZooKeeper, two embedded brokers and
+# MAGIC Spark, with stand-ins for `dbutils.widgets`, `display()`, the schema and `/Volumes`.
+
+# COMMAND ----------
+
+# MAGIC %pip install kafka_pyspark
 
 # COMMAND ----------
 
 import os
 
-ON_DATABRICKS = "DATABRICKS_RUNTIME_VERSION" in os.environ
-if ON_DATABRICKS:
-    dbutils.widgets.text("zk_connect", "zk1:2181/kafka")  # noqa: F821 (Databricks globals)
-    dbutils.widgets.text("topic", "orders")  # noqa: F821
-    dbutils.widgets.text("checkpoint", "/dbfs/tmp/kafka07/orders-checkpoint")  # noqa: F821
-    ZK = dbutils.widgets.get("zk_connect")  # noqa: F821
-    TOPIC = dbutils.widgets.get("topic")  # noqa: F821
-    CHECKPOINT = dbutils.widgets.get("checkpoint")  # noqa: F821
-    local = None
+if "DATABRICKS_RUNTIME_VERSION" in os.environ:
+    nb, VOLUMES = None, "/Volumes"  # spark, dbutils and display are the notebook's own
 else:
-    from kafka_pyspark.testing.local import LocalCluster
+    from kafka_pyspark.testing.notebook import LocalNotebook
 
-    local = LocalCluster(partitions=(2, 3)).start()
-    spark = local.spark
-    ZK, TOPIC, CHECKPOINT = local.zk_connect, "orders", local.path("checkpoint")
-GROUP = "orders-to-table"
-print(f"zk.connect={ZK} topic={TOPIC} group={GROUP} checkpoint={CHECKPOINT}")
+    nb = LocalNotebook("02_streaming_pipeline").start()
+    spark, dbutils, display, VOLUMES = nb.spark, nb.dbutils, nb.display, nb.volumes
 
 # COMMAND ----------
 
-# MAGIC %md Locally: some orders to stream (`user,amount` lines). Skipped on Databricks.
+dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")
+dbutils.widgets.text("topic", "orders", "Topic")
+dbutils.widgets.text("group_id", "orders-to-table", "0.7 consumer group (commitToGroup)")
+dbutils.widgets.text("max_bytes_per_trigger", "4096", "maxBytesPerTrigger")
+dbutils.widgets.text("catalog", "main", "Catalog")
+dbutils.widgets.text("schema", "default", "Schema")
+dbutils.widgets.text("table", "kafka07_orders", "Table")
+dbutils.widgets.text("volume", "checkpoints", "Volume for the checkpoint")
+dbutils.widgets.dropdown("write_test_messages", "no", ["no", "yes"], "Write test messages first")
+dbutils.widgets.text("test_messages", "1000", "How many test messages")
+
+ZK = dbutils.widgets.get("zk_connect")
+TOPIC = dbutils.widgets.get("topic")
+GROUP = dbutils.widgets.get("group_id")
+MAX_BYTES_PER_TRIGGER = int(dbutils.widgets.get("max_bytes_per_trigger"))
+CATALOG = dbutils.widgets.get("catalog")
+SCHEMA = dbutils.widgets.get("schema")
+TABLE = f"{CATALOG}.{SCHEMA}.{dbutils.widgets.get('table')}"  # Unity Catalog: three levels
+CHECKPOINT = f"{VOLUMES}/{CATALOG}/{SCHEMA}/{dbutils.widgets.get('volume')}/kafka07/{GROUP}"
+WRITE_TEST_MESSAGES = dbutils.widgets.get("write_test_messages") == "yes"
+TEST_MESSAGES = int(dbutils.widgets.get("test_messages"))
+print(f"zk.connect={ZK} topic={TOPIC} group={GROUP} table={TABLE} checkpoint={CHECKPOINT}")
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC Test orders (`user,amount` lines), only with `write_test_messages` = `yes` (the local run
+# MAGIC sets it: its topic starts empty).
 
 # COMMAND ----------
 
 
-def produce_orders(first: int, n: int) -> None:
+def write_test_orders(first: int, n: int) -> None:
     (spark.range(first, first + n)
      .selectExpr("CONCAT('user-', CAST(id % 7 AS STRING)) AS key",
                  "CONCAT('user-', CAST(id % 7 AS STRING), ',', CAST(id % 100 AS STRING)) AS value")
@@ -47,32 +72,29 @@ def produce_orders(first: int, n: int) -> None:
      .option("compression.codec", "gzip").mode("append").save())
 
 
-if local is not None:
-    produce_orders(0, 5)  # a new topic: partition 0 of each broker, then all partitions exist
-    for b in local.brokers:  # each registers the topic in ZooKeeper after its first write
-        b.wait_for_topic(TOPIC)
-    produce_orders(5, 995)
+if WRITE_TEST_MESSAGES:
+    write_test_orders(0, 5)  # a new topic: partition 0 of each broker, then all partitions exist
+    if nb is not None:  # the local brokers register the new topic in ZooKeeper: wait for it
+        nb.wait_for_topic(TOPIC)
+    write_test_orders(5, TEST_MESSAGES - 5)
 
 # COMMAND ----------
 
-# MAGIC %md ## The group's lag before the pipeline ran (the group has committed nothing)
+# MAGIC %md ## The group's lag before the pipeline ran (a new group has committed nothing)
 
 # COMMAND ----------
 
-from dataclasses import asdict
+import pandas as pd
 
-from kafka_pyspark.cli.cluster_cmds import group_lag
-from kafka_pyspark.cluster import Cluster
-from kafka_pyspark.cluster_options import cluster_options
+from kafka_pyspark import group_lag
 
 
 def show_lag() -> list:
     """`kafka07 lag --zk ZK --group GROUP --topic TOPIC`, as rows."""
-    with Cluster(cluster_options(zk_connect=ZK)) as cluster:
-        rows = group_lag(cluster, GROUP, [TOPIC])
-    print("\n".join(f"{r.broker}-{r.partition}: offset={r.offset} latest={r.latest} "
-                    f"lag={r.lag} {r.status}" for r in rows))
-    return [asdict(r) for r in rows]
+    rows = group_lag(ZK, GROUP, [TOPIC])
+    display(pd.DataFrame(rows, columns=["broker", "partition", "offset", "latest", "lag",
+                                        "status"]))
+    return rows
 
 
 lag_before = show_lag()
@@ -94,7 +116,7 @@ stream = (spark.readStream.format("kafka07")
           .option("zk.connect", ZK)
           .option("subscribe", TOPIC)
           .option("startingOffsets", "earliest")  # first run only; then the checkpoint
-          .option("maxBytesPerTrigger", 4096)
+          .option("maxBytesPerTrigger", MAX_BYTES_PER_TRIGGER)
           .option("group.id", GROUP)
           .option("commitToGroup", "true")
           .load())
@@ -104,17 +126,12 @@ orders = (stream
           .select("broker", "partition", "offset", "inner_index",
                   F.col("f")[0].alias("user"), F.col("f")[1].cast("int").alias("amount")))
 
-TABLE = "kafka07_orders"
-TABLE_PATH = local.path(TABLE) if local is not None else None
-
 
 def run_pipeline() -> int:
-    w = (orders.writeStream.option("checkpointLocation", CHECKPOINT)
-         .trigger(availableNow=True))
-    if TABLE_PATH is None:
-        query = w.toTable(TABLE)  # Delta on Databricks
-    else:
-        query = w.format("parquet").option("path", TABLE_PATH).start()
+    query = (orders.writeStream
+             .option("checkpointLocation", CHECKPOINT)
+             .trigger(availableNow=True)
+             .toTable(TABLE))  # a managed table: Delta on Databricks
     query.awaitTermination()
     batches = len(query.recentProgress)
     print(f"{batches} micro-batches")
@@ -125,9 +142,9 @@ batches = run_pipeline()
 
 # COMMAND ----------
 
-table = spark.table(TABLE) if TABLE_PATH is None else spark.read.parquet(TABLE_PATH)
-table.groupBy("user").agg(F.count("*").alias("orders"), F.sum("amount").alias("amount")) \
-    .orderBy("user").show()
+table = spark.table(TABLE)
+display(table.groupBy("user").agg(F.count("*").alias("orders"), F.sum("amount").alias("amount"))
+        .orderBy("user"))
 rows_in_table = table.count()
 
 # COMMAND ----------
@@ -140,15 +157,15 @@ lag_after = show_lag()
 
 # COMMAND ----------
 
-# MAGIC %md Locally: more orders arrive, the lag grows; the next run catches up.
+# MAGIC %md With test messages: more orders arrive, the lag grows; the next run catches up.
 
 # COMMAND ----------
 
-if local is not None:
-    produce_orders(1000, 200)
+if WRITE_TEST_MESSAGES:
+    write_test_orders(TEST_MESSAGES, TEST_MESSAGES // 5)
     lag_grown = show_lag()
     run_pipeline()
-    rows_in_table = (spark.read.parquet(TABLE_PATH)).count()
+    rows_in_table = spark.table(TABLE).count()
     lag_final = show_lag()
 
 # COMMAND ----------
@@ -157,5 +174,5 @@ if local is not None:
 
 # COMMAND ----------
 
-if local is not None:
-    local.close()
+if nb is not None:
+    nb.close()

@@ -7,27 +7,50 @@
 # MAGIC as 0.7's Java `DefaultPartitioner` does for a `String` key), then
 # MAGIC `spark.read.format("kafka07")` to check that every row arrived where it should.
 # MAGIC
-# MAGIC **On Databricks**: `kafka_pyspark` as a cluster library, set the widgets. **Elsewhere**
-# MAGIC the next cell starts a local ZooKeeper, two embedded brokers and Spark.
+# MAGIC **This notebook writes test messages into the topic of the `topic` widget**, and only
+# MAGIC when the widget `write_test_messages` is `yes` (default `no`: then it reads and shows
+# MAGIC what an earlier run wrote). Use a topic meant for tests.
+# MAGIC
+# MAGIC **On Databricks**: run the `%pip` cell below, then set the widgets. **Anywhere else**
+# MAGIC (`.venv/bin/python notebooks/03_write_and_read_back.py` after `make setup`, Jupyter,
+# MAGIC VS Code): the `%pip` cell is skipped and the setup cell starts a local ZooKeeper, two
+# MAGIC embedded brokers and Spark, with stand-ins for `dbutils.widgets` and `display()`.
+
+# COMMAND ----------
+
+# MAGIC %pip install kafka_pyspark
 
 # COMMAND ----------
 
 import os
 
-ON_DATABRICKS = "DATABRICKS_RUNTIME_VERSION" in os.environ
-if ON_DATABRICKS:
-    dbutils.widgets.text("zk_connect", "zk1:2181/kafka")  # noqa: F821 (Databricks globals)
-    dbutils.widgets.text("topic", "profiles")  # noqa: F821
-    ZK = dbutils.widgets.get("zk_connect")  # noqa: F821
-    TOPIC = dbutils.widgets.get("topic")  # noqa: F821
-    local = None
+if "DATABRICKS_RUNTIME_VERSION" in os.environ:
+    nb = None  # spark, dbutils and display are the notebook's own
 else:
-    from kafka_pyspark.testing.local import LocalCluster
+    from kafka_pyspark.testing.notebook import LocalNotebook
 
-    local = LocalCluster(partitions=(2, 3)).start()
-    spark = local.spark
-    ZK, TOPIC = local.zk_connect, "profiles"
-print(f"zk.connect={ZK} topic={TOPIC}")
+    nb = LocalNotebook("03_write_and_read_back").start()
+    spark, dbutils, display = nb.spark, nb.dbutils, nb.display
+
+# COMMAND ----------
+
+dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")
+dbutils.widgets.text("topic", "kafka07_notebook_test", "Topic (test messages go here)")
+dbutils.widgets.dropdown("write_test_messages", "no", ["no", "yes"], "Write test messages")
+dbutils.widgets.text("test_messages", "2000", "How many test messages")
+dbutils.widgets.text("keys", "50", "How many distinct keys")
+dbutils.widgets.dropdown("compression_codec", "snappy", ["none", "gzip", "snappy"],
+                         "compression.codec")
+dbutils.widgets.text("batch_size", "100", "batch.size (messages per compressed set)")
+
+ZK = dbutils.widgets.get("zk_connect")
+TOPIC = dbutils.widgets.get("topic")
+WRITE_TEST_MESSAGES = dbutils.widgets.get("write_test_messages") == "yes"
+TEST_MESSAGES = int(dbutils.widgets.get("test_messages"))
+KEYS = int(dbutils.widgets.get("keys"))
+CODEC = dbutils.widgets.get("compression_codec")
+BATCH_SIZE = int(dbutils.widgets.get("batch_size"))
+print(f"zk.connect={ZK} topic={TOPIC} write_test_messages={WRITE_TEST_MESSAGES}")
 
 # COMMAND ----------
 
@@ -36,43 +59,54 @@ print(f"zk.connect={ZK} topic={TOPIC}")
 # MAGIC
 # MAGIC 0.7 has no "create topic": a broker registers a topic (with all its partitions) on its
 # MAGIC first message, and producers send a topic they do not know to partition 0 of every live
-# MAGIC broker. So the first write of a new topic goes there; after it, keys spread over all
-# MAGIC partitions. Skip this cell for a topic that exists.
+# MAGIC broker; so does this writer. For a new topic, a few `hello` messages go first; once the
+# MAGIC brokers have registered it, keys spread over all partitions (on a real cluster that takes
+# MAGIC a moment: rerun this cell if the list below is short).
 
 # COMMAND ----------
 
 from pyspark.sql import functions as F
 
-from kafka_pyspark.cluster import Cluster
-from kafka_pyspark.cluster_options import cluster_options
+from kafka_pyspark import topic_partitions
 
-with Cluster(cluster_options(zk_connect=ZK)) as cluster:
-    broker_ids = sorted(cluster.brokers())
-# one message to partition 0 of each broker (explicit `broker`/`partition` columns)
-(spark.createDataFrame([(b, 0, "hello") for b in broker_ids],
-                       "broker int, partition int, value string")
- .write.format("kafka07").option("zk.connect", ZK).option("topic", TOPIC).mode("append").save())
-if local is not None:
-    for b in local.brokers:
-        b.wait_for_topic(TOPIC)
-
-# COMMAND ----------
-
-# MAGIC %md ## Write 2,000 keyed rows, snappy-compressed, 100 messages per compressed set
+partitions = topic_partitions(ZK, TOPIC)
+if WRITE_TEST_MESSAGES and not partitions:
+    (spark.range(10).select(F.col("id").cast("string").alias("key"),
+                            F.to_json(F.struct(F.col("id").alias("hello"))).alias("value"))
+     .write.format("kafka07").option("zk.connect", ZK).option("topic", TOPIC)
+     .mode("append").save())
+    if nb is not None:  # the local brokers register the new topic in ZooKeeper: wait for it
+        nb.wait_for_topic(TOPIC)
+    partitions = topic_partitions(ZK, TOPIC)
+print(f"{TOPIC}: broker-partitions {partitions}")
 
 # COMMAND ----------
 
-profiles = spark.range(2000).select(
-    F.concat(F.lit("customer-"), (F.col("id") % 50).cast("string")).alias("key"),
-    F.to_json(F.struct(F.col("id"), (F.col("id") % 50).alias("customer"))).alias("value"),
-)
-(profiles.write.format("kafka07")
- .option("zk.connect", ZK)
- .option("topic", TOPIC)
- .option("compression.codec", "snappy")
- .option("batch.size", 100)
- .mode("append")  # Spark's rule for Python data sources; Kafka only appends anyway
- .save())
+# MAGIC %md
+# MAGIC ## Write keyed rows, compressed, `batch_size` messages per compressed set
+# MAGIC
+# MAGIC Each value carries this run's id, so the read below finds exactly the rows written here.
+
+# COMMAND ----------
+
+import uuid
+
+RUN = uuid.uuid4().hex
+if WRITE_TEST_MESSAGES:
+    profiles = spark.range(TEST_MESSAGES).select(
+        F.concat(F.lit("customer-"), (F.col("id") % KEYS).cast("string")).alias("key"),
+        F.to_json(F.struct(F.lit(RUN).alias("run"), F.col("id"),
+                           (F.col("id") % KEYS).alias("customer"))).alias("value"),
+    )
+    (profiles.write.format("kafka07")
+     .option("zk.connect", ZK)
+     .option("topic", TOPIC)
+     .option("compression.codec", CODEC)
+     .option("batch.size", BATCH_SIZE)
+     .mode("append")  # Spark's rule for Python data sources; Kafka only appends anyway
+     .save())
+else:
+    print("write_test_messages is 'no': nothing written; reading what earlier runs wrote")
 
 # COMMAND ----------
 
@@ -80,35 +114,37 @@ profiles = spark.range(2000).select(
 
 # COMMAND ----------
 
+value = F.col("value").cast("string")
 back = (spark.read.format("kafka07").option("zk.connect", ZK).option("subscribe", TOPIC)
         .load()
-        .where("compression = 'snappy'")  # the 2,000 rows (the first write was uncompressed)
-        .select("broker", "partition", "offset", "inner_index",
-                F.get_json_object(F.col("value").cast("string"), "$.customer")
-                .cast("int").alias("customer"),
-                F.get_json_object(F.col("value").cast("string"), "$.id").cast("long").alias("id")))
-back.groupBy("broker", "partition").count().orderBy("broker", "partition").show()
+        .select("broker", "partition", "offset", "inner_index", "compression",
+                F.get_json_object(value, "$.run").alias("run"),
+                F.get_json_object(value, "$.customer").cast("int").alias("customer"),
+                F.get_json_object(value, "$.id").cast("long").alias("id"))
+        .where("customer IS NOT NULL"))  # test rows, not the `hello` ones
+if WRITE_TEST_MESSAGES:
+    back = back.where(F.col("run") == RUN)  # this run's rows only
+display(back.groupBy("broker", "partition", "compression").count()
+        .orderBy("broker", "partition"))
 rows_back = back.count()
 
 # COMMAND ----------
 
 # MAGIC %md
 # MAGIC Every key is in exactly one broker-partition: the one Java's `String.hashCode` picks over
-# MAGIC the sorted list of broker-partitions (`kafka_pyspark.partitioner`).
+# MAGIC the sorted list of broker-partitions (`kafka_pyspark.partition_for_key`).
 
 # COMMAND ----------
 
-from kafka_pyspark.partitioner import java_partition, java_string_hashcode
+from kafka_pyspark import partition_for_key
 
-with Cluster(cluster_options(zk_connect=ZK)) as cluster:
-    partitions = cluster.partitions(TOPIC)
 places = back.select("customer", "broker", "partition").distinct().collect()
 placed = {r.customer: (r.broker, r.partition) for r in places}
-expected = {c: partitions[java_partition(java_string_hashcode(f"customer-{c}"), len(partitions))]
-            for c in range(50)}
-keys_where_expected = sum(placed[c] == expected[c] for c in range(50))
+keys_where_expected = sum(
+    place == partition_for_key(f"customer-{customer}", partitions)
+    for customer, place in placed.items())
 print(f"{len(placed)} keys in {len(places)} (key, broker-partition) pairs; "
-      f"{keys_where_expected} of 50 where 0.7's DefaultPartitioner puts them")
+      f"{keys_where_expected} of {len(placed)} where 0.7's DefaultPartitioner puts them")
 ids_back = sorted(r.id for r in back.select("id").collect())
 
 # COMMAND ----------
@@ -117,5 +153,5 @@ ids_back = sorted(r.id for r in back.select("id").collect())
 
 # COMMAND ----------
 
-if local is not None:
-    local.close()
+if nb is not None:
+    nb.close()

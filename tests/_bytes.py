@@ -1,7 +1,7 @@
 """The one hand-written Kafka 0.7 message builder of the test suite.
 
-Written from the seed layouts (``/work/shared/seeds/003_*.txt``, "Message (Kafka 0.7 and
-later)" and "compression by nesting") with ``struct`` and ``zlib.crc32`` only, so tests never
+Written from the layouts of docs/dev/PROTOCOL.md ("Message layout (magic 0 and 1)" and
+"Compression by nesting") with ``struct`` and ``zlib.crc32`` only, so tests never
 depend on the encoder under test (``kafka_pyspark.messages.encode``)::
 
     LENGTH int32 (bytes after this field) | MAGIC int8 | ATTRIBUTES int8 (only if MAGIC != 0)

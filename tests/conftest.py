@@ -11,7 +11,8 @@ Fixture contract (used by every test module; keep names stable):
   ``zk_connect``.
 - ``brokers``: two started brokers (ids 0 and 1, 2 and 3 partitions) under ``zk_connect``.
 - ``b``: one started :class:`EmbeddedBroker` (2 partitions) without ZooKeeper, for the
-  raw-socket tests of BROKER-FACTS.md (``test_broker_facts_*.py``).
+  raw-socket tests of docs/dev/PROTOCOL.md's measured broker behaviour
+  (``test_broker_facts_*.py``).
 - ``spark`` (session): a local[2] SparkSession using ``spark-conf/`` with kafka07 registered.
 """
 

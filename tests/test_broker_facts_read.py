@@ -1,4 +1,4 @@
-"""BROKER-FACTS.md (a real 0.7.2 broker, byte for byte) against EmbeddedBroker: what a client
+"""docs/dev/PROTOCOL.md "A real 0.7.2 broker, measured" against EmbeddedBroker: what a client
 reads - visibility after flushes, FETCH, OFFSETS, MULTIFETCH (the writes:
 test_broker_facts_write.py).
 

@@ -1,7 +1,7 @@
 """Raw-socket helpers for the embedded broker tests (and a few checks of the helpers).
 
 Tests talk to the broker over plain sockets with timeouts and build message bytes by hand
-(seed 003 layouts), so they do not depend on the client or the message codec under test.
+(docs/dev/PROTOCOL.md layouts), so they do not depend on the client or the message codec under test.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TIMEOUT = 10.0
 
 
 # Three 17-byte messages (4 LENGTH + 1 MAGIC + 1 ATTRIBUTES + 4 CRC + 7 payload): offsets
-# 0, 17, 34, log end 51 -- the BROKER-FACTS setup.
+# 0, 17, 34, log end 51 -- the example log of PROTOCOL.md's measured sections.
 THREE = message_set(b"value-%d" % i for i in range(3))
 assert len(THREE) == 51
 

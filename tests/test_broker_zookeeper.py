@@ -39,7 +39,7 @@ def produce(b: EmbeddedBroker, topic: str, partition: int = 0) -> None:
 
 def test_broker_id_node(broker: EmbeddedBroker, kz: KazooClient) -> None:
     data, stat = kz.get("/brokers/ids/0")
-    # BROKER-FACTS: 127.0.0.1-1795304894516:127.0.0.1:9092 (host-ms:host:port)
+    # PROTOCOL.md "Measured: ZooKeeper": 127.0.0.1-1795304894516:127.0.0.1:9092 (host-ms:host:port)
     assert re.fullmatch(rb"127\.0\.0\.1-\d{13}:127\.0\.0\.1:%d" % broker.port, data)
     assert stat.ephemeralOwner != 0
     assert kz.get_children("/brokers/ids") == ["0"]

@@ -6,6 +6,7 @@ import io
 import json
 import socket
 import sys
+import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.zk
 
 # Hand-computed sizes: a magic-1 message is 4 (length) + 1 + 1 + 4 (header) + payload.
 THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
+FACTS = {v: f"magic=1 crc={zlib.crc32(v)} valid=true" for v in THREE}
 
 
 def _produce(
@@ -138,20 +140,21 @@ def test_lag_shows_every_committed_partition(
     with Registry(zk_connect) as reg:  # 0-1: past the log end (0); broker 5 is not live
         reg.commit_group_offsets("g", "t", {(0, 0): 17, (0, 1): 60, (5, 0): 3}, creator="test")
     assert main(["lag", "--zk", zk_connect, "--group", "g", "--topic", "t"]) == 1
-    assert _out(capsys) == [
-        "group  topic  broker-partition  offset  latest  lag  status",
-        "g      t      0-0               17      51      34   ok",
-        "g      t      0-1               60      0       -    past-log-end",
-        "g      t      5-0               3       -       -    broker-not-live",
+    assert _out(capsys)[:4] == [
+        "group  topic  broker-partition  offset  latest  lag  owner  status",
+        "g      t      0-0               17      51      34   -      ok",
+        "g      t      0-1               60      0       -    -      past-log-end",
+        "g      t      5-0               3       -       -    -      broker-not-live",
     ]
     with Registry(zk_connect) as reg:
         reg.commit_group_offsets("g", "t", {(0, 1): 0}, creator="test")
     assert main(["lag", "--zk", zk_connect, "--group", "g", "--json"]) == 0  # all its topics
     rows = json.loads(capsys.readouterr().out)["partitions"]
     assert rows[1] == {"group": "g", "topic": "t", "broker": 0, "partition": 1, "offset": 0,
-                       "earliest": 0, "latest": 0, "lag": 0, "status": "ok", "error": None}
+                       "earliest": 0, "latest": 0, "lag": 0, "status": "ok", "error": None,
+                       "owner": None, "node": "0-1"}
     assert main(["lag", "--zk", zk_connect, "--group", "h", "--topic", "t"]) == 0
-    assert [r.split()[-1] for r in _out(capsys)[1:]] == ["not-committed", "not-committed"]
+    assert [r.split()[-1] for r in _out(capsys)[1:3]] == ["not-committed", "not-committed"]
 
 
 def test_unknown_topic_group_and_wrong_chroot(
@@ -194,7 +197,9 @@ def test_produce_keyed_lines_then_consume(
     assert None not in ends
     assert doc["bytes"] == sum(e or 0 for e in ends) - 11
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--partition", "1-0"]) == 0
-    assert capsys.readouterr().out == "y\none\nfour\n"
+    out = capsys.readouterr()
+    assert out.out == "y\none\nfour\n"
+    assert out.err == "consumed 3 messages from 'k' (1 broker-partition read)\n"
     assert main(["consume", "--zk", zk_connect, "--topic", "k", "--json",
                  "--max-messages", "1", "--partition", "1-0", "--from", "11"]) == 0
     assert [json.loads(x) for x in _out(capsys)] == [
@@ -235,11 +240,25 @@ def test_consume_from_group_latest_and_dump_a_live_range(
     argv = ["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-0", "--start", "17"]
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert out.out.splitlines() == ["offset=17 next=34 inner=0 codec=none size=7",
-                                    "offset=34 next=51 inner=0 codec=none size=7"]
-    assert out.err == "t 0-0: end offset 51\n"
+    assert out.out.splitlines() == [
+        f"offset=17 next=34 inner=0 codec=none size=7 {FACTS[THREE[1]]}",
+        f"offset=34 next=51 inner=0 codec=none size=7 {FACTS[THREE[2]]}",
+    ]
+    assert out.err == "t 0-0: 2 messages, end offset 51\n"
     assert main(["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-7"]) == 1
     assert capsys.readouterr().err == "kafka07: topic 't' has no partition 0-7\n"
+    live = ["dump", "--zk", zk_connect, "--topic", "t", "--partition", "0-0"]
+    assert main([*live, "--start", "52"]) == 1
+    assert capsys.readouterr().err == "kafka07: --start 52 is outside t 0-0's log [0, 51]\n"
+    assert main([*live, "--start", "17", "--end", "30"]) == 0  # messages starting before 30
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [f"offset=17 next=34 inner=0 codec=none size=7 "
+                                    f"{FACTS[THREE[1]]}"]
+    assert out.err == "t 0-0: 1 message, end offset 34\n"
+    assert main([*live, "--start", "5"]) == 1  # inside a message: what is there is no message
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "t 0-0: 0 messages"
+    assert err[1].startswith("kafka07: t 0-0: corrupt at offset 5: ")
 
 
 def test_dump_a_segment_file_written_by_the_broker(
@@ -250,10 +269,14 @@ def test_dump_a_segment_file_written_by_the_broker(
     (segment,) = broker.segment_files("d", 0)
     assert main(["dump", str(segment), "--values"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "offset=0 next=17 inner=0 codec=none size=7 value=b'aaaaaaa'"
-    assert lines[2] == "offset=34 next=51 inner=0 codec=none size=7 value=b'ccccccc'"
-    assert lines[3].startswith("offset=51 ") and "inner=0 codec=gzip size=1 value=b'x'" in lines[3]
-    assert "inner=1 codec=gzip size=2 value=b'yy'" in lines[4]
+    assert lines[0] == f"offset=0 next=17 inner=0 codec=none size=7 {FACTS[THREE[0]]} " \
+        "value=b'aaaaaaa'"
+    assert lines[2] == f"offset=34 next=51 inner=0 codec=none size=7 {FACTS[THREE[2]]} " \
+        "value=b'ccccccc'"
+    assert lines[3].startswith("offset=51 ") and "inner=0 codec=gzip size=1 magic=1" in lines[3]
+    assert lines[3].endswith("valid=true value=b'x'")
+    assert "inner=1 codec=gzip size=2 magic=1 crc=" in lines[4]
+    assert lines[4].endswith("valid=true value=b'yy'")
     assert len(lines) == 5
 
 
@@ -284,5 +307,6 @@ def test_consume_reports_a_hung_broker_and_reads_the_rest(
     assert main(["consume", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
     out = capsys.readouterr()
     assert out.out == "aaaaaaa\n"
-    (line,) = out.err.splitlines()
+    line, last = out.err.splitlines()
     assert line.startswith("kafka07: t 1-0: ") and f"127.0.0.1:{hung_broker}" in line
+    assert last == "consumed 1 message from 't' (2 broker-partitions read, 1 failed)"

@@ -65,7 +65,7 @@ def test_fetch_round_trip_returns_a_view_and_keeps_the_code() -> None:
         assert c.fetch("t", 0, len(data), 1000) == wire.FetchResponse(0, b"")
         assert c.fetch("t", 0, len(data) + 1, 1000).error == 1
         assert c.fetch("t", 5, 0, 1000).error == 3
-        r = c.fetch("t", 0, 0, 3)  # truncated body, error 0 (BROKER-FACTS)
+        r = c.fetch("t", 0, 0, 3)  # truncated body, error 0 (PROTOCOL.md "Measured: FETCH")
         assert (r.error, bytes(r.messages)) == (0, data[:3])
         assert srv.accepted == 1  # one connection for all requests
         assert "broker 7 at 127.0.0.1:" in c.address

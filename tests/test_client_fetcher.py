@@ -1,8 +1,9 @@
 """iter_range / iter_multi_range / probe_partition_count / offsets helpers on a scripted broker.
 
-The fake broker (test_client_servers.FakeBroker) answers as BROKER-FACTS.md says a 0.7.2 broker
-does: no FETCH crosses a segment, a FETCH at a segment's end reads the next segment, only
-"visible" (flushed) bytes are served, truncated bodies at max size.
+The fake broker (test_client_servers.FakeBroker) answers as a measured 0.7.2 broker
+does (docs/dev/PROTOCOL.md "A real 0.7.2 broker, measured"): no FETCH crosses a segment, a FETCH at
+a segment's end reads the next segment, only "visible" (flushed) bytes are served, truncated bodies
+at max size.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Test helpers for the client tests: scripted TCP servers and a tiny in-memory 0.7 broker.
 
 Everything listens on 127.0.0.1:0 in daemon threads inside a context manager; every socket
-has a timeout. The fake broker follows BROKER-FACTS.md (FETCH never crosses a segment, serves
-only "visible" bytes, error 1/3, OFFSETS closes the connection for a bad partition) so the
-client's loops can be tested byte for byte without the embedded broker.
+has a timeout. The fake broker follows docs/dev/PROTOCOL.md "A real 0.7.2 broker, measured" (FETCH
+never crosses a segment, serves only "visible" bytes, error 1/3, OFFSETS closes the connection for a
+bad partition) so the client's loops can be tested byte for byte without the embedded broker.
 """
 
 from __future__ import annotations

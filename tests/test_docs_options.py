@@ -8,6 +8,7 @@ option no parser knows fails too).
 from __future__ import annotations
 
 import importlib
+import itertools
 import re
 from pathlib import Path
 
@@ -89,3 +90,15 @@ def test_documented_names_use_the_canonical_spelling() -> None:
     for name in READING + STREAMING:
         assert options.canonical_name(name.lower()) == name
     assert len(READING) == len(set(READING)) and len(WRITING) == len(set(WRITING))
+
+
+def test_spark_kafka_table_is_the_pointer_table() -> None:
+    from kafka_pyspark.spark.options.habits import SPARK_KAFKA_POINTERS
+
+    after = (DOCS / "reading.md").read_text().split("| Spark's `kafka` option |", 1)[1]
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"),
+                                    after.splitlines()[2:]))
+    assert len(rows) >= 10
+    named = {n for row in rows for n in re.findall(r"`([A-Za-z][A-Za-z0-9.]*)`",
+                                                   row.split("|")[1])}
+    assert named == set(SPARK_KAFKA_POINTERS)

@@ -18,7 +18,7 @@ from kafka_pyspark.errors import (
     raise_for_code,
 )
 
-# seed 003 "Response Header": the 0.7 error code table
+# docs/dev/PROTOCOL.md "Response header and error codes": the 0.7 error code table
 CODES = [
     (-1, UnknownError, "Unknown"),
     (1, OffsetOutOfRangeError, "OffsetOutOfRange"),

@@ -1,5 +1,6 @@
 """Golden tests of the later on-disk formats (kafka_pyspark.formats): bytes built by hand from
-the seed layouts (tests/segment_builder.py, or literal hex) decode to exact rows."""
+the layouts of docs/dev/PROTOCOL.md "Later on-disk formats" (tests/segment_builder.py, or literal
+hex) decode to exact rows."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def row(offset: int, value: bytes | None, *, key: bytes | None = None, inner: in
 
 # --- record batches v2 ------------------------------------------------------------------------
 
-# One uncompressed batch, written out field by field (seed 002 "Record Batch"): base offset 5,
-# two records: (key "k", value "v1", header "h"="x") and (null key, null value, no headers).
+# One uncompressed batch, written out field by field (kafka_pyspark/formats/layout.py): base offset
+# 5, two records: (key "k", value "v1", header "h"="x") and (null key, null value, no headers).
 GOLDEN_V2 = bytes.fromhex(
     "0000000000000005"  # baseOffset 5
     "00000046"  # batchLength 70: 49 bytes of header after this field + 21 of records

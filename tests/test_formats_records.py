@@ -1,6 +1,7 @@
 """The v2 record walk (kafka_pyspark.formats.records): the compiled kernel, the pure path
 (numpy, then the loop on a problem) and the loop alone give the same fields and the same first
-problem, on hand-written golden bytes (seed 004's record layout) and on damaged ones.
+problem, on hand-written golden bytes (kafka_pyspark/formats/layout.py's record layout) and on
+damaged ones.
 
 Each golden record is written byte by byte below; "zz(n)" in a comment is n zigzag-encoded.
 """

@@ -323,6 +323,13 @@ def test_snappy_fetch_guards() -> None:
     with pytest.raises(ValueError):
         KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts[:1], zlib.crc32,
                             True)
+    with pytest.raises(ValueError, match="engine 2 is not there"):  # libdeflate: _gzip's only
+        KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts,
+                            walk.CRC_LIBDEFLATE, True)
+    for not_an_engine in (None, True, 0, "crc32"):
+        with pytest.raises(TypeError):
+            KERNEL.snappy_fetch(data_set, scan.recs, data, offsets, words, counts, not_an_engine,
+                                False)
     bad = bytearray(data_set)
     bad[-1] ^= 1  # the second wrapper's payload: its CRC
     assert KERNEL.snappy_fetch(bytes(bad), scan.recs, data, *args)[:2] == (BAD_CRC, 1)

@@ -1,4 +1,5 @@
-"""Golden byte vectors for the message-set codec, written by hand from seed 003's layout.
+"""Golden byte vectors for the message-set codec, written by hand from docs/dev/PROTOCOL.md
+"Messages".
 
 Every vector is spelled field by field; CRCs come from a bitwise CRC-32 written here
 (spot-checked against hard-coded values), compressed payloads from the standard library
@@ -315,10 +316,11 @@ def test_encode_gzip_golden() -> None:
     expected = wrapper(java_gzip(inner), 1)
     assert encode_message_set([b"a1", b"b22", b""], compression="gzip") == expected
     assert encode_message_set([b"a1", b"b22", b""], compression=1) == expected
-    # the prefix 0.7.2's producer writes (BROKER-FACTS): LENGTH | 01 01 | CRC | gzip header
-    # 1f8b 08 00 00000000 00 ff (flags 0, mtime 0, xfl 0, OS 255 as Java 17 writes it).
-    # BROKER-FACTS spells it "1f8b0800000000000000ff": one 00 more than a 10-byte gzip header
-    # has room for (with OS 0 the first deflate byte would be ff, an invalid block type).
+    # the prefix 0.7.2's producer writes (docs/dev/PROTOCOL.md "Measured: compression"):
+    # LENGTH | 01 01 | CRC | gzip header 1f8b 08 00 00000000 00 ff (flags 0, mtime 0, xfl 0,
+    # OS 255 as Java 17 writes it). The measurement record spells it "1f8b0800000000000000ff":
+    # one 00 more than a 10-byte gzip header has room for (with OS 0 the first deflate byte
+    # would be ff, an invalid block type).
     assert expected[4:6] == h("01 01")
     assert expected[10:20] == h("1f8b 08 00 00000000 00 ff")
 

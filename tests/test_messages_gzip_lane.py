@@ -123,7 +123,7 @@ def test_golden_member_and_inflate() -> None:
         LANE.inflate(payload, bytearray(23))
 
 
-CRCS = [None, zlib.crc32]  # libdeflate's CRC-32 in C, or a callable's
+CRCS = [walk.CRC_LIBDEFLATE, zlib.crc32]  # libdeflate's CRC-32 in C, or a callable's
 
 
 def fetch(data: bytes, size: int = 256, rows: int = 16, limit: int = LIMIT,
@@ -191,14 +191,16 @@ def test_fetch_guards() -> None:
     scan = walk.scan(memoryview(data), 0, len(data), len(data))
     out, offsets, words = np.zeros(64, np.uint8), np.zeros(9, np.int32), np.zeros(8, np.uint32)
     counts = np.zeros(2, np.int64)
-    args = (True, LIMIT, None)
+    args = (True, LIMIT, walk.CRC_LIBDEFLATE)
     with pytest.raises(ValueError):
         LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts[:1], *args)
     for dpos, k in [(-1, 0), (65, 0), (0, -1), (0, 9)]:
         with pytest.raises(ValueError):
             LANE.gzip_fetch(data, scan.recs, out, dpos, offsets, words, k, counts, *args)
-    with pytest.raises(TypeError):
-        LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts, True, LIMIT, 0)
+    for not_an_engine in (0, 3, None, True, "crc32"):  # True is 1, but no engine id
+        with pytest.raises(TypeError):
+            LANE.gzip_fetch(data, scan.recs, out, 0, offsets, words, 0, counts, True, LIMIT,
+                            not_an_engine)
 
     def failing(data: Any, value: int = 0) -> int:
         raise RuntimeError("crc")
@@ -289,7 +291,7 @@ def random_gzip_set(rnd: random.Random) -> bytes:
 def test_random_gzip_sets_agree(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rnd = random.Random(seed)
     # ISA-L's CRC-32 called directly (flat's choice here), libdeflate's, ISA-L's called back
-    monkeypatch.setattr(flat, "_GZIP_CRC", [True, None, crc32][seed % 3])
+    monkeypatch.setattr(flat, "_GZIP_CRC", [walk.CRC_ISAL, walk.CRC_LIBDEFLATE, crc32][seed % 3])
     kw: dict[str, Any] = {"verify_crc": rnd.random() < 0.8}
     if rnd.random() < 0.3:
         kw["max_decompressed_size"] = rnd.randrange(0, 20000)
@@ -446,11 +448,11 @@ def test_fixed_block_symbols(symbol: int, lane: bool, monkeypatch: pytest.Monkey
 @needs_lane
 def test_the_lane_calls_isal_crc_directly_where_the_kernel_found_it() -> None:
     assert LANE is not None
-    assert flat._SNAPPY_CRC is None  # crc_engine found ISA-L's crc32_gzip_refl here
-    assert flat._GZIP_CRC is True
+    assert flat._SNAPPY_CRC == walk.CRC_ISAL  # crc_engine_at was given ISA-L's crc32_gzip_refl here
+    assert flat._GZIP_CRC == walk.CRC_ISAL
     data = wrapper(stored(HI + ABC)) + wrapper(stored(HI + message(b"abc", crc=1)))
     recs = walk.scan(memoryview(data), 0, len(data), len(data)).recs
-    for engine in (True, None, crc32):
+    for engine in (walk.CRC_ISAL, walk.CRC_LIBDEFLATE, crc32):
         out = np.zeros(64, dtype=np.uint8)
         offsets = np.zeros(8, dtype=np.int32)
         words = np.zeros(8, dtype=np.uint32)

@@ -2,8 +2,9 @@
 exactly the same records, statuses and values on hand-written vectors, hostile lengths and
 random (corrupt) sets; the kernel never reads outside a buffer and never trusts a length.
 
-Golden bytes are written from the seed layout (seed 003): ``int32 LENGTH | int8 MAGIC |
-[int8 ATTRIBUTES] | uint32 CRC32 | PAYLOAD``; CRCs are stdlib ``zlib.crc32`` of the payload.
+Golden bytes are written from docs/dev/PROTOCOL.md "Message layout (magic 0 and 1)": ``int32 LENGTH
+| int8 MAGIC | [int8 ATTRIBUTES] | uint32 CRC32 | PAYLOAD``; CRCs are stdlib ``zlib.crc32`` of the
+payload.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import pickle
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -37,6 +40,9 @@ from kafka_pyspark.spark.planning import (
     split_ranges,
 )
 from kafka_pyspark.spark.start_end import resolve_ends, resolve_starts
+
+if TYPE_CHECKING:
+    from _typeshed import TraceFunction
 
 BROKERS = {0: ("h0", 9000), 1: ("h1", 9001)}
 SETTINGS = FetchSettings(fetch_size=1000)
@@ -330,3 +336,68 @@ def test_resolve_timestamp() -> None:
 
     assert resolve_starts(spec, [A, B], BOUNDS, before_time=before) == {A: 500, B: 0}
     assert seen == [(A, 123), (B, 123)]
+
+
+# --- planning cost grows linearly with the number of ranges --------------------------------------
+
+
+def _planning_steps(fn: Callable[[], object]) -> int:
+    """Python lines executed in :mod:`kafka_pyspark.spark.planning` (generator steps
+    included) while ``fn`` runs: a count of the work done, unlike a time, exact and
+    independent of the machine's load."""
+    import sys
+
+    from kafka_pyspark.spark import planning
+
+    target = planning.__file__
+    steps = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> TraceFunction:
+        nonlocal steps
+        if event == "line":
+            steps += 1
+        return local
+
+    def trace(frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
+        return local if frame.f_code.co_filename == target else None
+
+    saved = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        fn()
+    finally:
+        sys.settrace(saved)
+    return steps
+
+
+def _growth(make: Callable[[int], Callable[[], object]], small: int) -> float:
+    """How many times the steps of a plan of ``10 * small`` ranges exceed those of ``small``."""
+    return _planning_steps(make(10 * small)) / _planning_steps(make(small))
+
+
+def test_packing_steps_grow_linearly() -> None:
+    """Many small ranges of one broker pack into few partitions: the work is linear in the
+    number of ranges (a running total per group, not a sum over the group at every range)."""
+    def plan(n: int) -> Callable[[], object]:
+        ranges = [R("t", b, p, 0, 10) for b in (0, 1) for p in range(n // 2)]
+        settings = FetchSettings(fetch_size=1 << 30)  # everything of a broker fits one group
+        return lambda: plan_partitions(ranges, BROKERS, settings)
+
+    parts = plan(3000)()
+    assert isinstance(parts, list) and [len(p.ranges) for p in parts] == [1500, 1500]
+    assert _growth(plan, 300) < 15  # linear: 10; quadratic: 100
+
+
+def test_splitting_steps_grow_linearly() -> None:
+    """Cutting a range with many segment starts for ``minPartitions``, where the start nearest
+    the middle is always the last one (segment sizes double): each cut is a binary search,
+    not a scan of the remaining starts."""
+    def plan(n: int) -> Callable[[], object]:
+        starts = [0] + [1 << i for i in range(n)]
+        ranges = [R("t", 0, 0, 0, 1 << n)]
+        return lambda: plan_partitions(ranges, BROKERS, SETTINGS, min_partitions=n + 1,
+                                       segment_starts={("t", 0, 0): starts})
+
+    parts = plan(90)()
+    assert isinstance(parts, list) and len(parts) == 91
+    assert _growth(plan, 90) < 15  # (offsets up to 2**900: a float holds the middle)

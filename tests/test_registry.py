@@ -1,7 +1,7 @@
 """Registry (kazoo) against a real ZooKeeper, with nodes written exactly as Kafka 0.7.2 does.
 
-Values are the ones observed from a 0.7.2 broker (BROKER-FACTS.md "ZooKeeper") and the seed's
-example (003, "Kafka Broker").
+Values are the ones observed from a 0.7.2 broker (docs/dev/PROTOCOL.md "Measured: ZooKeeper") and
+the example broker of the 0.7 driver documentation ("Writing a Driver for Kafka").
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zk
 
-# BROKER-FACTS.md "ZooKeeper": what a 0.7.2 broker registers (creator is "host-ms").
+# docs/dev/PROTOCOL.md "Measured: ZooKeeper": what a 0.7.2 broker registers (creator is "host-ms").
 BROKER0 = b"127.0.0.1-1795304894516:127.0.0.1:9092"
-# seed 003 "Kafka Broker": broker 2 at 10.0.0.12:9092
+# the driver documentation's example: broker 2 at 10.0.0.12:9092
 BROKER2 = b"10.0.0.12-1324306324402:10.0.0.12:9092"
 
 
@@ -65,7 +65,7 @@ def test_brokers_as_registered_by_0_7_2(kz: KazooClient, registry: Registry) -> 
 
 
 def test_host_is_the_second_field_not_the_creator(kz: KazooClient, registry: Registry) -> None:
-    # seed 003: the creator happens to contain a host, don't rely on it
+    # the creator happens to contain a host, don't rely on it (PROTOCOL.md "Broker registry")
     register_broker(kz, 7, b"some-uuid-1234:broker7.example.com:6667")
     assert registry.brokers() == {
         7: BrokerInfo(7, "broker7.example.com", 6667, "some-uuid-1234")
@@ -172,7 +172,7 @@ def test_commit_group_offsets_round_trip_and_raw_nodes(
     assert stat.ephemeralOwner == 0  # persistent
     assert kz.get(f"{base}/0-1")[0] == b"0"
     assert kz.get(f"{base}/1-2")[0] == b"98765"
-    # parents hold the creator's id (seed 003 "ZooKeeper")
+    # parents hold the creator's id (docs/dev/PROTOCOL.md "Intermediate nodes")
     for parent in ("/consumers", "/consumers/g1", "/consumers/g1/offsets", base):
         parent_value, parent_stat = kz.get(parent)
         assert parent_value == b"host-a-1700000000000", parent
@@ -216,7 +216,7 @@ def test_commit_many_partitions(kz: KazooClient, registry: Registry) -> None:
 
 
 def test_group_owners_and_consumer_ids(kz: KazooClient, registry: Registry) -> None:
-    # as 0.7.2's ZookeeperConsumerConnector registers them (BROKER-FACTS.md "ZooKeeper")
+    # as 0.7.2's ZookeeperConsumerConnector registers them (PROTOCOL.md "Measured: ZooKeeper")
     kz.create("/consumers/g/ids/host-1700000000000-abcd", b'{ "events": 1 }',
               ephemeral=True, makepath=True)
     kz.create("/consumers/g/owners/events/0-1", b"host-1700000000000-abcd-0",

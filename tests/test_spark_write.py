@@ -64,7 +64,7 @@ def test_write_each_codec_round_trip(
     found = read_topic(brokers, f"codec-{codec}")
     assert values_of(found) == Counter(v.encode() for _, v in rows)
     assert {c for vals in found.values() for _, c in vals} == {codec}
-    # a new topic: partition 0 of every live broker (seed 003 "Creating New Topics")
+    # a new topic: partition 0 of every live broker (PROTOCOL.md "New topics")
     assert set(found) <= {(0, 0), (1, 0)}
     # the same key always lands on the same broker-partition
     where: dict[str, set[tuple[int, int]]] = {}

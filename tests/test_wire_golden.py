@@ -1,9 +1,9 @@
 """Golden bytes for every 0.7 request and response, written by hand from the layouts.
 
-Sources: seed 003 ("Writing a Driver for Kafka": request header, multi-request header, PRODUCE,
-FETCH, MULTIFETCH, MULTIPRODUCE, OFFSETS, response header) and BROKER-FACTS.md (the MULTIFETCH
-response layout and the observed bytes). All integers big-endian. Each vector is checked both
-ways: ``encode(object) == golden`` and ``decode(golden) == object``.
+Sources: docs/dev/PROTOCOL.md "Requests and responses" (request header, multi-request header,
+PRODUCE, FETCH, MULTIFETCH, MULTIPRODUCE, OFFSETS, response header) and its measured sections
+(the MULTIFETCH response layout and the observed bytes). All integers big-endian. Each vector is
+checked both ways: ``encode(object) == golden`` and ``decode(golden) == object``.
 
 Message sets are opaque to the wire layer, but the ones used here are real magic-1 messages
 (``int32 LENGTH | int8 MAGIC=1 | int8 COMPRESSION=0 | int32 CRC32(payload) | payload``) so the
@@ -52,7 +52,7 @@ MSG_ABC = hexbytes("""
     352441c2            # CRC32("abc")
     616263              # "abc"
 """)
-# BROKER-FACTS.md "FETCH": three messages of 17 bytes at offsets 0, 17, 34; log end 51.
+# PROTOCOL.md "Measured: FETCH": three messages of 17 bytes at offsets 0, 17, 34; log end 51.
 THREE_MESSAGES = hexbytes("""
     0000000d 01 00 6241472a 68656c6c6f2d31    # offset 0:  LENGTH 13, "hello-1"
     0000000d 01 00 fb481690 68656c6c6f2d32    # offset 17: LENGTH 13, "hello-2"
@@ -98,7 +98,7 @@ PRODUCE_GOLDEN = hexbytes("""
 """)
 PRODUCE_OBJ = ProduceRequest("test", 1, MSG_HI)
 
-# PRODUCE to partition -1: 0.7.2 stores it on a random partition (BROKER-FACTS "PRODUCE")
+# PRODUCE to partition -1: 0.7.2 stores it on a random partition (PROTOCOL.md "Measured: PRODUCE")
 PRODUCE_RANDOM_GOLDEN = hexbytes("""
     0000001c 0000       # REQUEST_LENGTH = 28, PRODUCE
     0004 74657374       # "test"
@@ -127,7 +127,7 @@ FETCH_GOLDEN = hexbytes("""
 """)
 FETCH_OBJ = FetchRequest("test", 1, 51, 307200)
 
-# the partition-count probe: max size 0 (BROKER-FACTS "FETCH": answers an empty set or error 3)
+# the partition-count probe: max size 0 (PROTOCOL.md "Measured: FETCH": empty set or error 3)
 FETCH_PROBE_GOLDEN = hexbytes("""
     00000018 0001       # REQUEST_LENGTH = 24, FETCH
     0004 74657374       # "test"
@@ -251,7 +251,7 @@ def test_request_type_constants() -> None:
 
 # --- responses -----------------------------------------------------------------------------
 
-# BROKER-FACTS.md "FETCH": "FETCH at 0 answers 00000035 0000 + the 51 bytes exactly as produced"
+# PROTOCOL.md "Measured: FETCH": FETCH at 0 answers 00000035 0000 + the 51 bytes as produced
 FETCH_RESPONSE_GOLDEN = hexbytes("""
     00000035            # RESPONSE_LENGTH = 53 = 2 + 51
     0000                # ERROR_CODE = 0 (NoError)
@@ -261,7 +261,7 @@ FETCH_RESPONSE_GOLDEN = hexbytes("""
 """)
 FETCH_RESPONSE_OBJ = FetchResponse(0, THREE_MESSAGES)
 
-# a FETCH cut by MAX_SIZE 16 (BROKER-FACTS: error 0 and a truncated body, not error 4)
+# a FETCH cut by MAX_SIZE 16 (PROTOCOL.md "Measured: FETCH": error 0 and a truncated body, not 4)
 FETCH_RESPONSE_PARTIAL_GOLDEN = hexbytes("""
     00000012            # RESPONSE_LENGTH = 18 = 2 + 16
     0000                # ERROR_CODE = 0
@@ -329,7 +329,7 @@ def test_fetch_response_messages_are_a_zero_copy_view() -> None:
     assert decoded.messages[0] == 0xEE
 
 
-# BROKER-FACTS.md "OFFSETS": latest (-1, max 10) answered [51, 0]
+# PROTOCOL.md "Measured: OFFSETS": latest (-1, max 10) answered [51, 0]
 OFFSETS_RESPONSE_GOLDEN = hexbytes("""
     00000016            # RESPONSE_LENGTH = 22 = 2 + 4 + 2 * 8
     0000                # ERROR_CODE = 0
@@ -384,7 +384,7 @@ def test_offsets_response_error_without_offsets() -> None:
     assert wire.decode_offsets_response(hexbytes("0001")) == OffsetsResponse(1, ())
 
 
-# BROKER-FACTS.md "MULTIFETCH", exactly as observed:
+# PROTOCOL.md "Measured: MULTIFETCH", exactly as observed:
 # 0000006b 0000 | 00000035 0000 <51 bytes> | 00000020 0000 <30 bytes> | 00000002 0003 |
 # 00000002 0001
 MULTIFETCH_RESPONSE_GOLDEN = hexbytes("""

@@ -90,8 +90,16 @@ def test_unknown_and_read_options() -> None:
         parse_write_options({**ZK, "topic": "t", "subscribe": "t"})
     with pytest.raises(OptionError, match="no path"):
         parse_write_options({**ZK, "topic": "t", "path": "/tmp/x"})
-    # Spark adds checkpointLocation to a streaming sink's options (lower-cased)
-    parse_write_options({**ZK, "topic": "t", "checkpointlocation": "/tmp/ck"})
+
+
+def test_options_spark_adds_to_a_sink_are_accepted() -> None:
+    # what a named writeStream, Spark Connect and a Declarative Pipelines flow hand the sink
+    w, _ = parse_write_options({**ZK, "topic": "t", "checkpointlocation": "file:/tmp/ck",
+                                "queryname": "copy"})
+    assert w.topic == "t"
+    with pytest.raises(OptionError, match="unknown option") as e:
+        parse_write_options({**ZK, "topic": "t", "querynam": "copy"})
+    assert e.value.option == "querynam"
 
 
 def test_cluster_options_required_and_exclusive() -> None:

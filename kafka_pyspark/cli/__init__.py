@@ -2,13 +2,15 @@
 
     kafka07 topics  --zk ZK                          brokers, topics, partitions per broker
     kafka07 offsets --zk ZK | --broker-list L --topic T   earliest/latest per broker-partition
-    kafka07 lag     --zk ZK --group G [--topic T]    committed offsets vs log end
-    kafka07 dump    FILE | --zk ZK --topic T --partition B-P   decode messages, show faults
+    kafka07 lag     --zk ZK --group G [--topic T]    committed offsets, owners, lag, totals
+    kafka07 group-offsets set --zk ZK --group G --topic T --to earliest|latest|TIME|--json M
+    kafka07 dump    FILE|DIR... | --zk ZK --topic T --partition B-P   messages and their facts
     kafka07 produce --zk ZK --topic T [--codec C] [--key-separator S]   stdin lines
     kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N] [--max-messages N]
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
-or connection problem (:mod:`kafka_pyspark.cli.common`). docs/cli.md has the details.
+or connection problem (:mod:`kafka_pyspark.cli.common`). The help of each command is
+complete; the manual, docs/cli.md, is installed beside this module (:data:`MANUAL`).
 """
 
 from __future__ import annotations
@@ -16,20 +18,27 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from kafka_pyspark.cli import cluster_cmds, dump, io_cmds
+from kafka_pyspark import __version__
+from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
 from kafka_pyspark.cli.common import (
+    EXIT_CODES_HELP,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    error,
     exit_code_for,
+    permission_advice,
     quiet_libraries,
 )
-from kafka_pyspark.errors import KafkaError
+from kafka_pyspark.cli.output import error
+from kafka_pyspark.errors import KafkaError, RegistryPermissionError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["MANUAL", "build_parser", "main"]
+
+#: docs/cli.md, installed with the package (package data)
+MANUAL = Path(__file__).with_name("cli.md")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,11 +48,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kafka07", description="Kafka 0.7 operator tool (see docs/cli.md)")
-    sub: Any = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = _Parser(
+        prog="kafka07",
+        description="Kafka 0.7 operator tool; `kafka07 COMMAND --help` for a command's options.\n"
+        "Broker-partitions are written brokerId-partition (0-1); offsets are 0.7's byte "
+        "offsets.",
+        epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"kafka07 (kafka_pyspark) {__version__}",
+                   help="print the version and exit")
+    sub: Any = p.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")
     cluster_cmds.add_parsers(sub)
+    lag.add_parsers(sub)
+    group_offsets.add_parsers(sub)
     dump.add_parsers(sub)
-    io_cmds.add_parsers(sub)
+    produce.add_parsers(sub)
+    consume.add_parsers(sub)
     return p
 
 
@@ -60,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except CliError as e:
             error(str(e))
             return e.code
+        except RegistryPermissionError as e:
+            error(permission_advice(e))
+            return exit_code_for(e)
         except KafkaError as e:
             error(str(e))
             return exit_code_for(e)

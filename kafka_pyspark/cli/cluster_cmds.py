@@ -1,4 +1,5 @@
-"""``kafka07 topics``, ``offsets`` and ``lag``: tables from the registry and OFFSETS requests.
+"""``kafka07 topics`` and ``offsets``, and the rows of ``lag``: tables from the registry and
+OFFSETS requests (``lag``'s command and its totals are :mod:`kafka_pyspark.cli.lag`).
 
 The table builders (:func:`topic_overview`, :func:`partition_offsets`, :func:`group_lag`) are
 library functions returning rows, used by the commands and by the notebooks. Every broker is
@@ -9,7 +10,7 @@ the rest of the table is still filled.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
@@ -18,15 +19,14 @@ from kafka_pyspark.cli.common import (
     BrokerFailure,
     CliError,
     add_cluster_args,
-    bp,
-    json_document,
     live_brokers,
     open_cluster,
     per_broker,
-    table,
     topic_partitions,
     worst,
 )
+from kafka_pyspark.cli.output import json_document, table
+from kafka_pyspark.names import parse_partition_key, partition_key
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -39,9 +39,11 @@ PAST_END = "past-log-end"
 BEFORE_START = "before-log-start"
 NOT_LIVE = "broker-not-live"
 NOT_REGISTERED = "partition-not-registered"
+BAD_NODE = "bad-offset-node"
 ERROR = "error"
-#: statuses that make ``lag`` exit 1: the group would fail (or lose data) on its next fetch
-DATA_PROBLEMS = frozenset({PAST_END, BEFORE_START})
+#: statuses that make ``lag`` exit 1: the group would fail (or lose data) on its next fetch,
+#: or its committed offset node is not in 0.7's format
+DATA_PROBLEMS = frozenset({PAST_END, BEFORE_START, BAD_NODE})
 
 
 # --- topics --------------------------------------------------------------------------------
@@ -180,14 +182,18 @@ class LagRow:
 
     group: str
     topic: str
-    broker: int
-    partition: int
-    offset: int | None  # committed; None if never committed
+    broker: int | None  # None only for an offset node whose name is not [bid]-[pid]
+    partition: int | None
+    offset: int | None  # committed; None if never committed (or not readable)
     earliest: int | None
     latest: int | None
     lag: int | None  # latest - offset; None when it cannot be a meaningful number
     status: str
     error: str | None = None
+    #: the consumer thread owning it now (``/consumers/[group]/owners/[topic]/[bid]-[pid]``)
+    owner: str | None = None
+    #: the ZooKeeper node name (``[bid]-[pid]``, or whatever a malformed node is called)
+    node: str = ""
 
 
 def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
@@ -203,10 +209,14 @@ def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
 def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> list[LagRow]:
     registry = cluster.registry()
     assert registry is not None
-    committed = registry.group_offsets(group, topic)
+    committed, malformed = registry.group_offsets_checked(group, topic)
+    owners = registry.group_owners(group, topic)
+    bad = {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
     brokers = cluster.brokers()
     counts = registry.topic_partitions(topic)
-    keys = set(committed) | {(b, p) for b, n in counts.items() if b in brokers for p in range(n)}
+    keys = set(committed) | set(bad) | {
+        (b, p) for b, n in counts.items() if b in brokers for p in range(n)
+    }
     askable = {k for k in keys if k[0] in brokers and k[1] < counts.get(k[0], 0)}
     by_broker: dict[int, list[int]] = {}
     for b, p in sorted(askable):
@@ -222,19 +232,29 @@ def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> lis
             bounds.update({(b, p): got for p in by_broker[b]})
         else:
             bounds.update({(b, p): (lo, hi) for p, lo, hi in got})
-    rows = []
-    for key in sorted(keys):
-        offset = committed.get(key)
-        found = bounds.get(key)
-        if found is None:
-            status = NOT_LIVE if key[0] not in brokers else NOT_REGISTERED
-            rows.append(LagRow(group, topic, *key, offset, None, None, None, status))
-        elif isinstance(found, BrokerFailure):
-            rows.append(LagRow(group, topic, *key, offset, None, None, None, ERROR, str(found)))
-        else:
-            lag, status = _classify(offset, *found)
-            rows.append(LagRow(group, topic, *key, offset, found[0], found[1], lag, status))
+    rows = [_lag_row(group, topic, key, committed.get(key), bounds.get(key), key[0] in brokers,
+                     bad.get(key), owners.get(key))
+            for key in sorted(keys)]
+    rows.extend(LagRow(group, topic, None, None, None, None, None, None, BAD_NODE, e, node=n)
+                for n, e in sorted(malformed.items()) if parse_partition_key(n) is None)
     return rows
+
+
+def _lag_row(group: str, topic: str, key: tuple[int, int], offset: int | None,
+             found: tuple[int, int] | BrokerFailure | None, live: bool, bad: str | None,
+             owner: str | None) -> LagRow:
+    row = LagRow(group, topic, *key, offset, None, None, None, ERROR, owner=owner,
+                 node=partition_key(*key))
+    if isinstance(found, tuple):
+        row = replace(row, earliest=found[0], latest=found[1])
+    if bad is not None:
+        return replace(row, status=BAD_NODE, error=bad)
+    if found is None:
+        return replace(row, status=NOT_LIVE if not live else NOT_REGISTERED)
+    if isinstance(found, BrokerFailure):
+        return replace(row, error=str(found))
+    lag, status = _classify(offset, *found)
+    return replace(row, lag=lag, status=status)
 
 
 def group_lag(
@@ -273,28 +293,6 @@ def lag_exit_code(rows: list[LagRow]) -> int:
     ])
 
 
-def cmd_lag(args: argparse.Namespace) -> int:
-    topics = [t.strip() for t in args.topic.split(",") if t.strip()] if args.topic else None
-    with open_cluster(args) as cluster:
-        rows = group_lag(cluster, args.group, topics, args.timeout_ms)
-    if args.json:
-        json_document({"group": args.group, "partitions": [asdict(r) for r in rows]})
-        return lag_exit_code(rows)
-
-    def cell(v: int | None) -> object:
-        return "-" if v is None else v
-
-    table(
-        ["group", "topic", "broker-partition", "offset", "latest", "lag", "status"],
-        [
-            [r.group, r.topic, bp((r.broker, r.partition)), cell(r.offset), cell(r.latest),
-             cell(r.lag), r.status + (f": {r.error}" if r.error else "")]
-            for r in rows
-        ],
-    )
-    return lag_exit_code(rows)
-
-
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("topics", help="brokers and topics (partitions per broker) from ZooKeeper")
     add_cluster_args(p, broker_list=False)
@@ -302,13 +300,5 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("offsets", help="earliest/latest offset per broker-partition")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic whose partitions to show")
     p.set_defaults(func=cmd_offsets)
-
-    p = sub.add_parser(
-        "lag", help="a consumer group's committed offsets and lag (like ConsumerOffsetChecker)"
-    )
-    add_cluster_args(p, broker_list=False)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", help="comma-separated topics (default: all the group committed)")
-    p.set_defaults(func=cmd_lag)

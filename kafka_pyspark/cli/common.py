@@ -1,31 +1,26 @@
-"""What every ``kafka07`` command shares: exit codes, output, the cluster, per-broker deadlines.
-
-Exit codes (one definition, documented in docs/cli.md)::
-
-    0  everything asked for was done and shown
-    1  a data problem: unknown topic, corrupt or torn data, a committed offset past the log end
-    2  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a broker
-       unreachable or timed out, no brokers registered (wrong chroot)
-
-A table with some rows in error still shows every row; the exit code is the worst one seen.
+"""What every ``kafka07`` command shares: exit codes, arguments, the cluster (with ZooKeeper
+credentials), per-broker deadlines. Exit codes: :data:`EXIT_CODES_HELP` (also in docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark.errors import KafkaError, MessageError, TopicNotFoundError
+from kafka_pyspark.errors import (
+    KafkaError,
+    MessageError,
+    RegistryPermissionError,
+    TopicNotFoundError,
+)
 from kafka_pyspark.names import not_a_partition_key, parse_partition_key, partition_key
+from kafka_pyspark.zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -35,6 +30,14 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DATA = 1
 EXIT_USAGE = 2
+EXIT_CODES_HELP = f"""exit codes:
+  {EXIT_OK}  everything asked for was done and shown
+  {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
+     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+  {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
+     broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
+     refusing access
+A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
 #: per-broker (and ZooKeeper connection) deadline unless ``--timeout-ms`` says otherwise
 DEFAULT_TIMEOUT_MS = 10000
@@ -88,6 +91,12 @@ def add_cluster_args(
         where.add_argument("--broker-list", help="static brokers id:host:port[,...]")
     else:
         p.add_argument("--zk", required=True, help="ZooKeeper connect string host:port[/chroot]")
+    p.add_argument(
+        "--zk-auth-file", metavar="PATH",
+        help=f"ZooKeeper digest credentials for ACL-protected nodes: a file holding one line "
+        f"user:password (never on the command line; the environment variable {ZK_AUTH_ENV} "
+        "holds the same, the file wins)",
+    )
     add_common_args(p)
 
 
@@ -96,17 +105,29 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
         "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
         help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output (see docs/cli.md)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout (JSON); messages stay on stderr")
 
 
 def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    n = _integer(text)
     if n <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return n
+
+
+def non_negative_int(text: str) -> int:
+    n = _integer(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (byte offsets start at 0)")
+    return n
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def parse_broker_partition(text: str) -> tuple[int, int]:
@@ -124,6 +145,16 @@ def bp(key: tuple[int, int]) -> str:
 # --- the cluster ---------------------------------------------------------------------------
 
 
+def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--zk-auth-file``, else :data:`ZK_AUTH_ENV`, else None (only with ``--zk``)."""
+    path = getattr(args, "zk_auth_file", None)
+    if args.zk is None:
+        if path is not None:
+            raise CliError("--zk-auth-file needs --zk (credentials for ZooKeeper)")
+        return None
+    return credentials_from_file(path) if path is not None else credentials_from_environment()
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
     from kafka_pyspark.cluster_options import cluster_options
@@ -134,8 +165,21 @@ def open_cluster(args: argparse.Namespace) -> Cluster:
             broker_list=getattr(args, "broker_list", None),
             zk_connection_timeout_ms=args.timeout_ms,
             socket_timeout_ms=args.timeout_ms,
+            zk_auth=zk_credentials(args),
         )
     )
+
+
+def permission_advice(e: RegistryPermissionError) -> str:
+    """A ZooKeeper ACL refusal, with the command's own way to pass credentials."""
+    if not e.denied:
+        return str(e)
+    how = (
+        "the credentials given lack that permission" if e.credentials_given
+        else "no credentials were given: kafka07 takes them from --zk-auth-file PATH or the "
+        f"environment variable {ZK_AUTH_ENV}, one line 'user:password'"
+    )
+    return f"{e.denied} ({how})"
 
 
 def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
@@ -234,35 +278,3 @@ def per_broker(
 
 def worst(codes: Sequence[int]) -> int:
     return max(codes, default=EXIT_OK)
-
-
-# --- output --------------------------------------------------------------------------------
-
-
-def json_line(doc: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
-
-
-def json_document(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-
-
-def payload_fields(value: bytes) -> dict[str, str]:
-    """A payload for JSON: ``{"value": text}`` if it is UTF-8, else ``{"value_base64": ...}``."""
-    try:
-        return {"value": value.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"value_base64": base64.b64encode(value).decode("ascii")}
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Left-aligned columns, two spaces apart; the last column is not padded."""
-    cells = [[str(c) for c in header], *([str(c) for c in r] for r in rows)]
-    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(len(header))]
-    for r in cells:
-        line = "  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1]))
-        print(((line + "  " + r[-1]) if len(r) > 1 else r[0]).rstrip())
-
-
-def error(message: str) -> None:
-    print(f"kafka07: {message}", file=sys.stderr)

@@ -1,10 +1,10 @@
 """Did the broker append what was produced? The log end before and after, per partition.
 
 A 0.7 broker drops a produced message set holding a message over *its* ``max.message.size``
-without an answer and keeps the connection open (BROKER-FACTS.md), so the delivery barrier
-(an OFFSETS answer after the PRODUCEs on the same connection) still succeeds. Offsets are byte
-positions, though, and OFFSETS latest answers the log end: if a producer learns the end of
-each partition before its first set (on the same connection, so the answer precedes its
+without an answer and keeps the connection open (docs/dev/PROTOCOL.md "Measured: PRODUCE"), so the
+delivery barrier (an OFFSETS answer after the PRODUCEs on the same connection) still succeeds.
+Offsets are byte positions, though, and OFFSETS latest answers the log end: if a producer learns the
+end of each partition before its first set (on the same connection, so the answer precedes its
 PRODUCEs) and again after the barrier, the log must have grown by at least the bytes it sent.
 
 What this detects and what it cannot:

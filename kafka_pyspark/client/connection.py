@@ -10,9 +10,10 @@ retried. Writes (PRODUCE, MULTIPRODUCE) have no answer in 0.7; one may be retrie
 connection only if not a single byte of it reached the socket. Once sent, it is never resent:
 the broker may or may not have appended it, and only :meth:`BrokerConnection.barrier` can tell.
 
-Delivery barrier: the broker handles one connection's requests in order (BROKER-FACTS.md), so
-an OFFSETS answer proves every PRODUCE sent before it on that connection was appended (a
-rejected PRODUCE closes the connection, so the answer never comes). Losing the connection while
+Delivery barrier: the broker handles one connection's requests in order (docs/dev/PROTOCOL.md
+"Measured: visibility and ordering"), so an OFFSETS answer proves every PRODUCE sent before it on
+that connection was appended (a rejected PRODUCE closes the connection, so the answer never
+comes). Losing the connection while
 produced data is unconfirmed is never hidden: the next :meth:`~BrokerConnection.produce` or
 :meth:`~BrokerConnection.barrier` raises :class:`BrokerConnectionError` saying how much data may
 not have been appended.

@@ -21,16 +21,15 @@ start at or after ``end`` are left out (the decoder's ``stop_at``). Per round tr
 
 Empty answers. A 0.7 broker does not cross a segment boundary within one FETCH, but a FETCH at
 a segment's end is served from the next segment (0.7.2's ``Log.findRange`` maps the offset to
-the segment that starts there; seed 003: "The next time you call fetch with the following
-offset, you'll get a full set of messages from the next segment file"), so a segment end never
-yields an empty answer. A 0.7.2 broker answers an empty set only at the end of the data it
-serves, and it serves only *flushed* bytes (BROKER-FACTS.md, "Visibility"). An empty answer
-before ``end`` therefore means that the data up to ``end`` is not visible yet (not flushed), or
-that ``end`` lies beyond the log. Looping until it appears could hang forever, so the fetch is
+the segment that starts there; docs/dev/PROTOCOL.md "FETCH"), so a segment end never yields an
+empty answer. A 0.7.2 broker answers an empty set only at the end of the data it serves, and it
+serves only *flushed* bytes (docs/dev/PROTOCOL.md "Measured: visibility and ordering"). An empty
+answer before ``end`` therefore means that the data up to ``end`` is not visible yet (not flushed),
+or that ``end`` lies beyond the log. Looping until it appears could hang forever, so the fetch is
 retried ``empty_retries`` times (default: the connection's ``retries``) with exponential backoff
-from the connection's ``backoff``, and then :class:`DataNotAvailableError` is raised, naming
-the broker's current latest (flushed) offset. Ranges planned from OFFSETS latest (which *is* the
-flushed end) never hit this.
+from the connection's ``backoff``, and then :class:`DataNotAvailableError` is raised, naming the
+broker's current latest (flushed) offset. Ranges planned from OFFSETS latest (which *is* the flushed
+end) never hit this.
 """
 
 from __future__ import annotations
@@ -359,10 +358,10 @@ def probe_partition_count(conn: BrokerConnection, topic: str, *, limit: int = 10
     Partitions 0, 1, 2, ... are fetched until the broker answers WrongPartition (3); the
     first such partition number is the count. FETCH, not OFFSETS: a real 0.7.2 broker closes
     the connection instead of answering OFFSETS for a partition it does not have
-    (BROKER-FACTS.md, "OFFSETS"), which is indistinguishable from a network failure, while a
-    FETCH answers error 3 cleanly and with max size 0 carries no data. OffsetOutOfRange (a log
-    whose start was deleted) still means the partition exists. An unknown topic answers with
-    the broker's default partition count (``num.partitions``), as 0.7.2 would create it.
+    (docs/dev/PROTOCOL.md "Measured: OFFSETS"), which is indistinguishable from a network failure,
+    while a FETCH answers error 3 cleanly and with max size 0 carries no data. OffsetOutOfRange (a
+    log whose start was deleted) still means the partition exists. An unknown topic answers with the
+    broker's default partition count (``num.partitions``), as 0.7.2 would create it.
     """
     if limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")

@@ -1,4 +1,4 @@
-"""OFFSETS lookups with 0.7 semantics (seed 003 "Offsets"; BROKER-FACTS.md "OFFSETS").
+"""OFFSETS lookups with 0.7 semantics (docs/dev/PROTOCOL.md "OFFSETS", "Measured: OFFSETS").
 
 A 0.7 OFFSETS answer lists, newest first, the start offset of every segment last modified
 before ``time``, preceded by the log end when the last segment is not empty; ``-1`` (latest)

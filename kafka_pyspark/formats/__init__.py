@@ -1,5 +1,6 @@
-"""The later Kafka on-disk formats (seeds 002/004), for reading archived ``.log`` segments.
-Pure: bytes in, Arrow out; no I/O. 0.7's ``.kafka`` format is :mod:`kafka_pyspark.messages`.
+"""The later Kafka on-disk formats (docs/dev/PROTOCOL.md "Later on-disk formats"), for reading
+archived ``.log`` segments. Pure: bytes in, Arrow out; no I/O. 0.7's
+``.kafka`` format is :mod:`kafka_pyspark.messages`.
 
 Public API::
 

@@ -1,7 +1,7 @@
 /* The record walk of Kafka record batches (magic 2), compiled.
  *
- * Layout (kafka_pyspark/formats/layout.py, seeds 002/004), each record of a batch's records
- * area (uncompressed, or decompressed by the caller):
+ * Layout (kafka_pyspark/formats/layout.py, docs/dev/PROTOCOL.md "Later on-disk formats"), each
+ * record of a batch's records area (uncompressed, or decompressed by the caller):
  *
  *   varint length | int8 attributes | varlong timestampDelta | varint offsetDelta |
  *   varint keyLength (-1 null) | key | varint valueLength (-1 null) | value |
@@ -33,7 +33,10 @@
  *
  * Nothing reads outside `buf`: every varint is bounded by the record's end, every length is
  * compared with the bytes left before it is used, every write is checked against `cap`.
- * kafka_pyspark/formats/records.py is the pure-Python twin; keep the two in step.
+ * kafka_pyspark/formats/records.py is the pure-Python twin; keep the two in step. Every
+ * constant below that it states too (sizes, field rows, statuses, the fields at fault) is
+ * exported by add_constants and checked at load against records.KERNEL_CONSTANTS: a build that
+ * differs is not used (kafka_pyspark/_native.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -337,10 +340,34 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
+#define C(name) {#name, name}
+static int add_constants(PyObject *m)
+{
+    const struct {
+        const char *name;
+        long value;
+    } c[] = {
+        C(MIN_RECORD), C(VARINT_MAX), C(VARLONG_MAX),
+        C(F_END), C(F_TIMESTAMP), C(F_OFFSET), C(F_KEY_POS), C(F_KEY_LEN), C(F_VALUE_POS),
+        C(F_VALUE_LEN), C(F_HEADERS_POS), C(F_HEADER_COUNT), C(FIELDS),
+        C(H_KEY_POS), C(H_KEY_LEN), C(H_VALUE_POS), C(H_VALUE_LEN), C(HFIELDS),
+        C(ST_OK), C(ST_MALFORMED), C(ST_PAST), C(ST_NEGATIVE), C(ST_LENGTH), C(ST_LEFT),
+        C(ST_TRAILING),
+        C(W_LENGTH), C(W_TIMESTAMP), C(W_OFFSET), C(W_KEY_LENGTH), C(W_KEY), C(W_VALUE_LENGTH),
+        C(W_VALUE), C(W_HEADER_COUNT), C(W_HEADER_KEY_LENGTH), C(W_HEADER_KEY),
+        C(W_HEADER_VALUE_LENGTH), C(W_HEADER_VALUE), C(W_RECORD),
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (PyModule_AddIntConstant(m, c[i].name, c[i].value) < 0)
+            return -1;
+    return 0;
+}
+#undef C
+
 PyMODINIT_FUNC PyInit__v2kernel(void)
 {
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "FIELDS", FIELDS) < 0) {
+    if (m && add_constants(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

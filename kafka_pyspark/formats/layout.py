@@ -1,4 +1,5 @@
-"""On-disk layout of the later Kafka log formats (seeds 002 and 004, "Message format").
+"""On-disk layout of the later Kafka log formats (docs/dev/PROTOCOL.md "Later on-disk formats",
+after the Apache Kafka documentation's "Message Format").
 
 A ``.log`` segment file (Kafka 0.8 and later) is a sequence of *entries* back to back: old
 message-set entries (magic 0 and 1) and record batches (magic 2), possibly both in one file

@@ -18,6 +18,7 @@ problem exactly as the kernel does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -60,13 +61,34 @@ ST_TRAILING = 6  # value bytes of the piece left after its records
 WHAT = ("length", "timestampDelta", "offsetDelta", "key length", "key", "value length",
         "value", "header count", "header key length", "header key", "header value length",
         "header value", "record")
-W_LENGTH, W_RECORD = 0, 12
+(W_LENGTH, W_TIMESTAMP, W_OFFSET, W_KEY_LENGTH, W_KEY, W_VALUE_LENGTH, W_VALUE, W_HEADER_COUNT,
+ W_HEADER_KEY_LENGTH, W_HEADER_KEY, W_HEADER_VALUE_LENGTH, W_HEADER_VALUE,
+ W_RECORD) = range(len(WHAT))
 
 MIN_RECORD = 6  # attributes + five one-byte varints
 _MIN_SIZE = MIN_RECORD + 1  # with its length varint
 _RUN_MIN = 8  # records of one size from which the numpy walk confirms them in bulk
 
-kernel = load_kernel("kafka_pyspark.formats._v2kernel", lambda m: m.FIELDS == FIELDS)
+# Every fact _v2kernel.c repeats, as it exports it: a build that disagrees (a drift, a stale
+# build) is not used, with a warning (kafka_pyspark._native.load_kernel).
+KERNEL_CONSTANTS: Mapping[str, int] = {
+    "MIN_RECORD": MIN_RECORD, "VARINT_MAX": VARINT_MAX, "VARLONG_MAX": VARLONG_MAX,
+    "F_END": F_END, "F_TIMESTAMP": F_TIMESTAMP, "F_OFFSET": F_OFFSET, "F_KEY_POS": F_KEY_POS,
+    "F_KEY_LEN": F_KEY_LEN, "F_VALUE_POS": F_VALUE_POS, "F_VALUE_LEN": F_VALUE_LEN,
+    "F_HEADERS_POS": F_HEADERS_POS, "F_HEADER_COUNT": F_HEADER_COUNT, "FIELDS": FIELDS,
+    "H_KEY_POS": H_KEY_POS, "H_KEY_LEN": H_KEY_LEN, "H_VALUE_POS": H_VALUE_POS,
+    "H_VALUE_LEN": H_VALUE_LEN, "HFIELDS": HFIELDS,
+    "ST_OK": ST_OK, "ST_MALFORMED": ST_MALFORMED, "ST_PAST": ST_PAST,
+    "ST_NEGATIVE": ST_NEGATIVE, "ST_LENGTH": ST_LENGTH, "ST_LEFT": ST_LEFT,
+    "ST_TRAILING": ST_TRAILING,
+    "W_LENGTH": W_LENGTH, "W_TIMESTAMP": W_TIMESTAMP, "W_OFFSET": W_OFFSET,
+    "W_KEY_LENGTH": W_KEY_LENGTH, "W_KEY": W_KEY, "W_VALUE_LENGTH": W_VALUE_LENGTH,
+    "W_VALUE": W_VALUE, "W_HEADER_COUNT": W_HEADER_COUNT,
+    "W_HEADER_KEY_LENGTH": W_HEADER_KEY_LENGTH, "W_HEADER_KEY": W_HEADER_KEY,
+    "W_HEADER_VALUE_LENGTH": W_HEADER_VALUE_LENGTH, "W_HEADER_VALUE": W_HEADER_VALUE,
+    "W_RECORD": W_RECORD,
+}
+kernel = load_kernel("kafka_pyspark.formats._v2kernel", constants=KERNEL_CONSTANTS)
 ENGINE = "kernel" if kernel is not None else "python"
 
 
@@ -166,23 +188,24 @@ def _record(buf: Buffer, at: int, end: int, f: list[int]) -> tuple[int, int, int
         return ST_LENGTH, W_LENGTH, length, at
     rend = q + length
     q += 1  # attributes (unused)
-    for row, width in ((F_TIMESTAMP, VARLONG_MAX), (F_OFFSET, VARINT_MAX)):
+    for row, width, w in ((F_TIMESTAMP, VARLONG_MAX, W_TIMESTAMP),
+                          (F_OFFSET, VARINT_MAX, W_OFFSET)):
         st, f[row], q = read_one_checked(buf, q, rend, width)
         if st:
-            return st, row, 0, at  # W_TIMESTAMP, W_OFFSET share the F_ numbers
-    for pos_row, w in ((F_KEY_POS, 3), (F_VALUE_POS, 5)):
+            return st, w, 0, at
+    for pos_row, w in ((F_KEY_POS, W_KEY_LENGTH), (F_VALUE_POS, W_VALUE_LENGTH)):
         st, w, n, q2 = _blob(buf, q, rend, -1, w)
         if st:
             return st, w, n, at
         f[pos_row], f[pos_row + 1], q = q2 - max(n, 0), n, q2
     st, count, q = read_one_checked(buf, q, rend, VARINT_MAX)
     if st:
-        return st, 7, 0, at
+        return st, W_HEADER_COUNT, 0, at
     if count < 0:
-        return ST_NEGATIVE, 7, count, at
+        return ST_NEGATIVE, W_HEADER_COUNT, count, at
     f[F_HEADERS_POS], f[F_HEADER_COUNT] = q, count
     for _ in range(count):  # every header takes 2 bytes or fails: bounded by the record
-        for least, w in ((0, 8), (-1, 10)):
+        for least, w in ((0, W_HEADER_KEY_LENGTH), (-1, W_HEADER_VALUE_LENGTH)):
             st, w, n, q = _blob(buf, q, rend, least, w)
             if st:
                 return st, w, n, at
@@ -272,7 +295,7 @@ def _walk_numpy(buf: Buffer, starts: I64, ends: I64, counts: I64, out: I64) -> b
     for i in np.flatnonzero(out[F_HEADER_COUNT]).tolist():
         q, rend = int(p[i]), int(end[i])
         for _ in range(int(out[F_HEADER_COUNT, i])):
-            for least, w in ((0, 8), (-1, 10)):
+            for least, w in ((0, W_HEADER_KEY_LENGTH), (-1, W_HEADER_VALUE_LENGTH)):
                 st, _, _, q = _blob(buf, q, rend, least, w)
                 if st:
                     return False

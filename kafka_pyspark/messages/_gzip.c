@@ -7,11 +7,12 @@
  * libdeflate straight into the value column (one call, without the GIL, bounded by the room
  * left, the member's ISIZE and max.decompressed.size), the member's trailer checked (CRC32 of
  * what it inflated to, ISIZE), the inner set walked and compacted there in place by the
- * kernel's own `take` (_kernel.c, reached through the capsule _kernel exports: one walker for
- * all lanes), and the rows' CRC words checked by one CRC call over them while they are in
- * cache (kafka_pyspark/messages/crc.py explains the words). CRCs: python-isal's crc32 when
- * the caller passes it (VPCLMULQDQ where the CPU has it: ~3x libdeflate 1.14's here, more
- * than the cost of calling back), else libdeflate's.
+ * kernel's own `take`, and the rows' CRC words checked by the kernel's own check, one CRC call
+ * over them while they are in cache (kafka_pyspark/messages/crc.py explains the words): both
+ * reached through the capsule _kernel exports (_kernel.h), so there is one walker and one
+ * check for all lanes. CRCs by the engine the caller names (kp_crc_parse): ISA-L's called
+ * directly (CRC_ISAL; it uses VPCLMULQDQ where the CPU has it, faster than libdeflate's on
+ * large buffers), python-isal's called back, or libdeflate's own (CRC_LIBDEFLATE).
  *
  * The lane decides nothing: a payload that is not exactly one gzip member with Java's header
  * shape (1f 8b 08, no flags) and nothing after it, a deflate stream that is not one block with
@@ -22,27 +23,16 @@
  * bytes, header fields). Nothing here trusts a length: every record is checked against the
  * buffer it points into and every write against the room of its target.
  */
-#include <string.h>
+#include "_kernel.h" /* first: Python.h before the standard headers */
 
 #include <libdeflate.h>
 
-#include "_kernel.h"
-
-#define CODEC_GZIP 1
 #define GZIP_HEADER_SIZE 10 /* 1f 8b | CM 8 | FLG | MTIME (4) | XFL | OS */
 #define GZIP_TRAILER_SIZE 8 /* CRC32 of the data | ISIZE, both little-endian */
-#define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
 
-static kp_take_fn take; /* _kernel's walk and its sink's set-up, from its capsule */
-static kp_sink_parse_fn sink_parse;
-static kp_crc32_fn (*direct_crc)(void); /* ISA-L's CRC-32, once _kernel's crc_engine_at found it */
-
-/* The payload of the gzip wrapper r, within buf (NULL: not one, or not within buf). */
-static const uint8_t *wrapper_payload(const rec_t *r, const uint8_t *buf, Py_ssize_t len,
-                                      int64_t *size)
-{
-    return r->codec == CODEC_GZIP && r->magic == 1 ? rec_payload(r, buf, len, size) : NULL;
-}
+/* _kernel's walk into a sink, its set-up, the CRC engine's parsing and the rows' CRC check,
+ * from its capsule (kernel_api) */
+static const kp_capi_t *capi;
 
 /* --- the deflate stream: one block, a header zlib's encoder could have written -------------
  * libdeflate accepts a few dynamic block headers that zlib and ISA-L (the general path) refuse:
@@ -266,7 +256,8 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
     long long total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t size, isize = -1;
-        const uint8_t *p = wrapper_payload(&recs[i], (const uint8_t *)buf.buf, buf.len, &size);
+        const uint8_t *p = wrapper_payload(&recs[i], CODEC_GZIP, (const uint8_t *)buf.buf,
+                                           buf.len, &size);
         if (p)
             isize = member_size(p, size, limit);
         if (isize < 0) {
@@ -280,48 +271,10 @@ static PyObject *gzip_total(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(total);
 }
 
-/* CRC-32 (zlib's) of p[0:n] continued from `init`: fn True: by ISA-L's, called directly (found
- * by _kernel's crc_engine_at; faster than libdeflate's on large buffers); None: by libdeflate;
- * else by the Python callable fn (python-isal's, through a memoryview: no copy). 0, or -1
- * with an exception raised by fn. */
-static int crc32_of(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
+/* libdeflate's CRC-32 as the lanes call a C engine (CRC_LIBDEFLATE) */
+static uint32_t deflate_crc(uint32_t init, const unsigned char *buf, uint64_t len)
 {
-    if (fn == Py_None) {
-        *out = (uint32_t)libdeflate_crc32(init, p, (size_t)n);
-        return 0;
-    }
-    if (fn == Py_True) { /* gzip_fetch checked that there is one */
-        *out = direct_crc()(init, p, (uint64_t)n);
-        return 0;
-    }
-    return kp_crc_call(fn, p, n, init, out);
-}
-
-static void xor_words(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
-{
-    for (Py_ssize_t i = k0; i < k1; i++) {
-        uint8_t *at = s->data + s->offsets[i + 1];
-        uint32_t w = s->words[i];
-        at[0] ^= (uint8_t)w;
-        at[1] ^= (uint8_t)(w >> 8);
-        at[2] ^= (uint8_t)(w >> 16);
-        at[3] ^= (uint8_t)(w >> 24);
-    }
-}
-
-/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised); 4 bytes
- * after them are free (the caller keeps them so). */
-static int rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
-{
-    if (k0 == k1)
-        return 1;
-    Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
-    uint32_t crc;
-    memset(s->data + hi, 0, 4);
-    xor_words(s, k0, k1);
-    int r = crc32_of(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
-    xor_words(s, k0, k1);
-    return r < 0 ? -1 : crc == CHECK_OK;
+    return (uint32_t)libdeflate_crc32(init, buf, (size_t)len);
 }
 
 typedef struct {
@@ -332,7 +285,7 @@ typedef struct {
     int64_t *counts;
     int verify;
     int64_t limit;
-    PyObject *crc; /* True: ISA-L's, called directly; None: libdeflate's; or a callable */
+    kp_crc_t crc;
     struct libdeflate_decompressor *d;
 } fetch_t;
 
@@ -357,7 +310,7 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
 {
     const rec_t *r = &f->recs[i];
     int64_t size, isize = -1;
-    const uint8_t *p = wrapper_payload(r, f->buf, f->len, &size);
+    const uint8_t *p = wrapper_payload(r, CODEC_GZIP, f->buf, f->len, &size);
     uint32_t crc;
     if (p)
         isize = member_size(p, size, f->limit);
@@ -367,23 +320,23 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
     size_t n = (size_t)(size - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE);
     if (!one_plain_block(body, n))
         return ST_BAD_GZIP;
-    if (f->verify && crc32_of(f->crc, p, size, 0, &crc) < 0)
+    if (f->verify && kp_crc(&f->crc, p, size, 0, &crc) < 0)
         return -1;
     if (f->verify && crc != r->crc)
         return ST_BAD_CRC;
     Py_ssize_t start = s->dpos, end = start + (Py_ssize_t)isize, before = s->k;
     if (inflate_member(f->d, body, n, s->data + start, isize) < 0)
         return ST_BAD_GZIP;
-    if (crc32_of(f->crc, s->data + start, isize, 0, &crc) < 0)
+    if (kp_crc(&f->crc, s->data + start, isize, 0, &crc) < 0)
         return -1;
     if (crc != le32(body + n))
         return ST_BAD_GZIP; /* the member's own CRC: the general path says so */
     long long value = 0;
-    int status = take(s->data, &start, end, end, s, &value);
+    int status = capi->take(s->data, &start, end, end, s, &value);
     if (status != ST_END)
         return status;
     f->counts[i] = s->k - before;
-    int ok = f->verify ? rows_ok(s, before, s->k, f->crc) : 1;
+    int ok = f->verify ? capi->rows_ok(s, before, s->k, &f->crc) : 1;
     return ok < 0 ? -1 : ok ? ST_END : ST_BAD_CRC;
 }
 
@@ -392,7 +345,7 @@ static int one_wrapper(const fetch_t *f, Py_ssize_t i, sink_t *s)
  * For every gzip wrapper recs[i] of buf, in order: its CRC32 checked (when verify), its
  * payload inflated (at most `limit` bytes) and taken into the sink at (dpos, k) (data,
  * offsets, words as for take), counts[i] = the rows it held, their CRCs checked (when
- * verify). CRCs by the callable crc32 (python-isal's), or by libdeflate when it is None.
+ * verify). CRCs by the engine crc32 (CRC_ISAL, CRC_LIBDEFLATE or a callable: kp_crc_parse).
  * Stops at the first wrapper i that is anything else (status ST_BAD_GZIP, ST_BAD_CRC or a
  * take status): the caller then decodes the set on the general path. */
 static PyObject *gzip_fetch(PyObject *self, PyObject *args)
@@ -406,25 +359,19 @@ static PyObject *gzip_fetch(PyObject *self, PyObject *args)
                           &k, &cbuf, &verify, &limit, &fn))
         return NULL;
     fetch_t f = {(const uint8_t *)buf.buf, buf.len, (const rec_t *)recbuf.buf,
-                 recbuf.len / (Py_ssize_t)sizeof(rec_t), (int64_t *)cbuf.buf, verify, limit, fn,
-                 NULL};
+                 recbuf.len / (Py_ssize_t)sizeof(rec_t), (int64_t *)cbuf.buf, verify, limit,
+                 {NULL, NULL}, NULL};
     sink_t s;
     Py_ssize_t i = 0;
     int status = ST_END;
-    if (sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+    if (capi->sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
         goto done;
     if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < f.n) {
         PyErr_SetString(PyExc_ValueError, "gzip_fetch: counts shorter than recs");
         goto done;
     }
-    if (fn != Py_None && fn != Py_True && !PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "gzip_fetch: crc32 is not True, None or a callable");
+    if (capi->crc_parse(fn, deflate_crc, &f.crc, "gzip_fetch") < 0)
         goto done;
-    }
-    if (fn == Py_True && !direct_crc()) {
-        PyErr_SetString(PyExc_ValueError, "gzip_fetch: no direct CRC-32 (crc_engine_at)");
-        goto done;
-    }
     f.d = libdeflate_alloc_decompressor();
     if (!f.d) {
         PyErr_NoMemory();
@@ -502,7 +449,7 @@ static const kp_capi_t *kernel_api(void)
     Py_XDECREF(capsule);
     Py_XDECREF(kernel);
     if (api && (api->version != KP_CAPI_VERSION || api->rec_size != sizeof(rec_t) ||
-                api->sink_size != sizeof(sink_t)))
+                api->sink_size != sizeof(sink_t) || api->crc_size != sizeof(kp_crc_t)))
         api = NULL;
     if (!api && (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_ImportError))) {
         PyErr_Clear();
@@ -513,15 +460,13 @@ static const kp_capi_t *kernel_api(void)
 
 PyMODINIT_FUNC PyInit__gzip(void)
 {
-    const kp_capi_t *api = kernel_api();
-    if (!api)
+    capi = kernel_api();
+    if (!capi)
         return NULL;
-    take = api->take;
-    sink_parse = api->sink_parse;
-    direct_crc = api->direct_crc;
     fixed_init();
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0) {
+    if (m && (kp_add_constants(m) < 0 ||
+              PyModule_AddStringConstant(m, "LIBDEFLATE", LIBDEFLATE_VERSION_STRING) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,6 +1,6 @@
 /* The per-message work of decoding Kafka 0.7 message sets, compiled.
  *
- * Layout (kafka_pyspark/messages/layout.py, seed 003):
+ * Layout (kafka_pyspark/messages/layout.py, docs/dev/PROTOCOL.md "Messages"):
  *
  *   int32 LENGTH | int8 MAGIC | [int8 ATTRIBUTES if MAGIC == 1] | uint32 CRC32 | PAYLOAD
  *
@@ -24,33 +24,23 @@
  *       (an involution: calling it twice restores `data`).
  *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
  *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
- *   _C_API: a capsule holding `take`'s C functions (see _kernel.h) for _gzip.c's gzip lane.
+ *   _C_API: a capsule holding `take`'s C functions, the CRC engine's parsing and the rows'
+ *       CRC check (see _kernel.h) for _gzip.c's gzip lane.
+ *
+ * scan and take are one walk (_kernel.h's kp_walk) with two visitors: scan_one below, and
+ * take_one (_kernel.h), which the snappy lane (_snappy.c) and the gzip lane also use.
  *
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
- * payload, CRC-32 of data (+4 zero bytes) started from 0xFFFFFFFF returns 0xFFFFFFFF exactly
- * when every stored CRC is right.
+ * payload, CRC-32 of data (+4 zero bytes) started from CHECK_OK returns CHECK_OK exactly when
+ * every stored CRC is right (_wrappers.c's kp_rows_ok, or walk.check_words).
  *
  * Nothing here trusts a length: every LENGTH is range-checked before use, every record
  * handed back in is checked against the buffer it points into, every write against the
  * capacity of its target. Bad input data is reported by status; a record or a buffer that
  * does not fit (a caller's bug) raises ValueError.
  */
-#include <stddef.h>
-#include <string.h>
-
 #include "_kernel.h"
-
-/* The walk is a chain of dependent loads (each LENGTH gives the next position), so a buffer
- * that is not in cache costs a full memory latency per message. Messages are back to back, so
- * the lines ahead of the walk are prefetched as it goes: it then runs at memory bandwidth. */
-#define PREFETCH_AHEAD 8192
-#define PREFETCH_BIG 4096 /* scan: messages this long (wrappers) are walked without it */
-#if defined(__GNUC__)
-#define PREFETCH(addr) __builtin_prefetch(addr)
-#else
-#define PREFETCH(addr) ((void)0)
-#endif
 
 /* --- CRC-32 of runs of zero bytes ---------------------------------------------------------
  * zlib's reflected CRC-32 (polynomial 0xEDB88320). Feeding n zero bytes multiplies the register
@@ -104,15 +94,37 @@ static void init_tables(void)
         x2n[k] = mulmod(x2n[k - 1], x2n[k - 1]);
 }
 
-static inline void prefetch_to(const uint8_t *p, Py_ssize_t *fetched, Py_ssize_t pos,
-                               Py_ssize_t end)
-{
-    Py_ssize_t ahead = pos + PREFETCH_AHEAD < end ? pos + PREFETCH_AHEAD : end;
-    for (; *fetched < ahead; *fetched += 64)
-        PREFETCH(p + *fetched);
-}
-
 /* --- scan --------------------------------------------------------------------------------- */
+
+typedef struct {
+    rec_t *recs;
+    Py_ssize_t n, cap, leaves;
+    long long leaf_bytes;
+} scanner_t;
+
+/* One message for scan: its record, counted as a leaf when plain; KP_RAISED when the records
+ * do not fit the output (a caller's bug). */
+static inline int scan_one(void *ctx, const uint8_t *p, Py_ssize_t pos, Py_ssize_t end,
+                           const head_t *h, long long *value)
+{
+    scanner_t *s = (scanner_t *)ctx;
+    if (s->n >= s->cap) {
+        PyErr_Format(PyExc_ValueError, "scan: more than %zd messages for the output", s->cap);
+        return KP_RAISED;
+    }
+    rec_t *r = &s->recs[s->n++];
+    r->start = pos;
+    r->length = h->length;
+    r->crc = h->crc;
+    r->magic = h->magic;
+    r->codec = h->codec;
+    memset(r->pad, 0, sizeof(r->pad));
+    if (h->codec == CODEC_NONE) {
+        s->leaves++;
+        s->leaf_bytes += payload_size(h->length, h->magic);
+    }
+    return ST_END;
+}
 
 static PyObject *scan(PyObject *self, PyObject *args)
 {
@@ -126,42 +138,12 @@ static PyObject *scan(PyObject *self, PyObject *args)
                      end, buf.len);
         goto done;
     }
-    const uint8_t *p = (const uint8_t *)buf.buf;
-    rec_t *recs = (rec_t *)out.buf;
-    Py_ssize_t cap = out.len / (Py_ssize_t)sizeof(rec_t);
-    Py_ssize_t limit = stop < end ? stop : end;
-    Py_ssize_t n = 0, leaves = 0, fetched = pos;
-    long long leaf_bytes = 0, value = 0;
-    int status = ST_END;
-    head_t h;
-    int big = 0;
-    while (pos < limit) {
-        if (big)
-            fetched = pos; /* after a big message: no read ahead of the next one's body */
-        else
-            prefetch_to(p, &fetched, pos, end);
-        status = read_head(p, pos, end, &h, &value);
-        if (status != ST_END)
-            break;
-        if (n >= cap) {
-            PyErr_Format(PyExc_ValueError, "scan: more than %zd messages for the output", cap);
-            goto done;
-        }
-        rec_t *r = &recs[n++];
-        r->start = pos;
-        r->length = h.length;
-        r->crc = h.crc;
-        r->magic = h.magic;
-        r->codec = h.codec;
-        memset(r->pad, 0, sizeof(r->pad));
-        if (h.codec == 0) {
-            leaves++;
-            leaf_bytes += payload_size(r);
-        }
-        big = h.length >= PREFETCH_BIG;
-        pos += LENGTH_SIZE + (Py_ssize_t)h.length;
-    }
-    result = Py_BuildValue("(nniLnL)", n, pos, status, value, leaves, leaf_bytes);
+    scanner_t s = {(rec_t *)out.buf, 0, out.len / (Py_ssize_t)sizeof(rec_t), 0, 0};
+    long long value = 0;
+    int status = kp_walk((const uint8_t *)buf.buf, &pos, end, stop, AHEAD_SMALL, scan_one, &s,
+                         &value);
+    if (status != KP_RAISED)
+        result = Py_BuildValue("(nniLnL)", s.n, pos, status, value, s.leaves, s.leaf_bytes);
 done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&out);
@@ -170,77 +152,12 @@ done:
 
 /* --- take: scan and gather in one pass ------------------------------------------------------ */
 
-/* Copies n bytes from src down to dst (dst <= src: they may overlap, as in snappy_take's
- * compaction) with room bytes free to write at dst and avail readable at src: short payloads
- * in 16-byte steps, forward (each store lands before the bytes still to be read), possibly
- * past n, within room and avail; others by memmove. */
-static inline void copy_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_ssize_t room,
-                             Py_ssize_t avail)
-{
-    if (n <= 64 && room >= 64 && avail >= 64) {
-        for (Py_ssize_t i = 0; i < n; i += 16) {
-            uint8_t chunk[16];
-            memcpy(chunk, src + i, 16);
-            memcpy(dst + i, chunk, 16);
-        }
-    } else {
-        memmove(dst, src, (size_t)n);
-    }
-}
-
-/* Walks plain messages from *pos as scan does, copying each payload into the sink (memmove:
- * the sink's data may be the very buffer walked, behind the walk), until min(end, stop), a
- * problem (its status), a compressed message (ST_WRAPPER) or a full sink (ST_FULL). */
+/* Walks plain messages from *at, copying each payload into the sink (memmove: the sink's
+ * data may be the very buffer walked, behind the walk): kp_sink_take. */
 int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
             long long *value)
 {
-    Py_ssize_t pos = *at, limit = stop < end ? stop : end, fetched = pos;
-    /* the sink's state in locals: the copies below could alias it for the compiler */
-    uint8_t *const data = s->data;
-    int32_t *const offsets = s->offsets;
-    uint32_t *const words = s->words;
-    int64_t *const starts = s->starts;
-    Py_ssize_t dpos = s->dpos, k = s->k, m = s->m;
-    Py_ssize_t rows = s->ocap - 1 < s->wcap ? s->ocap - 1 : s->wcap; /* k < rows */
-    if (starts && s->scap - 1 < rows - k + m)
-        rows = s->scap - 1 - m + k; /* m + 1 < scap */
-    int status = ST_END;
-    head_t h;
-    while (pos < limit) {
-        prefetch_to(p, &fetched, pos, end);
-        status = read_head(p, pos, end, &h, value);
-        if (status != ST_END)
-            break;
-        if (h.codec) {
-            status = ST_WRAPPER;
-            *value = h.attributes;
-            break;
-        }
-        Py_ssize_t skip = LENGTH_SIZE + 1 + h.magic + 4;
-        Py_ssize_t size = (Py_ssize_t)h.length - 1 - h.magic - 4;
-        if (size > s->dcap - dpos || dpos + size > INT32_MAX || k >= rows) {
-            status = ST_FULL;
-            break;
-        }
-        Py_ssize_t room = s->dcap - dpos;
-        if (data == p && pos + skip - dpos + size < room)
-            room = pos + skip - dpos + size; /* in place: the bytes after the payload are unread */
-        copy_down(data + dpos, p + pos + skip, size, room, end - pos - skip);
-        dpos += size;
-        words[k] = h.crc ^ zeros_crc(size);
-        offsets[++k] = (int32_t)dpos;
-        if (starts)
-            starts[m] = s->base + pos;
-        m++;
-        pos += LENGTH_SIZE + (Py_ssize_t)h.length;
-    }
-    if (starts)
-        starts[m] = s->base + pos; /* scap > m: checked at parse and per message */
-    s->dpos = dpos;
-    s->k = k;
-    s->m = m;
-    *at = pos;
-    return status;
+    return kp_sink_take(p, at, end, stop, s, value, 0);
 }
 
 /* data, offsets, words as a sink at (dpos, k); sets offsets[k] = dpos. 0, or -1 raised. */
@@ -331,7 +248,7 @@ static PyObject *gather(PyObject *self, PyObject *args)
     offsets[k] = (int32_t)dpos;
     for (Py_ssize_t i = i0; i < i1; i++) {
         const rec_t *r = &recs[i];
-        if (r->codec)
+        if (r->codec != CODEC_NONE)
             continue;
         int64_t size;
         const uint8_t *payload = rec_payload(r, p, buf.len, &size);
@@ -378,11 +295,7 @@ static PyObject *xor_words(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "xor_words: end %zd outside the data", at);
             goto done;
         }
-        uint32_t w = words[i];
-        d[at] ^= (uint8_t)w;
-        d[at + 1] ^= (uint8_t)(w >> 8);
-        d[at + 2] ^= (uint8_t)(w >> 16);
-        d[at + 3] ^= (uint8_t)(w >> 24);
+        xor_word(d + at, words[i]);
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -414,7 +327,7 @@ static PyMethodDef methods[] = {
     {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
     {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
     {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
-    {"crc_engine_at", kp_crc_engine_at, METH_O, "Use ISA-L's CRC-32 at this address in snappy_fetch."},
+    {"crc_engine_at", kp_crc_engine_at, METH_O, "Use ISA-L's CRC-32 at this address (CRC_ISAL)."},
     {"wrapped_rows", kp_wrapped_rows, METH_VARARGS, "Per-row columns of a set of wrappers."},
     {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
     {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},
@@ -429,56 +342,18 @@ static struct PyModuleDef module = {
     .m_methods = methods,
 };
 
-/* Every fact _kernel.h repeats from the Python side (walk.KERNEL_CONSTANTS): the loader does
- * not use a build whose values differ. */
-static int add_constants(PyObject *m)
-{
-    const rec_t v0 = {.magic = 0}, v1 = {.magic = 1};
-    const struct {
-        const char *name;
-        long value;
-    } c[] = {
-        {"RECORD_SIZE", (long)sizeof(rec_t)},
-        {"RECORD_START", (long)offsetof(rec_t, start)},
-        {"RECORD_LENGTH", (long)offsetof(rec_t, length)},
-        {"RECORD_CRC", (long)offsetof(rec_t, crc)},
-        {"RECORD_MAGIC", (long)offsetof(rec_t, magic)},
-        {"RECORD_CODEC", (long)offsetof(rec_t, codec)},
-        {"LENGTH_SIZE", LENGTH_SIZE},
-        {"MIN_LENGTH", MIN_LENGTH},
-        {"MIN_LENGTH_V1", MIN_LENGTH_V1},
-        {"HEADER_V0_SIZE", (long)payload_start(&v0)},
-        {"HEADER_V1_SIZE", (long)payload_start(&v1)},
-        {"MAX_MESSAGE_LENGTH", MAX_MESSAGE_LENGTH},
-        {"CODEC_MASK", CODEC_MASK},
-        {"ST_END", ST_END},
-        {"ST_SHORT", ST_SHORT},
-        {"ST_PARTIAL", ST_PARTIAL},
-        {"ST_BAD_LENGTH", ST_BAD_LENGTH},
-        {"ST_BAD_MAGIC", ST_BAD_MAGIC},
-        {"ST_BAD_CODEC", ST_BAD_CODEC},
-        {"ST_SHORT_V1", ST_SHORT_V1},
-        {"ST_WRAPPER", ST_WRAPPER},
-    };
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        if (PyModule_AddIntConstant(m, c[i].name, c[i].value) < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     init_tables();
     kp_snappy_init();
-    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t), kp_take,
-                                   kp_sink_parse, kp_direct_crc};
+    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t),
+                                   sizeof(kp_crc_t), kp_take, kp_sink_parse, kp_crc_parse,
+                                   kp_rows_ok};
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
     PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
-    if (add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
+    if (kp_add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
         Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;

@@ -22,8 +22,6 @@
  * doubt it returns ST_BAD_SNAPPY and the caller decodes the set on the general path, which
  * raises the exact error.
  */
-#include <string.h>
-
 #include "_kernel.h"
 
 static const uint8_t JAVA_MAGIC[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
@@ -361,71 +359,11 @@ PyObject *kp_snappy_size(PyObject *self, PyObject *arg)
     return PyLong_FromLongLong(total);
 }
 
-/* Moves n bytes down from src to dst = src - gap (the payloads of a decompressed wrapper, to
- * the end of the value column), avail bytes being readable at src. With 32 bytes or more
- * between them, in 32-byte steps, each loaded before it is stored: the stores (up to 31 bytes
- * past n) only overwrite bytes already read, and the reads (up to 31 bytes past n) stay within
- * avail; else by memmove. */
-static inline void move_down(uint8_t *dst, const uint8_t *src, Py_ssize_t n, Py_ssize_t gap,
-                             Py_ssize_t avail)
-{
-    if (gap >= 32 && n <= 512 && avail >= ((n + 31) & ~(Py_ssize_t)31)) {
-        for (Py_ssize_t i = 0; i < n; i += 32) {
-            uint8_t a[16], b[16];
-            memcpy(a, src + i, 16);
-            memcpy(b, src + i + 16, 16);
-            memcpy(dst + i, a, 16);
-            memcpy(dst + i + 16, b, 16);
-        }
-    } else {
-        memmove(dst, src, (size_t)n);
-    }
-}
-
-/* The message set decompressed at data[pos:end], above the sink's end (s->dpos <= pos, both in
- * s->data), taken as kp_take takes plain messages (same statuses, same sink contents): each
- * payload moved down to the sink's end, its end and CRC word recorded. */
-static int take_inflated(sink_t *s, Py_ssize_t pos, Py_ssize_t end, long long *value)
-{
-    uint8_t *const data = s->data;
-    int32_t *const offsets = s->offsets;
-    uint32_t *const words = s->words;
-    Py_ssize_t dpos = s->dpos, k = s->k, m = s->m;
-    Py_ssize_t rows = s->ocap - 1 < s->wcap ? s->ocap - 1 : s->wcap; /* k < rows */
-    int status = ST_END;
-    head_t h;
-    while (pos < end) {
-        status = read_head(data, pos, end, &h, value);
-        if (status != ST_END)
-            break;
-        if (h.codec) {
-            status = ST_WRAPPER;
-            *value = h.attributes;
-            break;
-        }
-        Py_ssize_t from = pos + LENGTH_SIZE + 1 + h.magic + 4;
-        Py_ssize_t size = (Py_ssize_t)h.length - 1 - h.magic - 4;
-        if (dpos + size > INT32_MAX || k >= rows) {
-            status = ST_FULL;
-            break;
-        }
-        move_down(data + dpos, data + from, size, from - dpos, s->dcap - from);
-        dpos += size;
-        words[k] = h.crc ^ zeros_crc(size);
-        offsets[++k] = (int32_t)dpos;
-        m++;
-        pos = from + size;
-    }
-    s->dpos = dpos;
-    s->k = k;
-    s->m = m;
-    return status;
-}
-
 /* Decompresses the wrapper payload p[0:n] into the sink's data at dpos and walks the message
- * set found there in place (take_inflated: payloads moved down to dpos, their ends and CRC
- * words). ST_END: it was whole plain messages; any other status (ST_BAD_SNAPPY for the payload
- * itself) leaves the sink partly written, for the caller to decode on the general path. */
+ * set found there in place (kp_sink_take, compacting: payloads moved down to dpos, their ends
+ * and CRC words recorded; the same statuses as kp_take). ST_END: it was whole plain messages;
+ * any other status (ST_BAD_SNAPPY for the payload itself) leaves the sink partly written, for
+ * the caller to decode on the general path. */
 int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
 {
     frames_t f;
@@ -440,7 +378,8 @@ int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
     }
     if (more != 0)
         return ST_BAD_SNAPPY;
-    return take_inflated(s, s->dpos, end, value);
+    Py_ssize_t pos = s->dpos;
+    return kp_sink_take(s->data, &pos, end, end, s, value, 1);
 }
 
 /* snappy_take(payload, data, dpos, offsets, words, k) -> (status, value, dpos, k, m):

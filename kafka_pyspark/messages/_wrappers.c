@@ -1,8 +1,8 @@
 /* Outer sets of snappy wrappers, whole, in one call (the fast lane's snappy_fetch, see
  * kafka_pyspark/messages/flat.py): every wrapper's CRC32, its payload decompressed and walked by
- * _snappy.c straight into the value column, the rows' CRC words checked while in cache. */
-#include <string.h>
-
+ * _snappy.c straight into the value column, the rows' CRC words checked while in cache. And
+ * what both lanes (this one and _gzip.c's) share for their CRCs: the engines (crc_engine_at,
+ * kp_crc_parse) and the check of taken rows against their CRC words (kp_rows_ok). */
 #include "_kernel.h"
 
 /* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
@@ -18,8 +18,9 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n && total >= 0; i++) {
         const rec_t *r = &recs[i];
         int64_t size;
-        const uint8_t *payload = rec_payload(r, (const uint8_t *)buf.buf, buf.len, &size);
-        if (r->codec != 2 || r->magic != 1 || !payload) {
+        const uint8_t *payload = wrapper_payload(r, CODEC_SNAPPY, (const uint8_t *)buf.buf,
+                                                 buf.len, &size);
+        if (!payload) {
             total = -1;
             break;
         }
@@ -33,23 +34,15 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
 
 /* --- a whole outer set of snappy wrappers ---------------------------------------------------- */
 
-#define CHECK_OK 0xFFFFFFFFu /* see crc.py: the CRC of payloads + CRC words when all are right */
-#define CHECK_CHUNK (256 << 10) /* payload bytes checked at a time, while in cache */
-
 /* ISA-L's CRC-32, called directly when crc_engine_at found it in python-isal's module: no Python
- * call per wrapper (here, and in _gzip.c through the capsule: kp_direct_crc). */
-static kp_crc32_fn direct_crc;
-
-kp_crc32_fn kp_direct_crc(void)
-{
-    return direct_crc;
-}
+ * call per wrapper (CRC_ISAL, here and in _gzip.c through kp_crc_parse). */
+static kp_crc32_fn isal_crc;
 
 /* crc_engine_at(address) -> bool: whether the function at address (ISA-L's crc32_gzip_refl,
- * looked up by flat.isal_crc_address in python-isal's loaded module; 0: none found) gives
- * zlib's CRC-32 of known inputs; if so, snappy_fetch calls it for a crc32 of None (a later
- * False keeps the engine found before). The lookup is Python's (ctypes), so that the module
- * links no dynamic-loader symbol: those of glibc 2.34 would raise the wheel's manylinux tag. */
+ * looked up by crc.isal_crc_address in python-isal's loaded module; 0: none found) gives zlib's
+ * CRC-32 of known inputs; if so, the lanes call it for CRC_ISAL (a later False keeps the engine
+ * found before). The lookup is Python's (ctypes), so that the module links no dynamic-loader
+ * symbol: glibc 2.34 moved those into libc, which would raise the wheel's manylinux tag. */
 PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg)
 {
     void *at = PyLong_AsVoidPtr(arg);
@@ -60,19 +53,32 @@ PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg)
     int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
              fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
     if (ok)
-        direct_crc = fn;
+        isal_crc = fn;
     return PyBool_FromLong(ok);
 }
 
-/* crc32(p[0:n], init) by ISA-L directly (fn None), else by the Python callable `fn` (through
- * a memoryview: no copy) */
-static int call_crc(PyObject *fn, const uint8_t *p, Py_ssize_t n, uint32_t init, uint32_t *out)
+int kp_crc_parse(PyObject *arg, kp_crc32_fn libdeflate, kp_crc_t *out, const char *who)
 {
-    if (fn == Py_None) {
-        *out = direct_crc(init, p, (uint64_t)n);
+    out->direct = NULL;
+    out->call = NULL;
+    if (PyLong_CheckExact(arg)) {
+        long engine = PyLong_AsLong(arg);
+        out->direct = engine == CRC_ISAL ? isal_crc : engine == CRC_LIBDEFLATE ? libdeflate : NULL;
+        if (out->direct)
+            return 0;
+        if (engine == CRC_ISAL || engine == CRC_LIBDEFLATE) {
+            PyErr_Format(PyExc_ValueError, "%s: CRC-32 engine %ld is not there%s", who, engine,
+                         engine == CRC_ISAL ? " (crc_engine_at did not find it)" : "");
+            return -1;
+        }
+    } else if (PyCallable_Check(arg)) {
+        out->call = arg;
         return 0;
     }
-    return kp_crc_call(fn, p, n, init, out);
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s: crc32 is not a CRC-32 engine (%d, %d) or a callable",
+                     who, CRC_ISAL, CRC_LIBDEFLATE);
+    return -1;
 }
 
 static void xor_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
@@ -80,41 +86,33 @@ static void xor_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1)
     uint8_t *const data = s->data; /* in locals: the stores could alias the sink's fields */
     const int32_t *const offsets = s->offsets;
     const uint32_t *const words = s->words;
-    for (Py_ssize_t i = k0; i < k1; i++) {
-        uint8_t *at = data + offsets[i + 1];
-        uint32_t w = words[i] ^ le32(at); /* one 4-byte load and store (when little-endian) */
-        at[0] = (uint8_t)w;
-        at[1] = (uint8_t)(w >> 8);
-        at[2] = (uint8_t)(w >> 16);
-        at[3] = (uint8_t)(w >> 24);
-    }
+    for (Py_ssize_t i = k0; i < k1; i++)
+        xor_word(data + offsets[i + 1], words[i]);
 }
 
-/* Whether payloads k0..k1-1 of the sink match their CRC words (1, 0; -1 raised). The sink
- * has 4 bytes to spare after them (its capacity is checked here). */
-static int check_range(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, PyObject *fn)
+int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc)
 {
     Py_ssize_t lo = s->offsets[k0], hi = s->offsets[k1];
     if (k0 == k1)
         return 1;
     if (hi > s->dcap - 4) {
-        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no room for the last CRC word");
+        PyErr_SetString(PyExc_ValueError, "rows' CRC check: no room for the last CRC word");
         return -1;
     }
     memset(s->data + hi, 0, 4);
     xor_range(s, k0, k1);
-    uint32_t crc;
-    int r = call_crc(fn, s->data + lo, hi + 4 - lo, CHECK_OK, &crc);
+    uint32_t check;
+    int r = kp_crc(crc, s->data + lo, hi + 4 - lo, CHECK_OK, &check);
     xor_range(s, k0, k1);
-    return r < 0 ? -1 : crc == CHECK_OK;
+    return r < 0 ? -1 : check == CHECK_OK;
 }
 
 /* snappy_fetch(buf, recs, data, offsets, words, counts, crc32, verify)
  *     -> (status, i, dpos, k)
  * For every snappy wrapper recs[i] of buf, in order: its CRC32 checked (when verify, by the
- * callable crc32), its payload decompressed and taken into the sink at (dpos, k) as
- * snappy_take does, counts[i] = the rows it held; the rows' CRCs checked a CHECK_CHUNK at a
- * time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
+ * engine crc32: CRC_ISAL or a callable, kp_crc_parse), its payload decompressed and taken into
+ * the sink at (dpos, k) as snappy_take does, counts[i] = the rows it held; the rows' CRCs
+ * checked a CHECK_CHUNK at a time. Stops at the first wrapper i that is anything else (status ST_BAD_CRC, ST_BAD_SNAPPY
  * or a take status): the caller then decodes the set on the general path. */
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
 {
@@ -130,26 +128,24 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
     Py_ssize_t n = recbuf.len / (Py_ssize_t)sizeof(rec_t), i = 0, checked = 0;
     int status = ST_END;
     sink_t s;
-    if (kp_sink_parse(&s, &data, 0, &offs, &wbuf, 0) < 0)
+    kp_crc_t engine;
+    if (kp_sink_parse(&s, &data, 0, &offs, &wbuf, 0) < 0 ||
+        kp_crc_parse(fn, NULL, &engine, "snappy_fetch") < 0)
         goto done;
     if (cbuf.len / (Py_ssize_t)sizeof(int64_t) < n) {
         PyErr_SetString(PyExc_ValueError, "snappy_fetch: counts shorter than recs");
         goto done;
     }
-    if (fn == Py_None && !direct_crc) {
-        PyErr_SetString(PyExc_ValueError, "snappy_fetch: no CRC-32 engine (crc_engine_at)");
-        goto done;
-    }
     for (; i < n; i++) {
         const rec_t *r = &recs[i];
         int64_t size;
-        const uint8_t *payload = rec_payload(r, p, buf.len, &size);
-        if (r->codec != 2 || r->magic != 1 || !payload) {
+        const uint8_t *payload = wrapper_payload(r, CODEC_SNAPPY, p, buf.len, &size);
+        if (!payload) {
             status = ST_BAD_SNAPPY;
             break;
         }
         uint32_t crc;
-        if (verify && call_crc(fn, payload, size, 0, &crc) < 0)
+        if (verify && kp_crc(&engine, payload, size, 0, &crc) < 0)
             goto done;
         if (verify && crc != r->crc) {
             status = ST_BAD_CRC;
@@ -162,7 +158,7 @@ PyObject *kp_snappy_fetch(PyObject *self, PyObject *args)
             break;
         counts[i] = s.k - before;
         if (verify && (s.dpos - s.offsets[checked] >= CHECK_CHUNK || i == n - 1)) {
-            int ok = check_range(&s, checked, s.k, fn);
+            int ok = kp_rows_ok(&s, checked, s.k, &engine);
             if (ok < 0)
                 goto done;
             if (!ok) {

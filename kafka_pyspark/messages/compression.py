@@ -1,4 +1,5 @@
-"""gzip and snappy as Kafka 0.7.2 writes and reads them (BROKER-FACTS.md "Compression").
+"""gzip and snappy as Kafka 0.7.2 writes and reads them (docs/dev/PROTOCOL.md
+"Measured: compression").
 
 gzip (codec 1)::
 

@@ -2,7 +2,8 @@
 
 Layout: :mod:`kafka_pyspark.messages.layout`; codecs: :mod:`kafka_pyspark.messages.compression`.
 A compressed set is ONE magic-1 wrapper message whose payload is the compressed concatenation of
-the real messages (seed 003): offsets then address the wrapper, never the inner messages.
+the real messages (docs/dev/PROTOCOL.md "Compression by nesting"): offsets then address the wrapper,
+never the inner messages.
 
 The Arrow paths (:func:`encode_message_set_arrow`, and :func:`encode_message_sets_arrow` for
 many sets cut from one array in one call) never loop over messages in Python: a CRC per message

@@ -41,16 +41,19 @@ _scratch = threading.local()
 
 # the gzip lane (``_gzip.c``): only beside the kernel whose walk it runs (KAFKA_PYSPARK_PURE, a
 # build without libdeflate, or a stale build leave it out: gzip sets then take the ISA-L path)
-gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "gzip_fetch"))
+gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "gzip_fetch"),
+                         walk.KERNEL_CONSTANTS)
              if walk.kernel is not None else None)
-# the snappy lane's CRCs: ISA-L's called by the kernel itself (None) when it finds it in
-# python-isal's module, else ``crc32`` called back (one Python call per wrapper)
-_SNAPPY_CRC = (None if isal_zlib is not None and walk.kernel is not None
-               and walk.kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
-# the gzip lane's CRCs: ISA-L's called directly too (True), else through a call back (~3x
-# faster than libdeflate's on large buffers), else libdeflate's own (None) rather than zlib's
-_GZIP_CRC: Callable[..., int] | bool | None = (
-    True if _SNAPPY_CRC is None else crc32 if CRC32_ENGINE == "isal" else None)
+# the snappy lane's CRCs: ISA-L's called by the kernel itself (walk.CRC_ISAL) when it finds it
+# in python-isal's module, else ``crc32`` called back (one Python call per wrapper)
+_SNAPPY_CRC: Callable[..., int] | int = (
+    walk.CRC_ISAL if isal_zlib is not None and walk.kernel is not None
+    and walk.kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
+# the gzip lane's CRCs: ISA-L's called directly too, else through a call back (faster than
+# libdeflate's on large buffers), else libdeflate's own rather than zlib's
+_GZIP_CRC: Callable[..., int] | int = (
+    walk.CRC_ISAL if _SNAPPY_CRC == walk.CRC_ISAL
+    else crc32 if CRC32_ENGINE == "isal" else walk.CRC_LIBDEFLATE)
 
 
 class Plain(NamedTuple):
@@ -74,10 +77,6 @@ def _arrays(count: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32],
         _scratch.words = np.empty(size, dtype=np.uint32)
         _scratch.starts = np.empty(size, dtype=np.int64)
     return offsets, _scratch.words, _scratch.starts
-
-
-# Payload bytes checked at a time, right after they are written (still in cache).
-_CHUNK = 256 << 10
 
 
 def _values(data_buffer: pa.Buffer, dpos: int, offsets: npt.NDArray[np.int32],
@@ -186,7 +185,7 @@ def _wrapper_first(buf: memoryview, base: int, limit: int) -> bool:
 def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
           sink: ValueSink | None = None) -> Plain | None:
     """The plain messages of ``buf`` that start before ``stop``, taken by the kernel (a
-    :data:`_CHUNK` at a time, each checked while in cache), into ``sink`` if given."""
+    :data:`walk.CHECK_CHUNK` at a time, each checked while in cache), into ``sink`` if given."""
     kernel = walk.kernel
     assert kernel is not None
     end = len(buf)
@@ -200,8 +199,8 @@ def plain(buf: memoryview, base: int, stop: int, verify_crc: bool,
     dpos, k = t.dpos, t.k
     while True:
         taken, pos, status, value, dpos, k1 = kernel.take(
-            buf, pos, end, min(limit, pos + _CHUNK), base, t.buffer, dpos, t.offsets, t.words, k,
-            starts[m:])
+            buf, pos, end, min(limit, pos + walk.CHECK_CHUNK), base, t.buffer, dpos, t.offsets,
+            t.words, k, starts[m:])
         if status == WRAPPER and m + taken == 0:
             return Plain(None, starts[:1].copy(), 0, WRAPPER, value)
         if verify_crc and not walk.check_words(data, t.offsets, t.words, k, k1):
@@ -321,7 +320,8 @@ def _take_wrapped(buf: memoryview, fields: list[tuple[int, int, int, int]], hint
         if status != walk.END:
             return None
         counts[i] = k - before
-        if verify_crc and (dpos - int(offsets[checked]) >= _CHUNK or i == len(fields) - 1):
+        if verify_crc and (dpos - int(offsets[checked]) >= walk.CHECK_CHUNK
+                           or i == len(fields) - 1):
             if not walk.check_words(data, offsets, words, checked, k):
                 return None
             checked = k

@@ -1,4 +1,4 @@
-"""Kafka 0.7 message layout (seed 003, "Message (Kafka 0.7 and later)"; BROKER-FACTS.md).
+"""Kafka 0.7 message layout (docs/dev/PROTOCOL.md "Messages").
 
 A message set is messages back to back: no count, no padding, no trailer. Offsets are byte
 positions in the partition log, so the message after the one at ``offset`` is at
@@ -12,9 +12,10 @@ positions in the partition log, so the message after the one at ``offset`` is at
     bytes   PAYLOAD      LENGTH - 5 (magic 0) or LENGTH - 6 (magic 1) bytes
 
 A compressed message (magic 1, codec 1 or 2) is a *wrapper*: its PAYLOAD decompresses to a
-complete message set whose messages are the real ones (seed 003, "compression is end-to-end").
-0.7.2 decodes nested wrappers too (gzip inside gzip: BROKER-FACTS "Compression"), so the decoder
-recurses, bounded by :data:`MAX_NESTING_DEPTH`. Compressed payload formats:
+complete message set whose messages are the real ones (docs/dev/PROTOCOL.md "Compression by
+nesting"). 0.7.2 decodes nested wrappers too (gzip inside gzip: docs/dev/PROTOCOL.md "Measured:
+compression"), so the decoder recurses, bounded by :data:`MAX_NESTING_DEPTH`. Compressed payload
+formats:
 
     gzip    RFC 1952 members (with or without mtime; several members are concatenated);
             a zlib stream without the gzip header is rejected, as 0.7.2 does

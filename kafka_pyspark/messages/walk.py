@@ -30,6 +30,8 @@ from kafka_pyspark.messages.arrays import int_array
 from kafka_pyspark.messages.crc import crc32, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
+    CODEC_NAMES,
+    CODEC_SNAPPY,
     HEADER_V0_SIZE,
     HEADER_V1_SIZE,
     LENGTH,
@@ -49,6 +51,18 @@ BAD_MAGIC = 4  # MAGIC (value) is neither 0 nor 1
 BAD_CODEC = 5  # ATTRIBUTES (value) name codec 3
 SHORT_V1 = 6  # magic 1 with LENGTH (value) below its 6-byte header
 WRAPPER = 7  # take only (messages/flat.py): a compressed message, ATTRIBUTES in value
+# statuses of the fast lane's kernel calls only (messages/flat.py), which then steps aside
+FULL = 8  # take: an output buffer is full
+BAD_SNAPPY = 9  # snappy_fetch: not a snappy payload the kernel decodes
+BAD_CRC = 10  # snappy_fetch, gzip_fetch: a CRC32 does not match
+BAD_GZIP = 11  # gzip_fetch: not a gzip payload that lane inflates
+
+# the check of many payloads' CRCs at once (see :mod:`.crc` and :func:`check_words`)
+CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC is right
+CHECK_CHUNK = 256 << 10  # payload bytes the fast lane checks at a time, while in cache
+# CRC-32 engines the fast lane's kernel calls itself (else it is given a Python callable)
+CRC_ISAL = 1  # ISA-L's crc32_gzip_refl, when the kernel's crc_engine_at found it
+CRC_LIBDEFLATE = 2  # libdeflate's, linked into the gzip lane (messages/_gzip.c)
 
 # One scanned message, as the kernel writes it (native byte order, 24 bytes)
 RECORD = np.dtype(
@@ -62,12 +76,12 @@ RECORD = np.dtype(
     ]
 )
 MIN_SIZE = LENGTH_SIZE + MIN_LENGTH  # 9: the smallest message
-_CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC is right
 _BINARY = pa.binary()
 
 
-# Every fact _kernel.h repeats, as the kernel exports it: a build that disagrees (a drift, a
-# stale build) is not used, with a warning; one without the fast lane's functions neither.
+# Every fact _kernel.h repeats, as _kernel (and the gzip lane, _gzip) exports it: a build that
+# disagrees (a drift, a stale build) is not used, with a warning; one without the fast lane's
+# functions neither.
 KERNEL_CONSTANTS: Mapping[str, int] = {
     "RECORD_SIZE": RECORD.itemsize,
     **{f"RECORD_{k.upper()}": v[1] for k, v in (RECORD.fields or {}).items() if k != "pad"},
@@ -78,6 +92,7 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
     "HEADER_V1_SIZE": HEADER_V1_SIZE,
     "MAX_MESSAGE_LENGTH": MAX_MESSAGE_LENGTH,
     "CODEC_MASK": CODEC_MASK,
+    **{f"CODEC_{name.upper()}": cid for cid, name in CODEC_NAMES.items()},
     "ST_END": END,
     "ST_SHORT": SHORT,
     "ST_PARTIAL": PARTIAL,
@@ -86,6 +101,14 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
     "ST_BAD_CODEC": BAD_CODEC,
     "ST_SHORT_V1": SHORT_V1,
     "ST_WRAPPER": WRAPPER,
+    "ST_FULL": FULL,
+    "ST_BAD_SNAPPY": BAD_SNAPPY,
+    "ST_BAD_CRC": BAD_CRC,
+    "ST_BAD_GZIP": BAD_GZIP,
+    "CHECK_OK": CHECK_OK,
+    "CHECK_CHUNK": CHECK_CHUNK,
+    "CRC_ISAL": CRC_ISAL,
+    "CRC_LIBDEFLATE": CRC_LIBDEFLATE,
 }
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",
@@ -171,7 +194,7 @@ def _scan_python(
         (PARTIAL, first + LENGTH_SIZE + length > end, length),
         (BAD_MAGIC, magic > 1, magic),
         (SHORT_V1, v1 & (length < MIN_LENGTH_V1), length),
-        (BAD_CODEC, v1 & (codec == 3), attributes),
+        (BAD_CODEC, v1 & (codec > CODEC_SNAPPY), attributes),
     ]
     n = len(first)
     status, value = END, 0
@@ -250,7 +273,7 @@ def check_words(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32],
     lo, hi = int(offsets[k0]), int(offsets[k1])
     data[hi : hi + 4] = 0
     kernel.xor_words(data, offsets, words, k0, k1)
-    ok = crc32(data[lo : hi + 4], _CHECK_OK) == _CHECK_OK
+    ok = crc32(data[lo : hi + 4], CHECK_OK) == CHECK_OK
     kernel.xor_words(data, offsets, words, k0, k1)
     return ok
 

@@ -6,21 +6,25 @@ boundaries found by a header-only walk.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.fs as pafs
 
-from kafka_pyspark.errors import MessageError, OptionError, SegmentFileError
+from kafka_pyspark.errors import MessageError, OptionError, SegmentFileError, SegmentPathError
 from kafka_pyspark.formats.layout import ENTRY_HEADER, MAX_ENTRY_SIZE, MIN_MESSAGE_SIZE
 from kafka_pyspark.messages import scan_boundaries
 from kafka_pyspark.messages.layout import LENGTH, MAX_MESSAGE_LENGTH, MIN_LENGTH
 from kafka_pyspark.segments.names import (
     SegmentKind,
+    is_segment_shaped,
     parse_any_segment_name,
     parse_partition_dir_name,
+    partition_dir_problem,
+    segment_name_problem,
 )
+from kafka_pyspark.wire.protocol import INT64_MAX
 
 #: bytes read per window by the header-only walk that finds cut points (.log: one jump per
 #: entry; .kafka: all message starts of a chunk at once)
@@ -62,14 +66,33 @@ def _parent(path: str) -> str:
 
 
 def _partition_of(option_path: str, directory: str) -> tuple[str, int]:
-    parsed = parse_partition_dir_name(_base_name(directory))
+    name = _base_name(directory)
+    problem = partition_dir_problem(name)
+    if problem:
+        raise SegmentPathError(directory, f"not a partition directory: {problem}")
+    parsed = parse_partition_dir_name(name)
     if parsed is None:
         raise OptionError(
             "path",
-            f"{option_path!r}: the directory {_base_name(directory)!r} holding segment files is "
+            f"{option_path!r}: the directory {name!r} holding segment files is "
             "not named topic-partition (e.g. events-0), so topic and partition are unknown",
         )
     return parsed
+
+
+def _segment(info: pafs.FileInfo, topic: str, partition: int) -> SegmentFile | None:
+    """The segment file ``info`` is (None: not a segment file); a segment-shaped name outside
+    the legal ranges is a :class:`SegmentPathError` naming the file."""
+    problem = segment_name_problem(info.base_name)
+    parsed = parse_any_segment_name(info.base_name)
+    # a .kafka row's offset is the name's byte offset + its position in the file
+    if parsed is not None and parsed[1] == "kafka07" and parsed[0] + (info.size or 0) > INT64_MAX:
+        problem = f"its offsets (base offset + size) pass {INT64_MAX} (int64)"
+    if problem:
+        raise SegmentPathError(info.path, f"not a legal segment file: {problem}")
+    if parsed is None:
+        return None
+    return SegmentFile(topic, partition, parsed[0], info.path, info.size or 0, parsed[1])
 
 
 def _segments_in(
@@ -77,13 +100,15 @@ def _segments_in(
 ) -> list[SegmentFile]:
     out: list[SegmentFile] = []
     for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
-        parsed = parse_any_segment_name(info.base_name)
-        if parsed is not None:
-            out.append(SegmentFile(topic, partition, parsed[0], info.path, info.size or 0,
-                                   parsed[1]))
+        if info.type == pafs.FileType.File:
+            f = _segment(info, topic, partition)
+            if f is not None:
+                out.append(f)
     return out
+
+
+def _holds_segments(children: Iterable[pafs.FileInfo]) -> bool:
+    return any(c.type == pafs.FileType.File and is_segment_shaped(c.base_name) for c in children)
 
 
 def discover(fs: pafs.FileSystem, path: str, option_path: str | None = None) -> list[SegmentFile]:
@@ -91,7 +116,9 @@ def discover(fs: pafs.FileSystem, path: str, option_path: str | None = None) -> 
 
     ``path`` is one segment file (its directory names topic and partition), a partition
     directory (``topic-partition`` holding segment files), or a log directory (whose
-    ``topic-partition`` subdirectories hold them). Other files are ignored.
+    ``topic-partition`` subdirectories hold them). Other files are ignored. A segment file or
+    partition directory named outside the legal ranges (partition ids are int32, base offsets
+    int64 and not negative) is a :class:`SegmentPathError` naming it.
     """
     shown = option_path or path
     try:
@@ -99,30 +126,76 @@ def discover(fs: pafs.FileSystem, path: str, option_path: str | None = None) -> 
         if info.type == pafs.FileType.NotFound:
             raise OptionError("path", f"{shown!r} does not exist")
         if info.type == pafs.FileType.File:
-            parsed = parse_any_segment_name(info.base_name)
-            if parsed is None:
+            if not is_segment_shaped(info.base_name):
                 raise OptionError("path", f"{shown!r} is not a segment file "
                                   "(%020d.kafka or %020d.log)")
-            topic, partition = _partition_of(shown, _parent(info.path))
-            return [SegmentFile(topic, partition, parsed[0], info.path, info.size or 0,
-                                parsed[1])]
+            found = _segment(info, *_partition_of(shown, _parent(info.path)))
+            return [found] if found is not None else []
         children = fs.get_file_info(pafs.FileSelector(path))
         files: list[SegmentFile] = []
-        if any(c.type == pafs.FileType.File and parse_any_segment_name(c.base_name)
-               for c in children):
+        if _holds_segments(children):
             files = _segments_in(children, *_partition_of(shown, path))
         else:
             for child in children:
                 tp = parse_partition_dir_name(child.base_name)
-                if child.type == pafs.FileType.Directory and tp is not None:
-                    files.extend(_segments_in(fs.get_file_info(pafs.FileSelector(child.path)),
-                                              *tp))
+                bad = tp is None and partition_dir_problem(child.base_name)
+                if child.type != pafs.FileType.Directory or not (tp or bad):
+                    continue
+                inside = fs.get_file_info(pafs.FileSelector(child.path))
+                if tp is not None:
+                    files.extend(_segments_in(inside, *tp))
+                elif _holds_segments(inside):
+                    _partition_of(shown, child.path)  # raises, naming the directory
     except OSError as e:
         raise OptionError("path", f"cannot list {shown!r}: {e}") from e
     if not files:
         raise OptionError("path", f"{shown!r} holds no segment files (%020d.kafka or "
                           "%020d.log, directly or in topic-partition directories)")
     return sorted(files)
+
+
+def _identity(fs: pafs.FileSystem, path: str) -> tuple[str, str]:
+    """One file or directory, however it was reached (a local symlink resolves)."""
+    local = fs.type_name == "local"
+    return fs.type_name, os.path.realpath(path) if local else path.rstrip("/")
+
+
+def discover_paths(paths: Sequence[str]) -> list[tuple[pafs.FileSystem, SegmentFile]]:
+    """Every segment file under every path (:func:`discover`), each once however the paths
+    overlap (the same path twice, a directory and a file or directory inside it, a symlink),
+    sorted by (topic, partition, base offset)."""
+    seen: dict[tuple[str, str], tuple[pafs.FileSystem, SegmentFile]] = {}
+    for path in paths:
+        fs, inner = open_filesystem(path)
+        for f in discover(fs, inner, path):
+            seen.setdefault(_identity(fs, f.path), (fs, f))
+    return sorted(seen.values(), key=lambda found: found[1])
+
+
+def check_one_log(files: Sequence[tuple[pafs.FileSystem, SegmentFile]]) -> None:
+    """The files of one partition form one log: one directory, one format. Otherwise rows'
+    (topic, broker, partition, offset, inner_index) would collide (two directories: two
+    brokers' copies, or two copies of one; ``.kafka`` byte offsets and ``.log`` logical
+    offsets overlap). Raises :class:`SegmentPathError` naming both directories or files."""
+    first_fs, first = files[0]
+    for fs, f in files[1:]:
+        if _identity(fs, _parent(f.path)) != _identity(first_fs, _parent(first.path)):
+            raise SegmentPathError(
+                _parent(first.path),
+                f"partition {f.partition} of topic {f.topic} is also in {_parent(f.path)}: "
+                "read each copy on its own (with its broker option) and union the results",
+            )
+    kinds: dict[SegmentKind, SegmentFile] = {}
+    for _, f in files:
+        kinds.setdefault(f.kind, f)  # the first file of each format
+    if len(kinds) > 1:
+        old, new = kinds["kafka07"], kinds["log"]
+        raise SegmentPathError(
+            _parent(first.path),
+            f"holds both Kafka 0.7 and later segment files ({_base_name(old.path)} and "
+            f"{_base_name(new.path)}), whose offsets overlap: move one format's files to a "
+            "directory of their own (with a broker option of their own) and read it separately",
+        )
 
 
 def _entry_size(kind: SegmentKind, window: bytes, i: int) -> int | None:

@@ -1,5 +1,5 @@
-"""How Kafka names its log directories and segment files (seed 003 "segment files", seed 004
-"Log"): the one definition, shared by the reader and the embedded broker's storage.
+"""How Kafka names its log directories and segment files (docs/dev/PROTOCOL.md
+"Segment files"): the one definition, shared by the reader and the embedded broker's storage.
 
     <log dir>/<topic>-<partition>/<base offset, 20 digits><suffix>
 
@@ -11,7 +11,10 @@ checkpoints) are not segment files.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
+
+from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX
 
 SegmentKind = Literal["kafka07", "log"]
 
@@ -28,11 +31,38 @@ def segment_file_name(base_offset: int, kind: SegmentKind = "kafka07") -> str:
     return f"{base_offset:0{SEGMENT_NAME_DIGITS}d}{suffix}"
 
 
+#: the stem of a name shaped like a segment file's (sign included, so "-1.kafka" is one)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def segment_name_problem(name: str) -> str:
+    """Why ``name``, shaped like a segment file name (an integer and ``.kafka``/``.log``),
+    names no legal base offset (a sign, or outside ``0..INT64_MAX``); ``""`` for a legal name
+    and for a name of any other shape."""
+    stem, dot, suffix = name.rpartition(".")
+    if SUFFIX_KINDS.get(dot + suffix) is None or not _INTEGER.fullmatch(stem):
+        return ""
+    if int(stem) < 0:
+        return f"its base offset {stem} is negative"
+    if not stem.isdigit():
+        return f"its base offset {stem} has a sign"
+    if int(stem) > INT64_MAX:
+        return f"its base offset {stem} is larger than {INT64_MAX} (int64)"
+    return ""
+
+
+def is_segment_shaped(name: str) -> bool:
+    """Whether ``name`` is a segment file name, legal or not (see :func:`segment_name_problem`)."""
+    stem, dot, suffix = name.rpartition(".")
+    return dot + suffix in SUFFIX_KINDS and _INTEGER.fullmatch(stem) is not None
+
+
 def parse_any_segment_name(name: str) -> tuple[int, SegmentKind] | None:
-    """``(base offset, kind)`` named by a segment file name, or None if ``name`` is not one."""
+    """``(base offset, kind)`` named by a legal segment file name, or None if ``name`` is not
+    one (:func:`segment_name_problem` says why a segment-shaped name is not legal)."""
     stem, dot, suffix = name.rpartition(".")
     kind = SUFFIX_KINDS.get(dot + suffix)
-    if kind is None or not stem.isdigit() or not stem.isascii():
+    if kind is None or not stem.isdigit() or not stem.isascii() or int(stem) > INT64_MAX:
         return None
     return int(stem), kind
 
@@ -53,8 +83,19 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
-    """``("my-topic", 3)`` for ``my-topic-3`` (split at the last ``-``, as 0.7.2)."""
+    """``("my-topic", 3)`` for ``my-topic-3`` (split at the last ``-``, as 0.7.2), or None if
+    ``name`` is not a legal partition directory name (:func:`partition_dir_problem`: why)."""
     topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit() or not part.isascii():
+    if not sep or not topic or not part.isdigit() or not part.isascii() or int(part) > INT32_MAX:
         return None
     return topic, int(part)
+
+
+def partition_dir_problem(name: str) -> str:
+    """Why ``name``, shaped like ``topic-partition``, names no legal partition (a partition
+    id larger than ``INT32_MAX``: ids are int32 on the wire and in the ``partition`` column);
+    ``""`` otherwise. A sign cannot occur: ``t--1`` is partition 1 of topic ``t-``."""
+    topic, sep, part = name.rpartition("-")
+    if sep and topic and part.isdigit() and part.isascii() and int(part) > INT32_MAX:
+        return f"its partition {part} is larger than {INT32_MAX} (int32)"
+    return ""

@@ -4,11 +4,11 @@
 bounds (earliest, latest and every segment start, in one request: :class:`LogBounds`) and for
 ``startingTimestamp`` lookups. The requests themselves are :mod:`kafka_pyspark.client.offsets`.
 
-Offset semantics (Kafka 0.7; seed 003 "Offsets"). Offsets are byte positions. ``latest`` is the
-flushed log end, the offset the next message will get. ``earliest`` is the start of the oldest
-segment still on disk. ``startingTimestamp`` uses OFFSETS with ``time = ts`` and max 1: the start
-of the newest segment last modified before ``ts`` (or the log end when the whole log is older);
-if no segment is that old, the earliest offset. 0.7 keeps no per-message time, so this reads
+Offset semantics (Kafka 0.7; docs/dev/PROTOCOL.md "OFFSETS"). Offsets are byte positions. ``latest``
+is the flushed log end, the offset the next message will get. ``earliest`` is the start of the
+oldest segment still on disk. ``startingTimestamp`` uses OFFSETS with ``time = ts`` and max 1: the
+start of the newest segment last modified before ``ts`` (or the log end when the whole log is
+older); if no segment is that old, the earliest offset. 0.7 keeps no per-message time, so this reads
 everything written at or after ``ts`` plus possibly older messages of that one segment.
 """
 

@@ -330,50 +330,66 @@ def split_ranges(
 
     Always the largest range that has a segment start strictly inside it is cut, at the
     segment start nearest its middle. The result covers exactly the same offsets, sorted by
-    ``(topic, broker, partition, start)``.
+    ``(topic, broker, partition, start)``. A piece is its range and the slice ``[lo, hi)`` of
+    that range's sorted segment starts inside it, so a cut is a binary search (never a copy).
     """
     done: list[OffsetRange] = []
-    heap: list[tuple[int, int, OffsetRange, tuple[int, ...]]] = []
+    heap: list[tuple[int, int, OffsetRange, tuple[int, ...], int, int]] = []
     seq = 0
     for r in ranges:
         if r.start >= r.end:
             continue
         inner = tuple(sorted({s for s in segment_starts.get(r.key, ()) if r.start < s < r.end}))
-        heapq.heappush(heap, (-r.size, seq, r, inner))
+        heap.append((-r.size, seq, r, inner, 0, len(inner)))
         seq += 1
+    heapq.heapify(heap)
     while heap and len(heap) + len(done) < min_partitions:
-        _, _, r, inner = heapq.heappop(heap)
-        if not inner:
+        _, _, r, inner, lo, hi = heapq.heappop(heap)
+        if lo >= hi:
             done.append(r)
             continue
-        middle = r.start + r.size / 2
-        cut = min(inner, key=lambda s: (abs(s - middle), s))
-        i = inner.index(cut)
-        for piece, cuts in (
-            (OffsetRange(r.topic, r.broker, r.partition, r.start, cut), inner[:i]),
-            (OffsetRange(r.topic, r.broker, r.partition, cut, r.end), inner[i + 1 :]),
+        i = _nearest(inner, lo, hi, r.start + r.size / 2)
+        cut = inner[i]
+        for piece, a, b in (
+            (OffsetRange(r.topic, r.broker, r.partition, r.start, cut), lo, i),
+            (OffsetRange(r.topic, r.broker, r.partition, cut, r.end), i + 1, hi),
         ):
-            heapq.heappush(heap, (-piece.size, seq, piece, cuts))
+            heapq.heappush(heap, (-piece.size, seq, piece, inner, a, b))
             seq += 1
-    return sorted(done + [r for _, _, r, _ in heap])
+    return sorted(done + [r for _, _, r, _, _, _ in heap])
+
+
+def _nearest(starts: Sequence[int], lo: int, hi: int, middle: float) -> int:
+    """The index in ``starts[lo:hi]`` (ascending, not empty) of the start nearest ``middle``;
+    of two equally near, the smaller."""
+    i = bisect.bisect_left(starts, middle, lo, hi)
+    if i == hi:
+        return hi - 1
+    if i > lo and middle - starts[i - 1] <= starts[i] - middle:
+        return i - 1
+    return i
 
 
 def pack_ranges(ranges: Sequence[OffsetRange], budget: int) -> list[tuple[OffsetRange, ...]]:
     """Group ranges for one partition each: ranges of ``budget`` bytes or more alone; smaller
     ones of the same broker together, in order, up to ``budget`` bytes per group."""
     groups: list[tuple[OffsetRange, ...]] = []
-    small: dict[int, list[list[OffsetRange]]] = {}
+    # per broker: the open group and its size in bytes
+    open_bins: dict[int, tuple[list[OffsetRange], int]] = {}
     for r in sorted(ranges):
-        if r.size >= budget:
+        size = r.size
+        if size >= budget:
             groups.append((r,))
             continue
-        bins = small.setdefault(r.broker, [])
-        if bins and sum(x.size for x in bins[-1]) + r.size <= budget:
-            bins[-1].append(r)
+        current = open_bins.get(r.broker)
+        if current is not None and current[1] + size <= budget:
+            current[0].append(r)
+            open_bins[r.broker] = (current[0], current[1] + size)
         else:
-            bins.append([r])
-    for bins in small.values():
-        groups.extend(tuple(b) for b in bins)
+            if current is not None:
+                groups.append(tuple(current[0]))
+            open_bins[r.broker] = ([r], size)
+    groups.extend(tuple(members) for members, _ in open_bins.values())
     return sorted(groups, key=lambda g: g[0])
 
 

@@ -1,4 +1,4 @@
-"""The fixed read schema (API.md "Read schema"), as Spark and as Arrow types."""
+"""The fixed read schema (docs/reading.md "Schema"), as Spark and as Arrow types."""
 
 from __future__ import annotations
 

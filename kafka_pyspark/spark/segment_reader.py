@@ -25,7 +25,12 @@ from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
 from kafka_pyspark.messages.columns import constant_column
-from kafka_pyspark.segments.files import SegmentFile, cut_points, discover, open_filesystem
+from kafka_pyspark.segments.files import (
+    SegmentFile,
+    check_one_log,
+    cut_points,
+    discover_paths,
+)
 from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark.spark import worker_gc
@@ -74,32 +79,34 @@ def _start(fs: pafs.FileSystem, f: SegmentFile, pushed: PlanFilter | None) -> in
 def plan_segments(
     options: SegmentOptions, pushed: PlanFilter | None = None
 ) -> list[SegmentInputPartition]:
-    """Discover the files under every path and plan one partition per file (or piece)."""
+    """Discover the files under every path (each file once) and plan one partition per file
+    (or piece); a partition's files must form one log (:func:`check_one_log`)."""
     settings = ReadSettings(
         verify_crc=options.verify_checksums, max_decompressed_size=options.max_decompressed_size
     )
     sub = options.subscription
+    found = [
+        (fs, f) for fs, f in discover_paths(options.paths)
+        if (sub is None or sub.allows(f.topic))
+        and (pushed is None or pushed.accepts(f.topic, options.broker, f.partition))
+    ]
     out: list[SegmentInputPartition] = []
-    for path in options.paths:
-        fs, inner = open_filesystem(path)
-        found = [
-            f for f in discover(fs, inner, path)
-            if (sub is None or sub.allows(f.topic))
-            and (pushed is None or pushed.accepts(f.topic, options.broker, f.partition))
-        ]
-        for _, group in groupby(found, key=lambda f: (f.topic, f.partition)):
-            files = list(group)
-            for i, f in enumerate(files):
-                if not _wanted(pushed, _offset_span(files, i)):
-                    continue
-                start = _start(fs, f, pushed)
-                cuts = [c for c in cut_points(fs, f, options.max_partition_bytes) if c > start]
-                bounds = [start, *cuts, f.size]
-                later = tuple(files[i + 1 :]) if f.kind == "log" else ()
-                for start, end in pairwise(bounds):
-                    split = SegmentSplit(f, start, end, later)
-                    out.append(SegmentInputPartition(fs, split, options.broker, settings,
-                                                     options.fail_on_data_loss))
+    for _, group in groupby(found, key=lambda found: (found[1].topic, found[1].partition)):
+        listed = list(group)
+        check_one_log(listed)
+        fs = listed[0][0]
+        files = [f for _, f in listed]
+        for i, f in enumerate(files):
+            if not _wanted(pushed, _offset_span(files, i)):
+                continue
+            start = _start(fs, f, pushed)
+            cuts = [c for c in cut_points(fs, f, options.max_partition_bytes) if c > start]
+            bounds = [start, *cuts, f.size]
+            later = tuple(files[i + 1 :]) if f.kind == "log" else ()
+            for start, end in pairwise(bounds):
+                split = SegmentSplit(f, start, end, later)
+                out.append(SegmentInputPartition(fs, split, options.broker, settings,
+                                                 options.fail_on_data_loss))
     return out
 
 

@@ -1,6 +1,6 @@
 """How large the writer's requests and message sets may be (pure arithmetic, no I/O).
 
-What a 0.7.2 broker limits (BROKER-FACTS.md "Config defaults"):
+What a 0.7.2 broker limits (docs/dev/PROTOCOL.md "Measured: config defaults"):
 
 * ``max.message.size`` (default 1000000), per *message*: the payload of every message of a
   produced set, a compressed wrapper counting as one message. A set holding one message over

@@ -1,6 +1,6 @@
 """Segment-file log storage of the embedded Kafka 0.7 broker. Pure file I/O: no sockets.
 
-Layout (seed 003 "What are segment files?", seed 001 "log layout")::
+Layout (docs/dev/PROTOCOL.md "Segment files")::
 
     <log_dir>/<topic>-<partition>/<20-digit zero-padded base offset>.kafka
 
@@ -16,7 +16,7 @@ Rules kept from Kafka 0.7.2 (``kafka.log.Log``, ``kafka.message.FileMessageSet``
 - Appends go to the last segment. Before an append, when the last segment's size is *over*
   ``max_segment_size`` (strictly greater, as 0.7.2's ``maybeRoll``), the log rolls to a new
   segment named by the current end. A message set is never split across files, so segments
-  end up slightly larger than the limit (seed 003).
+  end up slightly larger than the limit.
 - Readers see only *flushed* bytes (0.7.2's ``highWaterMark``): an append counts its messages
   and flushes once ``flush_interval`` messages are unflushed; the broker also flushes on a
   timer. A roll flushes the old segment first.

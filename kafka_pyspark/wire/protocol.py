@@ -1,4 +1,4 @@
-"""Kafka 0.7 wire layouts (seed 003, "Writing a Driver for Kafka"; MULTIFETCH as BROKER-FACTS.md).
+"""Kafka 0.7 wire layouts (docs/dev/PROTOCOL.md "Requests and responses").
 
 All integers are big-endian. Every request and response is framed by an int32 length that
 excludes itself; ``encode_*`` functions return whole frames (length included), ``decode_*``

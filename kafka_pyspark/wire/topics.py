@@ -2,8 +2,9 @@
 
 A 0.7 broker turns the topic into a directory name (``<log.dir>/<topic>-<partition>``), so a
 name must be a safe, single path component. 0.7.2 itself did not check; we refuse names that
-would escape the log directory or that no filesystem accepts, and non-ASCII names (the seed:
-"Topic name, ASCII"; 0.7 sizes topic strings by characters, so non-ASCII would mis-frame).
+would escape the log directory or that no filesystem accepts, and non-ASCII names (the 0.7 driver
+documentation: "Topic name, ASCII"; 0.7 sizes topic strings by characters, so non-ASCII would
+mis-frame).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 - The client facing a broker that accepts and never answers, or one that trickles its answer a
   byte at a time, ends with a clear error naming the broker instead of hanging.
 
-Requests are built by hand from the 0.7 layout (seed 003, ``wire/protocol.py``'s docstring):
+Requests are built by hand from the 0.7 layout (docs/dev/PROTOCOL.md "Request header"):
 ``int32 size | int16 type | int16 topic length | topic | int32 partition | ...``.
 """
 

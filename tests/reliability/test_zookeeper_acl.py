@@ -1,7 +1,8 @@
-"""ZooKeeper with digest ACLs (issue 8): ``zk.auth`` lets the connector read the registry and
-read and commit group offsets; without it (or with a wrong password) the first refused call is
-a :class:`RegistryPermissionError` naming the node. The password never shows: not in errors,
-logs, reprs, nor in Spark's plan strings.
+"""ZooKeeper with digest ACLs: credentials (``zk.auth.user`` + ``zk.auth.password``) let the
+connector read the registry and read and commit group offsets; without them (or with a wrong
+password) the first refused call is a :class:`RegistryPermissionError` naming the node. The
+password never shows: not in errors, logs (at DEBUG, kazoo's included), reprs, Spark's plans,
+temp views, UI, event log or checkpoint.
 
 The nodes are protected the way an operator would (``setAcl`` with a digest ACL, made by an
 admin session), on the shared test ZooKeeper in a chroot of the test's own.
@@ -29,7 +30,12 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.zk]
 
 PASSWORD = "Pw-7c1d-not-in-any-log"
-AUTH = f"digest:spark:{PASSWORD}"
+#: a user name found nowhere else: where it shows, Spark showed the options
+USER = "acluser7c1d"
+AUTH = ("digest", f"{USER}:{PASSWORD}")
+#: the same credentials as Spark options
+CREDENTIALS = {"zk.auth.user": USER, "zk.auth.password": PASSWORD}
+DRIVER = Path(__file__).with_name("secrets_driver.py")
 
 
 def _admin(zk_connect: str) -> Any:
@@ -41,7 +47,7 @@ def locked(
     zk_connect: str, tmp_path: Path
 ) -> Iterator[tuple[str, EmbeddedBroker, str, str]]:
     """A broker with a topic of 5 + 4 messages; then the registry is made readable only by
-    ``spark`` (and ``admin``) and group G's offsets writable only by them."""
+    the test user (and ``admin``) and group G's offsets writable only by them."""
     from kazoo.security import make_digest_acl
 
     topic = f"acl{uuid.uuid4().hex[:6]}"
@@ -53,7 +59,7 @@ def locked(
         broker.wait_for_topic(topic)
         admin = _admin(zk_connect)
         try:
-            acl = [make_digest_acl("spark", PASSWORD, all=True),
+            acl = [make_digest_acl(USER, PASSWORD, all=True),
                    make_digest_acl("admin", "adminpw", all=True)]
             for path in ("/brokers/ids", "/brokers/topics", f"/brokers/topics/{topic}"):
                 admin.set_acls(path, acl)
@@ -81,7 +87,7 @@ def test_registry_with_and_without_credentials(
     try:
         for path in (f"/consumers/{group}/offsets", f"/consumers/{group}/offsets/{topic}/0-0"):
             acls, _ = admin.get_acls(path)
-            assert {a.id.id.split(":")[0] for a in acls} == {"spark", "admin"}, path
+            assert {a.id.id.split(":")[0] for a in acls} == {USER, "admin"}, path
     finally:
         admin.stop()
         admin.close()
@@ -92,22 +98,22 @@ def test_registry_with_and_without_credentials(
             r.brokers()
         errors.append(str(info.value))
         assert "listing /brokers/ids: permission denied" in errors[-1]
-        assert "no zk.auth credentials were given" in errors[-1]
+        assert "no ZooKeeper credentials were given" in errors[-1]
         with pytest.raises(RegistryPermissionError) as info:
             r.commit_group_offsets(group, topic, {(0, 0): 30}, creator="me")
         errors.append(str(info.value))
         assert f"/consumers/{group}/offsets/{topic}/0-0" in errors[-1]
-    with Registry(zk, auth=f"digest:spark:wrong-{PASSWORD}") as r:  # a wrong password
+    with Registry(zk, auth=("digest", f"{USER}:wrong-{PASSWORD}")) as r:  # a wrong password
         with pytest.raises(RegistryPermissionError) as info:
             r.group_offsets(group, topic)
         errors.append(str(info.value))
-        assert "the credentials given in zk.auth lack that permission" in errors[-1]
+        assert "the ZooKeeper credentials given lack that permission" in errors[-1]
         assert f"/consumers/{group}/offsets/{topic}" in errors[-1]
     for text in [*errors, *(rec.getMessage() for rec in caplog.records)]:
         assert PASSWORD not in text
     with Registry(zk, auth=AUTH) as r:  # the refused commit changed nothing
         assert r.group_offsets(group, topic) == {(0, 0): 10, (0, 1): 20}
-    record("ZooKeeper digest ACL: registry, commit with/without zk.auth", expected=3,
+    record("ZooKeeper digest ACL: registry, commit with/without credentials", expected=3,
            got=len(errors), detail="RegistryPermissionError x3")
 
 
@@ -116,18 +122,18 @@ def test_spark_read_and_group_commit_with_acl(
     spark: SparkSession, locked: tuple[str, EmbeddedBroker, str, str], tmp_path: Path,
     record: Recorder,
 ) -> None:
-    """A batch read and an availableNow stream with commitToGroup, through the ACLs with
-    zk.auth; without it the read fails with the permission error naming the node; the
+    """A batch read and an availableNow stream with commitToGroup, through the ACLs with the
+    credentials; without them the read fails with the permission error naming the node; the
     password is in no plan string."""
     zk, broker, topic, group = locked
     expected = values("p0", 5) + values("p1", 4)
-    df = (spark.read.format("kafka07").option("zk.connect", zk).option("zk.auth", AUTH)
+    df = (spark.read.format("kafka07").option("zk.connect", zk).options(**CREDENTIALS)
           .option("subscribe", topic).load())
     got = [bytes(r["value"]) for r in df.select("value").collect()]
     plan = df._jdf.queryExecution().toString()
     assert PASSWORD not in plan
 
-    q = (spark.readStream.format("kafka07").option("zk.connect", zk).option("zk.auth", AUTH)
+    q = (spark.readStream.format("kafka07").option("zk.connect", zk).options(**CREDENTIALS)
          .option("subscribe", topic).option("startingOffsets", "earliest")
          .option("commitToGroup", "true").option("group.id", group)
          .load().writeStream.format("parquet")
@@ -150,9 +156,108 @@ def test_spark_read_and_group_commit_with_acl(
          .load().collect())
     text = str(info.value)
     assert "RegistryPermissionError" in text and "/brokers/ids" in text
-    record("ZooKeeper digest ACL: Spark read + stream commit with zk.auth", expected=expected,
+    record("ZooKeeper digest ACL: Spark read + stream commit with credentials", expected=expected,
            got=got)
     record("ZooKeeper digest ACL: availableNow stream, commitToGroup", expected=expected,
            got=streamed)
     assert sorted(got) == sorted(expected)
     assert sorted(streamed) == sorted(expected)
+
+
+# --- the password in everything Spark shows or keeps ----------------------------------------------
+
+#: Spark's mark for a redacted value (Utils.REDACTION_REPLACEMENT_TEXT)
+REDACTED = "*********(redacted)"
+#: Python logging in every Python process of the driver's application (driver, Spark's Python
+#: workers), each to a file of its own: the connector's and kazoo's loggers at DEBUG, the rest at
+#: INFO (py4j's DEBUG log prints every command sent to the JVM, the user's option values too)
+_SITECUSTOMIZE = """
+import logging, os
+logging.basicConfig(
+    level=logging.INFO, format="%(name)s %(levelname)s %(message)s",
+    filename=os.path.join(os.environ["KAFKA07_TEST_LOG_DIR"], f"py-{os.getpid()}.log"),
+)
+for name in ("kafka_pyspark", "kazoo"):
+    logging.getLogger(name).setLevel(logging.DEBUG)
+"""
+
+
+def run_secrets_driver(config: dict[str, Any], out: Path) -> tuple[dict[str, Any], str]:
+    """Run ``secrets_driver.py`` with ``config``; its texts.json and its stdout+stderr."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    site = out / "site"
+    (out / "logs").mkdir(parents=True)
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    (out / "config.json").write_text(json.dumps({**config, "out": str(out)}))
+    env = dict(os.environ, KAFKA07_TEST_LOG_DIR=str(out / "logs"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), str(out / "config.json")], stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, env=env, timeout=900, check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-5000:]
+    return json.loads((out / "texts.json").read_text()), output
+
+
+def files_under(*roots: Path) -> dict[str, bytes]:
+    """Every file under ``roots`` (hidden ones included), by path."""
+    return {str(p): p.read_bytes() for root in roots for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.spark
+def test_password_appears_nowhere_spark_shows_or_keeps(
+    locked: tuple[str, EmbeddedBroker, str, str], tmp_path: Path, record: Recorder,
+) -> None:
+    """A Spark application of its own (UI and event log on) reads, makes temp views of,
+    streams and writes through the ACLs with ``zk.auth.user`` + ``zk.auth.password`` and meets
+    every credentials error; the password is in none of its plans, views, progress reports,
+    errors, REST answers, event log, checkpoint files, DEBUG logs or console output, where the
+    user name shows that the options themselves were shown."""
+    zk, broker, topic, group = locked
+    ends = {(0, p): broker.log_end(topic, p) for p in range(2)}  # the stream's end
+    out = tmp_path / "app"
+    got, console = run_secrets_driver(
+        {"zk": zk, "topic": topic, "group": group, "user": USER, "password": PASSWORD}, out
+    )
+    texts: dict[str, str] = got["texts"]
+    assert got["counts"] == {
+        "batch": 9, "secrets_df_view": 9, "secrets_sql_view": 9, "stream": 9, "after write": 14,
+    }
+    with Registry(zk, auth=AUTH) as r:
+        assert r.group_offsets(group, topic) == ends
+    # the errors are the ones provoked (the wrong password holds the right one: it is checked too)
+    errors = {k.removeprefix("error: "): v for k, v in texts.items() if k.startswith("error: ")}
+    assert "RegistryPermissionError" in errors["read, wrong password"]
+    assert "RegistryPermissionError" in errors["write, wrong password"]
+    assert "RegistryPermissionError" in errors["stream, wrong password"]
+    assert "option 'zk.auth.user': is required with zk.auth.password" in errors[
+        "read, password without user"]
+    assert "option 'zk.auth': is not taken" in errors["read, zk.auth"]
+    assert "option 'zk.connect': holds '@': user info" in errors["read, user info in zk.connect"]
+
+    places = {**texts, "console": console}
+    kept = files_under(out / "events", out / "cp", out / "logs")
+    assert any("/events/" in p for p in kept) and any("/cp/offsets/" in p for p in kept)
+    logs = b"".join(v for p, v in kept.items() if "/logs/" in p).decode()
+    assert "Sending request: Auth(<credentials not logged>)" in logs  # kazoo's DEBUG lines
+    assert "kafka_pyspark." in logs
+    leaks = [name for name, text in places.items() if PASSWORD in text]
+    leaks += [path for path, data in kept.items() if PASSWORD.encode() in data]
+    # the UI and the event log show the views' option maps: the password redacted, the user not
+    sql = texts["rest: sql?details=true&planDescription=true"]
+    events = b"".join(v for p, v in kept.items() if "/events/" in p).decode()
+    for shown in (sql, events):
+        assert f"zk.auth.user={USER}" in shown and f"zk.auth.user -> {USER}" in shown
+        assert f"zk.auth.password={REDACTED}" in shown  # the DataFrame's view
+        assert f"zk.auth.password -> {REDACTED}" in shown  # CREATE TEMP VIEW ... USING
+    checked = len(places) + len(kept)
+    record("secrets: Spark's plans, views, UI, event log, checkpoint, errors, logs",
+           expected=checked, got=checked - len(leaks), detail="places without the password")
+    assert leaks == []

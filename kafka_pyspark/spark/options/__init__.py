@@ -3,10 +3,12 @@
 By subject:
 
 - :mod:`kafka_pyspark.cluster_options` (one layer down, because ``Cluster`` and ``Registry``
-  take it): where the cluster is (``zk.connect``/``broker.list``, timeouts, ``zk.auth``) ->
-  :class:`ClusterOptions`; the value parsers all options share are
+  take it): where the cluster is (``zk.connect``/``broker.list``, timeouts, credentials
+  ``zk.auth.user`` + ``zk.auth.password``) -> :class:`ClusterOptions`; the value parsers all
+  options share are
   :mod:`kafka_pyspark.option_values`;
 - :mod:`.names`: which option belongs to which mode, and its documented spelling;
+- :mod:`.habits`: what an unknown name is told (Spark's Kafka source options, near misses);
 - :mod:`.subscription`: ``subscribe``/``subscribePattern``/``assign``;
 - :mod:`.read`: the read options (batch and stream) -> :class:`ReadOptions`;
 - :mod:`.write`: the write options -> :class:`WriteOptions`; :mod:`.columns` (imports

@@ -1,5 +1,5 @@
 """The writer's input columns: which DataFrame column is the value, key, topic, broker and
-partition (API.md "Writing"), checked against the schema on the driver."""
+partition (docs/writing.md "Columns"), checked against the schema on the driver."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _type_name(t: DataType) -> str:
 
 
 def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
-    """Check the DataFrame's schema against API.md's writing contract."""
+    """Check the DataFrame's schema against docs/writing.md "Columns"."""
     found: dict[str, str] = {}
     for field in schema.fields:
         lname = field.name.lower()

@@ -59,8 +59,12 @@ BATCH_ONLY_OPTIONS = frozenset(n.lower() for n in _BATCH_ONLY_NAMES)
 STREAM_ONLY_OPTIONS = frozenset(n.lower() for n in _STREAM_ONLY_NAMES)
 #: lower-cased names of the writer's own options (:mod:`.write`)
 WRITE_OPTIONS = frozenset(_WRITE_NAMES)
-#: options Spark itself adds for a streaming sink; accepted and ignored.
-SPARK_SINK_OPTIONS = frozenset({"checkpointlocation"})
+#: options Spark itself adds to a streaming sink's options, accepted and ignored by the writers:
+#: ``checkpointLocation`` (from the option or a Declarative Pipelines flow) and ``queryName``
+#: (``DataStreamWriter.queryName``, and every pipelines flow), in classic Spark and Spark Connect
+#: alike. Spark adds nothing to a reader's options, nor to a batch writer's (``foreachBatch``
+#: included); a ``path`` comes only from the user's own ``load(path)``/``save(path)``.
+SPARK_SINK_OPTIONS = frozenset({"checkpointlocation", "queryname"})
 
 
 def canonical_name(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The read options (batch and stream; API.md "Reading"), parsed and checked once.
+"""The read options (batch and stream; docs/reading.md "Options"), parsed and checked once.
 
 Pure: no sockets, no Spark session. The readers call :func:`parse_read_options` in their
 ``__init__``; :meth:`Kafka07DataSource.schema` calls :func:`validate_read_options` so that a bad
@@ -32,6 +32,7 @@ from kafka_pyspark.option_values import (
     json_value,
     topic_value,
 )
+from kafka_pyspark.spark.options.habits import unknown_option
 from kafka_pyspark.spark.options.names import (
     BATCH_ONLY_OPTIONS,
     CLUSTER_OPTIONS,
@@ -51,6 +52,7 @@ from kafka_pyspark.spark.options.subscription import (
     partition_key_value,
 )
 from kafka_pyspark.wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
+from kafka_pyspark.zk_auth import refuse_zk_auth
 
 __all__ = [
     "Mode",
@@ -149,6 +151,7 @@ class ReadOptions:
 
 
 def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
+    refuse_zk_auth(opts)  # before "unknown option": say why it is refused
     for key in sorted(opts):
         if key in CLUSTER_OPTIONS or key in READ_OPTIONS:
             if mode == "batch" and key in STREAM_ONLY_OPTIONS:
@@ -168,9 +171,10 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
                 "reads segment files (docs/segments.md) and conflicts with zk.connect/broker.list",
             )
         if key in WRITE_OPTIONS:
-            raise OptionError(key, "is a write option; it has no meaning when reading")
-        known = sorted(canonical_name(k) for k in CLUSTER_OPTIONS | READ_OPTIONS)
-        raise OptionError(key, f"unknown option for reading; known options: {', '.join(known)}")
+            hint = " (to read a topic, use subscribe)" if key == "topic" else ""
+            raise OptionError(key, f"is a write option; it has no meaning when reading{hint}")
+        known = (canonical_name(k) for k in CLUSTER_OPTIONS | READ_OPTIONS)
+        raise unknown_option(key, "reading", known)
 
 
 def _parse_subscription(opts: Mapping[str, str], cluster: ClusterOptions) -> Subscription:

@@ -13,7 +13,12 @@ from functools import cached_property
 from typing import Any
 
 from kafka_pyspark.errors import OptionError
-from kafka_pyspark.names import TopicPartition, not_a_partition_key, parse_partition_key
+from kafka_pyspark.names import (
+    TopicPartition,
+    is_decimal,
+    not_a_partition_key,
+    parse_partition_key,
+)
 from kafka_pyspark.option_values import json_value, topic_value
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -75,14 +80,22 @@ class Assign:
 
 Subscription = Subscribe | SubscribePattern | Assign
 
+_BARE_PARTITION = (
+    "; a bare partition number is how Spark's Kafka 0.10+ source names a partition, but 0.7 "
+    "numbers partitions per broker"
+)
+
 
 def partition_key_value(option: str, topic: str, key: Any) -> tuple[int, int]:
     """A ``brokerId-partition`` key of ``topic`` in ``option`` -> ``(broker, partition)``."""
     parsed = parse_partition_key(key)
     if parsed is None:
+        bare = (isinstance(key, int) and not isinstance(key, bool)) or (
+            isinstance(key, str) and is_decimal(key)
+        )
         raise OptionError(
             option,
-            f"topic {topic!r}: {not_a_partition_key(key)}",
+            f"topic {topic!r}: {not_a_partition_key(key)}{_BARE_PARTITION if bare else ''}",
         )
     broker, partition = parsed
     if broker > INT32_MAX or partition > INT32_MAX:

@@ -1,4 +1,5 @@
-"""The write options (API.md "Writing"; 0.7.2 producer defaults), parsed once on the driver.
+"""The write options (docs/writing.md "Options"; 0.7.2 producer defaults), parsed once on the
+driver.
 
 Pure (no sockets, no Spark session): the writers call :func:`parse_write_options` in their
 ``__init__``, which Spark runs on the driver at ``save()``/``start()``, so a bad option fails
@@ -28,6 +29,7 @@ from kafka_pyspark.cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
 from kafka_pyspark.option_values import int_option, topic_value
+from kafka_pyspark.spark.options.habits import unknown_option
 from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -36,6 +38,7 @@ from kafka_pyspark.spark.options.names import (
     canonical_name,
 )
 from kafka_pyspark.wire.protocol import INT32_MAX
+from kafka_pyspark.zk_auth import refuse_zk_auth
 
 __all__ = [
     "PARTITIONERS",
@@ -119,6 +122,7 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
 
 def check_option_names(options: Mapping[str, str]) -> None:
     """Unknown options are errors (a misspelt option must not be silently ignored)."""
+    refuse_zk_auth(str(k).lower() for k in options)  # say why, not "unknown option"
     for key in sorted(str(k).lower() for k in options):
         if key in WRITE_OPTIONS or key in CLUSTER_OPTIONS or key in SPARK_SINK_OPTIONS:
             continue
@@ -132,8 +136,8 @@ def check_option_names(options: Mapping[str, str]) -> None:
                 "kafka07 takes no path: name the topic with option('topic', ...) or a "
                 "'topic' column",
             )
-        known = sorted(canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
-        raise OptionError(key, f"unknown option for writing; known options: {', '.join(known)}")
+        known = (canonical_name(k) for k in WRITE_OPTIONS | CLUSTER_OPTIONS)
+        raise unknown_option(key, "writing", known)
 
 
 def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, ClusterOptions]:

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from kafka_pyspark.cluster_options import ClusterOptions
 
 
+#: what a failed delivery's error says happens next, in a Spark job
+SPARK_RETRY_NOTE = (
+    "Spark retries the task; the retry writes its rows again (at-least-once: duplicates "
+    "possible, nothing silently lost)"
+)
+
+
 @dataclass(frozen=True)
 class WritePlan:
     """Everything a write task needs, resolved on the driver (picklable primitives)."""
@@ -36,9 +43,11 @@ class WritePlan:
     socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     connect_retries: int = 3
     connect_backoff: float = 0.2
+    #: the last sentence of a failed delivery's error (another caller has no Spark retry)
+    retry_note: str = SPARK_RETRY_NOTE
 
     def new_topic_partitions(self) -> tuple[tuple[int, int], ...]:
-        """Seed 003 "Creating New Topics": partition 0 of every live broker."""
+        """Partition 0 of every live broker (docs/dev/PROTOCOL.md "New topics")."""
         return tuple(sorted_partitions(dict.fromkeys(self.brokers, 1), self.brokers))
 
 

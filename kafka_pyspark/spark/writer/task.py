@@ -227,8 +227,7 @@ class TaskWriter:
         text = (
             f"{self.task}: {e}. Confirmed written before the failure: "
             f"{fmt_written(self._written())}. Not confirmed (may or may not be in Kafka): "
-            f"{fmt_sets(unconfirmed)}. Spark retries the task; the retry writes its rows "
-            "again (at-least-once: duplicates possible, nothing silently lost)"
+            f"{fmt_sets(unconfirmed)}. {self.plan.retry_note}"
         )
         if after:
             text += f". The task had stopped at a bad row: {after}"

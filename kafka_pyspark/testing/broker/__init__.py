@@ -10,11 +10,11 @@ CLI (runs until SIGINT/SIGTERM)::
     python -m kafka_pyspark.testing.broker --port 9092 --log-dir /tmp/kafka-logs \\
         --broker-id 0 --zk 127.0.0.1:2181/chroot --partitions 2
 
-Behaviour follows what a real 0.7.2 broker answered (``BROKER-FACTS.md``) and 0.7.2's own
-request handling; ``docs/broker.md`` lists it, and every place this broker differs and why.
-Requests are decoded with :mod:`kafka_pyspark.wire`, message sets validated with
-:func:`kafka_pyspark.messages.decode_message_set`, data kept by :mod:`.log`. The broker does not
-use :mod:`kafka_pyspark.client` (the code it is meant to test).
+Behaviour follows what a real 0.7.2 broker answered (docs/dev/PROTOCOL.md "A real 0.7.2 broker,
+measured") and 0.7.2's own request handling; ``docs/broker.md`` lists it, and every place this
+broker differs and why. Requests are decoded with :mod:`kafka_pyspark.wire`, message sets validated
+with :func:`kafka_pyspark.messages.decode_message_set`, data kept by :mod:`.log`. The broker does
+not use :mod:`kafka_pyspark.client` (the code it is meant to test).
 
 Threads: one accepting, one per connection (requests on a connection are answered in order),
 one flushing on a timer (only when ``flush_interval > 1``), one ZooKeeper registrar.

@@ -1,19 +1,11 @@
-"""``kafka07 produce`` (stdin lines to a topic) and ``kafka07 consume`` (a topic to stdout).
-
-``produce`` goes through the connector's own write path (:class:`TaskWriter`): the same
-routing as ``df.write`` (a key picks the broker-partition with Java's ``String.hashCode``, as
-0.7's ``DefaultPartitioner``; no key: random; a new topic: partition 0 of every live broker),
-message sets of ``--batch-size`` in ``--codec``, and the delivery barrier: it reports success
-only for what the brokers confirmed.
-"""
+"""``kafka07 consume``: a topic's messages to stdout, one per line (or JSON lines)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
     EXIT_DATA,
@@ -23,110 +15,20 @@ from kafka_pyspark.cli.common import (
     add_cluster_args,
     bp,
     broker_connection,
-    error,
-    json_document,
-    json_line,
     live_brokers,
     open_cluster,
     parse_broker_partition,
-    payload_fields,
     positive_int,
     require_live,
     topic_partitions,
 )
+from kafka_pyspark.cli.output import Progress, error, json_line, payload_fields, plural, summary
 from kafka_pyspark.errors import KafkaError, MessageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from kafka_pyspark.cluster import Cluster
-
-#: stdin lines per Arrow batch handed to the writer
-LINES_PER_BATCH = 10000
-
-
-# --- produce -------------------------------------------------------------------------------
-
-
-class _Lines:
-    """stdin lines as Arrow batches; stops (and remembers why) at a line without a key."""
-
-    def __init__(self, stream: IO[bytes], separator: bytes | None) -> None:
-        self.stream = stream
-        self.separator = separator
-        self.lines = 0
-        self.bad_line: int | None = None
-
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        keys: list[str] = []
-        values: list[bytes] = []
-        for raw in self.stream:
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            line = line[:-1] if line.endswith(b"\r") else line
-            if self.separator is not None:
-                key, sep, line = line.partition(self.separator)
-                if not sep:
-                    self.bad_line = self.lines + 1
-                    break
-                keys.append(key.decode("utf-8", "replace"))
-            values.append(line)
-            self.lines += 1
-            if len(values) >= LINES_PER_BATCH:
-                yield self._batch(pa, keys, values)
-                keys, values = [], []
-        if values:
-            yield self._batch(pa, keys, values)
-
-    def _batch(self, pa: Any, keys: list[str], values: list[bytes]) -> pa.RecordBatch:
-        cols = {"value": pa.array(values, pa.binary())}
-        if self.separator is not None:
-            cols["key"] = pa.array(keys, pa.string())
-        return pa.RecordBatch.from_pydict(cols)
-
-
-def cmd_produce(args: argparse.Namespace) -> int:
-    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
-
-    from kafka_pyspark.spark.writer import TaskWriter, build_plan
-
-    options = {
-        "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
-        "socket.timeout.ms": str(args.timeout_ms), "zk.connectiontimeout.ms": str(args.timeout_ms),
-    }
-    options.update({"zk.connect": args.zk} if args.zk else {"broker.list": args.broker_list})
-    fields = [StructField("value", BinaryType())]
-    sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
-    if sep is not None:
-        if not sep:
-            raise CliError("--key-separator must not be empty")
-        fields.append(StructField("key", StringType()))
-    plan = build_plan(options, StructType(fields))
-    if not plan.brokers:
-        raise CliError("no live brokers")
-    lines = _Lines(sys.stdin.buffer, sep)
-    report = TaskWriter(plan, task="kafka07 produce").write(lines.batches())
-    written = {bp((b, p)): m for (_, b, p), m in
-               sorted((k, v[0]) for k, v in report.written.items())}
-    if args.json:
-        json_document({"topic": args.topic, "messages": report.messages,
-                       "bytes": report.bytes, "partitions": written})
-    else:
-        spread = ", ".join(f"{k}: {n}" for k, n in written.items()) or "none"
-        print(f"produced {report.messages} messages to {args.topic!r} ({spread})",
-              file=sys.stderr)
-    if report.error is not None:
-        error(f"stopped at a bad line: {report.error}")
-        return EXIT_DATA
-    if lines.bad_line is not None:
-        error(f"line {lines.bad_line} has no key separator {args.key_separator!r}; the lines "
-              "before it were produced, nothing after it")
-        return EXIT_DATA
-    return EXIT_OK
-
-
-# --- consume -------------------------------------------------------------------------------
 
 
 def _starts(args: argparse.Namespace, cluster: Cluster, keys: list[tuple[int, int]],
@@ -187,6 +89,7 @@ class _Consumer:
         self.shown = 0
         self.code = EXIT_OK
         self.failed: set[tuple[int, int]] = set()
+        self.progress = Progress("consume")
 
     def budget(self) -> int | None:
         m = self.args.max_messages
@@ -207,15 +110,27 @@ class _Consumer:
             with broker_connection(key[0], self.brokers[key[0]], self.args.timeout_ms) as conn:
                 for res in iter_range(conn, self.args.topic, key[1], start, end):
                     budget = self.budget()
-                    self.shown += _emit(res.batch, self.args.topic, key, self.args, budget)
+                    n = _emit(res.batch, self.args.topic, key, self.args, budget)
+                    self.shown += n
+                    self.progress.add(n, res.next_offset - pos)
                     pos = res.next_offset
                     if budget is not None and self.budget() == 0:
                         break
         except KafkaError as e:
             self.failed.add(key)
             self.code = max(self.code, EXIT_DATA if isinstance(e, MessageError) else EXIT_USAGE)
+            self.progress.clear()
             error(f"{self.args.topic} {bp(key)}: {e}")
         return pos
+
+    def finish(self) -> int:
+        """The summary line; returns the exit code."""
+        self.progress.clear()
+        read = len(self.keys) - len(self.failed)
+        summary(f"consumed {plural(self.shown, 'message')} from {self.args.topic!r} "
+                f"({plural(read, 'broker-partition')} read"
+                + (f", {len(self.failed)} failed)" if self.failed else ")"))
+        return self.code
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
@@ -233,7 +148,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             if start < end:
                 pos[k] = c.read(k, start, end)
         if not args.follow or c.budget() == 0 or len(c.failed) == len(pos):
-            return c.code
+            return c.finish()
         time.sleep(args.poll_ms / 1000.0)
         for k in pos:
             if k not in c.failed:
@@ -249,32 +164,24 @@ def _refresh_bounds(
     except KafkaError as e:
         c.failed.add(k)
         c.code = EXIT_USAGE
+        c.progress.clear()
         error(f"{topic} {bp(k)}: {e}")
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("produce", help="stdin lines to a topic (one message per line)")
-    add_cluster_args(p)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--codec", choices=["none", "gzip", "snappy"], default="none")
-    p.add_argument("--key-separator", help="each line is KEY<sep>VALUE; the key picks the "
-                   "partition as 0.7's DefaultPartitioner does")
-    p.add_argument("--batch-size", type=positive_int, default=200,
-                   help="messages per message set (default 200)")
-    p.set_defaults(func=cmd_produce)
-
     p = sub.add_parser("consume", help="a topic's messages to stdout, one per line")
     add_cluster_args(p)
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to read")
     p.add_argument("--partition", type=parse_broker_partition, action="append",
                    help="brokerId-partition (repeatable; default: all)")
     p.add_argument("--from", dest="start", default="earliest",
                    help="earliest (default), latest, group, or a byte offset N")
     p.add_argument("--group", help="consumer group for --from group")
-    p.add_argument("--max-messages", type=positive_int)
+    p.add_argument("--max-messages", type=positive_int, help="stop after this many messages")
     p.add_argument("--follow", action="store_true",
                    help="keep polling for new messages (until --max-messages or Ctrl-C)")
-    p.add_argument("--poll-ms", type=positive_int, default=1000)
+    p.add_argument("--poll-ms", type=positive_int, default=1000,
+                   help="with --follow: how often to look for new messages (default 1000)")
     p.set_defaults(func=cmd_consume)
 
 
