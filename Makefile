@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard k
 	@echo "setup: $(VENV), a virtual environment of $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "setup: installing kafka_pyspark, its dependencies and extras into $(VENV), and building its C" \
-	  "kernels (pip, quiet: a few minutes on a fresh machine, about one with pip's cache warm)"
+	  "kernels (pip, quiet: a few minutes)"
 	$(PY) -m pip install -q --upgrade pip
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules.
 	# The fuzz extra (atheris, pyproject.toml) only where a binary wheel exists: else without it,

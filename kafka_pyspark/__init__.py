@@ -15,6 +15,7 @@ Public API::
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -46,11 +47,32 @@ def register(spark: SparkSession) -> None:
     When Spark already knows ``kafka07`` (registered by itself from the installed
     ``pyspark_kafka07`` module, or by an earlier call) nothing is done: registering again would
     only make Spark log a WARN that it replaced the source.
+
+    It also sets ``spark.sql.redaction.string.regex`` for the session, if it is unset, to
+    :data:`kafka_pyspark.zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts ``zk.auth.password``
+    in the option maps it shows, but Spark Connect also shows each plan as text (the UI's
+    Connect tab, the event log), and SQL statements are shown as typed; that conf is what
+    Spark redacts those texts with (docs/reading.md, "ZooKeeper ACLs").
     """
     from kafka_pyspark.spark.source import Kafka07DataSource
 
     if not _registered(spark, Kafka07DataSource.name()):
         spark.dataSource.register(Kafka07DataSource)
+    _redact_password_in_statements(spark)
+
+
+def _redact_password_in_statements(spark: SparkSession) -> None:
+    from kafka_pyspark.zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
+
+    try:
+        if not spark.conf.get(STATEMENT_REDACTION_CONF, None):  # the user's own is kept
+            spark.conf.set(STATEMENT_REDACTION_CONF, PASSWORD_STATEMENT_REGEX)
+    except Exception as e:  # a platform that allows setting only some confs: say so, go on
+        logging.getLogger(__name__).warning(
+            "kafka07: could not set %s (%s); where a zk.auth.password is given through Spark "
+            "Connect or in SQL text, set it as docs/reading.md (ZooKeeper ACLs) says",
+            STATEMENT_REDACTION_CONF, e,
+        )
 
 
 def _registered(spark: SparkSession, name: str) -> bool:

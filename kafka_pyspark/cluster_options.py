@@ -25,7 +25,12 @@ from kafka_pyspark.errors import OptionError
 from kafka_pyspark.names import is_decimal
 from kafka_pyspark.option_values import int_option, lower_options
 from kafka_pyspark.wire.protocol import INT32_MAX
-from kafka_pyspark.zk_auth import ZK_AUTH_OPTIONS, ZK_AUTH_SCHEME, credentials_from_options
+from kafka_pyspark.zk_auth import (
+    CREDENTIALS_HINT,
+    ZK_AUTH_OPTIONS,
+    ZK_AUTH_SCHEME,
+    credentials_from_options,
+)
 
 __all__ = [
     "CLUSTER_NAMES",
@@ -161,7 +166,7 @@ def _check_zk_connect(value: str) -> None:
         raise OptionError(
             "zk.connect",
             "holds '@': user info (user:password@host) is not taken there and the value is "
-            f"not shown; give ZooKeeper credentials in {' + '.join(ZK_AUTH_OPTIONS)}",
+            f"not shown; give ZooKeeper credentials in {CREDENTIALS_HINT}",
         )
     hosts, _, chroot = value.partition("/")
     for entry in hosts.split(","):

@@ -291,6 +291,12 @@ class RegistryPermissionError(RegistryError, PermissionError):
     credentials_given: bool = False
 
 
+class NoBrokersRegisteredError(RegistryError):
+    """The ZooKeeper registry (under the given chroot) has no ``/brokers/ids`` node, or no
+    broker registered in it: a wrong chroot, usually. The message names the path and any
+    chroot where a registry was found."""
+
+
 class TopicNotFoundError(KafkaError):
     """A topic asked for by name is not in the registry / on any broker."""
 

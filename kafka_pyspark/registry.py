@@ -46,7 +46,7 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any, NoReturn, TypeVar
 
@@ -142,6 +142,7 @@ class Registry(Closing):
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
+        self._options = options
         self._zk = ZkSession(
             self.zk_connect,
             session_timeout_ms=self.session_timeout_ms,
@@ -164,6 +165,16 @@ class Registry(Closing):
         """True while the session is connected (False before first use and while kazoo is
         reconnecting): a call made now is likely to be answered promptly."""
         return self._zk.connected
+
+    def at_root(self) -> Registry:
+        """The same ZooKeeper, credentials and timeouts without the chroot (to look for the
+        registry elsewhere when this one holds none: :mod:`kafka_pyspark.chroot_hints`)."""
+        hosts = self.zk_connect.partition("/")[0]
+        return Registry.from_options(replace(self._options, zk_connect=hosts))
+
+    def children(self, paths: Sequence[str]) -> list[list[str] | None]:
+        """The children of each of ``paths`` (None: no such node), in one pipelined round."""
+        return self._zk.children_of(paths, paths[0] if len(paths) == 1 else "/*")
 
     # --- reading nodes -------------------------------------------------------------------------
 

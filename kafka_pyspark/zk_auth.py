@@ -33,6 +33,8 @@ from kafka_pyspark.errors import CredentialsError, OptionError
 __all__ = [
     "CREDENTIALS_HINT",
     "KAZOO_LOG",
+    "PASSWORD_STATEMENT_REGEX",
+    "STATEMENT_REDACTION_CONF",
     "ZK_AUTH_ENV",
     "ZK_AUTH_OPTIONS",
     "ZK_AUTH_PASSWORD",
@@ -54,6 +56,17 @@ ZK_AUTH_PASSWORD = "zk.auth.password"
 ZK_AUTH_OPTIONS = (ZK_AUTH_USER, ZK_AUTH_PASSWORD)
 #: the former option, refused: Spark shows its value in clear
 ZK_AUTH_REFUSED = "zk.auth"
+#: Spark's SQL conf that redacts statement texts (unset by default): Spark Connect shows each
+#: client plan as text (the UI's Connect tab, the event log's ``statementText``), and SQL
+#: statements are shown as typed; option maps are redacted by name, these texts are not
+STATEMENT_REDACTION_CONF = "spark.sql.redaction.string.regex"
+#: what :data:`STATEMENT_REDACTION_CONF` needs to hide the password in those texts: the value
+#: after ``zk.auth.password`` as a Connect plan prints it (``key: "zk.auth.password"
+#: value: "..."``, or ``\'...\'`` inside a SQL text) and as SQL takes it (``'...'``)
+PASSWORD_STATEMENT_REGEX = (
+    r"""(?i)zk\.auth\.password[\\`'"]*\s*(?:=|value:)?\s*"""
+    r"""(?:"(?:[^"\\]|\\.)*"|\\'.*?\\'|'(?:[^'\\]|\\.)*')"""
+)
 #: the ``kafka07`` command's environment variable (``user:password`` or ``digest:user:password``)
 ZK_AUTH_ENV = "KAFKA07_ZK_AUTH"
 

@@ -30,6 +30,10 @@ else:
     nb = LocalNotebook("02_streaming_pipeline").start()
     spark, dbutils, display, VOLUMES = nb.spark, nb.dbutils, nb.display, nb.volumes
 
+from kafka_pyspark import register
+
+register(spark)  # Spark Connect (shared, serverless) does not find "kafka07" by itself
+
 # COMMAND ----------
 
 dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")

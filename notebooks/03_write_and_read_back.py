@@ -32,6 +32,10 @@ else:
     nb = LocalNotebook("03_write_and_read_back").start()
     spark, dbutils, display = nb.spark, nb.dbutils, nb.display
 
+from kafka_pyspark import register
+
+register(spark)  # Spark Connect (shared, serverless) does not find "kafka07" by itself
+
 # COMMAND ----------
 
 dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")

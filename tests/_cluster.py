@@ -1,13 +1,15 @@
 """Shared helpers of the tests against the embedded cluster: a kazoo session (the tests play a
 0.7.2 broker or consumer in ZooKeeper with it), reading a topic back with the low-level client
-(never through the Spark read path under test), and an independent reference of where Kafka
-0.7's ``DefaultPartitioner`` sends a key.
+(never through the Spark read path under test), an independent reference of where Kafka
+0.7's ``DefaultPartitioner`` sends a key, and a registered broker that never answers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
@@ -27,6 +29,26 @@ def kazoo_client(connect: str, **options: Any) -> KazooClient:
     client = KazooClient(hosts=connect, timeout=IO_TIMEOUT, **options)
     client.start(timeout=IO_TIMEOUT)
     return client
+
+
+@contextlib.contextmanager
+def unanswering_broker(zk_connect: str, broker_id: int, topic: str = "t") -> Iterator[int]:
+    """Broker ``broker_id`` registered with one partition of ``topic`` at a port (yielded)
+    that accepts connections and never answers: the kernel completes the handshake, nobody
+    reads."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(16)
+        port = srv.getsockname()[1]
+        zk = kazoo_client(zk_connect)
+        try:
+            zk.create(f"/brokers/ids/{broker_id}", f"h-{broker_id}:127.0.0.1:{port}".encode(),
+                      makepath=True)
+            zk.create(f"/brokers/topics/{topic}/{broker_id}", b"1", makepath=True)
+            yield port
+        finally:
+            zk.stop()
+            zk.close()
 
 
 def kafka_partitions(parts: Iterable[InputPartition]) -> list[Kafka07InputPartition]:

@@ -115,7 +115,14 @@ def test_many_files_and_directories(tmp_path: Path, capsys: pytest.CaptureFixtur
         f"{c}: 1 message, end offset 17", f"{a}: 1 message, end offset 17",
         f"{b}: 1 message, end offset 34", "3 files: 3 messages"]
     assert main(["dump", str(logs), "--start", "17", "--max-messages", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[2].startswith("offset=17 next=34")
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        f"Dumping {a}", f"Dumping {b}",
+        f"offset=17 next=34 inner=0 codec=none size=7 {facts(b'b')}",
+    ]
+    assert out.err.splitlines() == [
+        f"{a}: 0 messages, end offset 17", f"{b}: 1 message, end offset 34",
+        "2 of 3 files: 1 message"]
 
 
 def test_what_is_not_a_file_says_what_it_is(
@@ -185,11 +192,19 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
         (["dump", "--zk", "h:1", "--topic", "t", "--partition", "0-0", "--start", "10",
           "--end", "5"], "--end 5 must be greater than --start 10"),
         (["topics", "--zk", "127.0.0.1:2181/a/../b"],
-         "chroot '/a/../b' in '127.0.0.1:2181/a/../b' has a '.' or '..' component"),
-        (["topics", "--zk", "a" * 64 + ".example:2181"], "host '" + "a" * 64 + ".example' is "
-         "not a valid host name (a dot-separated label is empty or longer than 63 characters)"),
+         "kafka07: --zk: chroot '/a/../b' in '127.0.0.1:2181/a/../b' has a '.' or '..' "
+         "component"),
+        (["topics", "--zk", "a" * 64 + ".example:2181"], "kafka07: --zk: entry '" + "a" * 64
+         + ".example:2181' of '" + "a" * 64 + ".example:2181': host '" + "a" * 64 + ".example' "
+         "is not a valid host name (a dot-separated label is empty or longer than 63 "
+         "characters)"),
         (["offsets", "--broker-list", "0:" + "b" * 64 + ":9092", "--topic", "t"],
-         "host '" + "b" * 64 + "' is not a valid host name"),
+         "kafka07: --broker-list: entry '0:" + "b" * 64 + ":9092': host '" + "b" * 64
+         + "' is not a valid host name"),
+        (["lag", "--zk", "ops:Pw-not-shown@127.0.0.1:2181", "--group", "g"],
+         "kafka07: --zk: holds '@': user info (user:password@host) is not taken there and the "
+         "value is not shown; give ZooKeeper credentials in options zk.auth.user + "
+         "zk.auth.password; kafka07: --zk-auth-file or KAFKA07_ZK_AUTH\n"),
         (["consume", "--zk", "h:1", "--broker-list", "0:h:1", "--topic", "t"],
          "argument --broker-list: not allowed with argument --zk"),
         (["offsets", "--topic", "t"], "one of the arguments --zk --broker-list is required"),
@@ -203,7 +218,7 @@ def test_usage_errors_exit_2_without_a_traceback(
 ) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and "Pw-not-shown" not in err
 
 
 def test_version_and_help_on_every_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -258,6 +273,20 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
         "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
     ]
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
+
+
+def test_timeout_ms_bounds_the_zookeeper_session_too() -> None:
+    """kazoo waits out a silent ZooKeeper's handshake for the session timeout, so the
+    session timeout is --timeout-ms too, or a connect would take the default 6 s."""
+    from kafka_pyspark.cli import build_parser
+    from kafka_pyspark.cli.common import open_cluster
+
+    for command in (["topics"], ["lag", "--group", "g"], ["produce", "--topic", "t"]):
+        args = build_parser().parse_args([*command, "--zk", "127.0.0.1:1", "--timeout-ms", "300"])
+        with open_cluster(args) as cluster:  # connects on first use: not here
+            registry = cluster.registry()
+            assert registry is not None
+            assert (registry.session_timeout_ms, registry.connection_timeout_ms) == (300, 300)
 
 
 def test_lag_status_never_shows_a_negative_lag() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _cluster import kazoo_client
+from _cluster import kazoo_client, unanswering_broker
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
@@ -131,7 +130,7 @@ def test_group_offsets_earliest_latest_json_and_dry_run(
     assert main([*argv, "--offsets", '{"0-0": 34}', "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["partitions"] == [{"broker": 0, "partition": 0, "current": 51, "new": 34,
-                                  "earliest": 0, "latest": 51}]
+                                  "earliest": 0, "latest": 51, "current_error": None}]
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"34", 0)
     assert _node(kz, "/consumers/g/offsets/t/0-1") == (b"17", 0)  # not named: unchanged
     assert main([*argv, "--to", "earliest"]) == 0
@@ -177,23 +176,72 @@ def test_group_offsets_by_time_and_refusals(
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"0", 0)
 
 
+def test_group_offsets_refuses_what_it_cannot_check_unless_forced(
+    topic_t: EmbeddedBroker, zk_connect: str, kz: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--offsets"]
+    # inside the log but inside a message: 0.7's consumer would fail there
+    assert main([*argv, '{"0-0": 5}']) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kafka07: 0-0: offset 5 is not where a message starts (")
+    assert err.endswith("); 0.7's consumer would fail there (--force sets it anyway)\n")
+    assert kz.exists("/consumers/g") is None
+    assert main([*argv, '{"0-0": 17, "0-1": 17}']) == 0  # a message's start; the log end
+    assert capsys.readouterr().err == "set 2 offsets of group 'g' topic 't' (2 changed)\n"
+    assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"17", 0)
+    live = "(live partitions: 0-0, 0-1), so the offset cannot be checked against its log " \
+        "(--force sets it anyway)\n"
+    assert main([*argv, '{"0-7": 0}']) == 1
+    assert capsys.readouterr().err == (
+        f"kafka07: 0-7: topic 't' has no partition 0-7 registered in ZooKeeper {live}"
+    )
+    assert main([*argv, '{"5-0": 0}']) == 1
+    assert capsys.readouterr().err == f"kafka07: 5-0: broker 5 is not live {live}"
+    assert sorted(kz.get_children("/consumers/g/offsets/t")) == ["0-0", "0-1"]
+    assert main([*argv, '{"0-0": 5, "5-0": 3}', "--force"]) == 0
+    assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"5", 0)
+    assert _node(kz, "/consumers/g/offsets/t/5-0") == (b"3", 0)
+    # past int64: refused before anything is asked
+    assert main([*argv, f'{{"0-0": {2**63}}}', "--force"]) == 2
+    assert main([*argv[:-1], "--to", str(2**63)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"kafka07: argument --to: '{2**63}' is not earliest, latest or a time in epoch "
+        f"milliseconds (0..{2**63 - 1})"
+    )
+    assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"5", 0)
+
+
+def test_group_offsets_shows_and_replaces_a_node_not_in_0_7_format(
+    topic_t: EmbeddedBroker, zk_connect: str, kz: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kz.create("/consumers/g/offsets/t/0-0", b"abc", makepath=True)
+    argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to",
+            "earliest"]
+    node = f"ZooKeeper {zk_connect}: node /consumers/g/offsets/t/0-0: offset must be a " \
+        "non-negative decimal integer, got b'abc'"
+    assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        "broker-partition  current  new  change  earliest  latest",
+        "0-0               bad      0    -       0         51",
+        "0-1               -        0    -       0         17",
+    ]
+    assert out.err.splitlines() == [
+        f"kafka07: {node}: would be overwritten",
+        "would set 2 offsets of group 'g' topic 't' (2 changed): dry run, nothing written",
+    ]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["partitions"][0] == {"broker": 0, "partition": 0, "current": None, "new": 0,
+                                    "earliest": 0, "latest": 51, "current_error": node}
+    assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"0", 0)
+
+
 @pytest.fixture
 def hung_broker(zk_connect: str) -> Iterator[int]:
-    """Broker 0 registered with topic ``t`` at a port that accepts connections and never
-    answers."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    port = srv.getsockname()[1]
-    zk = kazoo_client(zk_connect)
-    zk.create("/brokers/ids/0", f"h-0:127.0.0.1:{port}".encode(), makepath=True)
-    zk.create("/brokers/topics/t/0", b"1", makepath=True)
-    try:
+    """Broker 0 registered with topic ``t`` at a port that never answers."""
+    with unanswering_broker(zk_connect, 0) as port:
         yield port
-    finally:
-        zk.stop()
-        zk.close()
-        srv.close()
 
 
 def test_produce_to_a_hung_broker_makes_one_attempt_and_no_spark_advice(
@@ -255,7 +303,15 @@ def test_an_acl_protected_zookeeper_with_credentials_from_a_file_or_the_environm
     assert capsys.readouterr().out.splitlines()[-1].startswith("t ")
     argv = ["group-offsets", "--zk", zk_connect, "--group", "g", "--topic", "t", "--to", "latest"]
     monkeypatch.setenv("KAFKA07_ZK_AUTH", f"digest:ops:{PASSWORD}")
-    assert main(argv) == 0  # the nodes under the locked group are written
+    assert main(argv) == 0  # the nodes under the locked group are written, locked as it is
+    admin = kazoo_client(zk_connect, auth_data=[("digest", "admin:adminpw")])
+    try:
+        for node in ("/consumers/g/offsets", "/consumers/g/offsets/t/0-0"):
+            assert admin.get_acls(node)[0] == acl
+        assert admin.get("/consumers/g/offsets/t/0-0")[0] == b"51"
+    finally:
+        admin.stop()
+        admin.close()
     assert main(["lag", "--zk", zk_connect, "--group", "g"]) == 0
     assert "0-0               51      51      0" in capsys.readouterr().out
     monkeypatch.setenv("KAFKA07_ZK_AUTH", "ops:wrong")

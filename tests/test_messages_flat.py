@@ -188,10 +188,9 @@ def test_take_rejects_bad_arguments() -> None:
             KERNEL.take(HI, 0, 12, 12, 0, data, dpos, offsets, words, k, starts)
     with pytest.raises(ValueError):
         KERNEL.take(HI, 0, 12, 12, 0, data, 0, offsets, words, 0, starts[:0])
-    with pytest.raises(ValueError):
-        KERNEL.xor_words(data, offsets, words, 2, 1)
-    with pytest.raises(ValueError):
-        KERNEL.xor_words(data, offsets, words, 0, 9)
+    for k0, k1 in [(2, 1), (0, 9), (-1, 0)]:
+        with pytest.raises(ValueError):
+            KERNEL.check_rows(data, offsets, words, k0, k1, zlib.crc32)
 
 
 # --- the snappy decoder ----------------------------------------------------------------------

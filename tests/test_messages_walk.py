@@ -138,9 +138,15 @@ def test_kernel_rejects_bad_ranges_and_records() -> None:
         KERNEL.gather(data, recs, 0, 1, out[:1], 0, offsets, words, 0)
     with pytest.raises(ValueError):
         KERNEL.gather(data, recs, 0, 5, out, 0, offsets, words, 0)
-    offsets[1] = 62
+    offsets[1] = 61
     with pytest.raises(ValueError):  # a CRC word past the end of the data
-        KERNEL.xor_words(out, offsets, words, 0, 1)
+        KERNEL.check_rows(out, offsets, words, 0, 1, zlib.crc32)
+    offsets[1:3] = 8, 4
+    with pytest.raises(ValueError):  # ends out of order
+        KERNEL.check_rows(out, offsets, words, 0, 2, zlib.crc32)
+    offsets[0] = -1
+    with pytest.raises(ValueError):  # a start before the data
+        KERNEL.check_rows(out, offsets, words, 0, 1, zlib.crc32)
 
 
 @needs_kernel

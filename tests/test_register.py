@@ -32,3 +32,23 @@ def test_register_again_logs_no_replacement_warning(
 
 def test_an_unknown_name_is_not_registered(spark: SparkSession) -> None:
     assert not _registered(spark, "kafka07-no-such-source")
+
+
+def test_register_sets_the_statement_redaction_pattern_unless_one_is_set(
+    spark: SparkSession,
+) -> None:
+    """Spark redacts SQL and Spark Connect statement texts only with this pattern (unset by
+    default); register sets it to hide a zk.auth.password's value there, and keeps a user's."""
+    from kafka_pyspark.zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
+
+    spark.conf.unset(STATEMENT_REDACTION_CONF)
+    register(spark)
+    assert spark.conf.get(STATEMENT_REDACTION_CONF) == PASSWORD_STATEMENT_REGEX
+    plan = spark.sql("SELECT 'zk.auth.password ''Pw-9'' here' AS x")._jdf.queryExecution()
+    assert "Pw-9" not in plan.toString() and "*********(redacted) here" in plan.toString()
+    try:
+        spark.conf.set(STATEMENT_REDACTION_CONF, "(?i)mine")
+        register(spark)
+        assert spark.conf.get(STATEMENT_REDACTION_CONF) == "(?i)mine"
+    finally:
+        spark.conf.set(STATEMENT_REDACTION_CONF, PASSWORD_STATEMENT_REGEX)

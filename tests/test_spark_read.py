@@ -390,7 +390,8 @@ def test_topic_not_found_is_clear(spark: SparkSession, cluster: Cluster) -> None
 @pytest.mark.spark
 def test_option_error_at_load_names_option(spark: SparkSession, cluster: Cluster) -> None:
     for options, name in (
-        (cluster.options(subscribe=MIXED, startingOfsets="earliest"), "startingofsets"),
+        # Spark passes "startingofsets": shown in the spelling of the option it resembles
+        (cluster.options(subscribe=MIXED, startingOfsets="earliest"), "startingOfsets"),
         (cluster.options(subscribe=MIXED, startingOffsets="{bad json"), "startingOffsets"),
         ({**cluster.options(subscribe=MIXED), "broker.list": "0:h:1"}, "broker.list"),
         (cluster.options(subscribe=MIXED, assign='{"a": ["0-0"]}'), "assign"),

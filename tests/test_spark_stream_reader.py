@@ -266,28 +266,31 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
 ) -> None:
     import threading
 
-    from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
+    from kafka_pyspark.wire import OffsetsRequest
 
-    asked: dict[int, set[str]] = {}  # broker id -> threads that asked it
-    real = OffsetLookup.bounds
+    asked: dict[int, list[tuple[str, int]]] = {}  # broker id -> (thread, requests) per call
+    real = BrokerConnection.offsets_pipelined
 
-    def spy(self: OffsetLookup, tp: tuple[str, int, int]) -> LogBounds:
-        asked.setdefault(tp[1], set()).add(threading.current_thread().name)
-        return real(self, tp)
+    def spy(self: BrokerConnection, requests: Sequence[OffsetsRequest],
+            answers: list[list[int]] | None = None) -> list[list[int]]:
+        assert self.broker_id is not None
+        asked.setdefault(self.broker_id, []).append(
+            (threading.current_thread().name, len(requests)))
+        return real(self, requests, answers)
 
     for b in brokers:
         send(b, topic, 0, encode_message_set(values("a", 2)))
     r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
     start = r.initialOffset()
-    asked.clear()
     end = r.latestOffset(start, ReadAllAvailable())
     assert end == {topic: {"0-0": 80, "0-1": 0, "1-0": 80, "1-1": 0, "1-2": 0}}
-    monkeypatch.setattr(OffsetLookup, "bounds", spy)
+    monkeypatch.setattr(BrokerConnection, "offsets_pipelined", spy)
     assert r.latestOffset(end, ReadAllAvailable()) == end
-    # one thread per broker, all of a broker's partitions on it, never the caller's thread
-    assert len(asked[0]) == len(asked[1]) == 1
-    assert asked[0] != asked[1]
-    assert threading.current_thread().name not in asked[0] | asked[1]
+    # one thread per broker, all of a broker's partitions pipelined on it in one call, never
+    # the caller's thread
+    assert [n for _, n in asked[0]] == [2] and [n for _, n in asked[1]] == [3]
+    threads = {asked[0][0][0], asked[1][0][0]}
+    assert len(threads) == 2 and threading.current_thread().name not in threads
     r.stop()
     # maxBytesPerTrigger's boundary scans too: one MULTIFETCH per broker, on its own thread
     scans: dict[int, set[str]] = {}

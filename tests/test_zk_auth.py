@@ -15,6 +15,7 @@ from kafka_pyspark.errors import CredentialsError, OptionError
 from kafka_pyspark.spark.options import parse_read_options
 from kafka_pyspark.spark.options.write import parse_write_options
 from kafka_pyspark.zk_auth import (
+    PASSWORD_STATEMENT_REGEX,
     ZK_AUTH_ENV,
     credentials_from_environment,
     credentials_from_file,
@@ -207,3 +208,30 @@ def test_credentials_from_environment() -> None:
 def test_options_reject_what_the_text_form_rejects() -> None:
     assert credentials_from_options({}) is None
     assert credentials_from_options(CREDS) == credentials_from_text(f"spark:{SECRET}", "t")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a Spark Connect plan's options, as text (protobuf text format escapes quotes)
+        f'options {{\n  key: "zk.auth.password"\n  value: "{SECRET}"\n}}',
+        f'options {{\n  key: "ZK.AUTH.PASSWORD"\n  value: "{SECRET}\\"x"\n}}',
+        # SQL as typed: quoted or dotted key, with or without '='
+        f"OPTIONS ('zk.auth.password' '{SECRET}', 'subscribe' 't')",
+        f"OPTIONS (zk.auth.password '{SECRET}', subscribe 't')",
+        f"OPTIONS (zk.auth.password = '{SECRET}')",
+        f"OPTIONS (`zk.auth.password` '{SECRET}')",
+        # SQL inside a Spark Connect plan's text: its quotes escaped
+        f"query: \"CREATE TEMP VIEW v USING kafka07 OPTIONS (zk.auth.password \\'{SECRET}\\', "
+        "\\'subscribe\\' \\'t\\')\"",
+    ],
+)
+def test_the_statement_redaction_pattern_hides_the_password(text: str) -> None:
+    """The pattern register() gives spark.sql.redaction.string.regex (a Java regex; this one
+    means the same in Python's re): the password's value goes, what follows stays."""
+    import re
+
+    redacted = re.sub(PASSWORD_STATEMENT_REGEX, "*********(redacted)", text)
+    assert SECRET not in redacted
+    assert "*********(redacted)" in redacted
+    assert ("subscribe" in redacted) == ("subscribe" in text)

@@ -28,6 +28,7 @@ from kafka_pyspark.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    error_text,
     exit_code_for,
     permission_advice,
     quiet_libraries,
@@ -86,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(permission_advice(e))
             return exit_code_for(e)
         except KafkaError as e:
-            error(str(e))
+            error(error_text(e))
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`
             return EXIT_OK

@@ -29,6 +29,8 @@ from kafka_pyspark.cli.output import json_document, table
 from kafka_pyspark.names import parse_partition_key, partition_key
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster import Cluster
 
@@ -123,11 +125,23 @@ class OffsetsRow:
 def _broker_offsets(
     conn: BrokerConnection, topic: str, partitions: list[int] | None
 ) -> list[tuple[int, int, int]]:
-    from kafka_pyspark.client import earliest, latest, probe_partition_count
+    """``(partition, earliest, latest)`` of each partition, the requests pipelined."""
+    from kafka_pyspark import wire
+    from kafka_pyspark.client import probe_partition_count
+    from kafka_pyspark.client.offsets import log_bound_request, parse_log_bound
 
     if partitions is None:  # broker.list: probe, as the reader does
         partitions = list(range(probe_partition_count(conn, topic)))
-    return [(p, earliest(conn, topic, p), latest(conn, topic, p)) for p in partitions]
+    requests = [log_bound_request(topic, p, time) for p in partitions
+                for time in (wire.OFFSETS_EARLIEST, wire.OFFSETS_LATEST)]
+    got = [parse_log_bound(answer, conn.address, r)
+           for r, answer in zip(requests, conn.offsets_pipelined(requests), strict=True)]
+    return [(p, got[2 * i], got[2 * i + 1]) for i, p in enumerate(partitions)]
+
+
+def _requests(partitions: Mapping[int, list[int]]) -> dict[int, int]:
+    """OFFSETS requests per broker of :func:`_broker_offsets` (for its deadline)."""
+    return {b: 2 * len(ps) for b, ps in partitions.items()}
 
 
 def partition_offsets(cluster: Cluster, topic: str, timeout_ms: int) -> list[OffsetsRow]:
@@ -143,6 +157,7 @@ def partition_offsets(cluster: Cluster, topic: str, timeout_ms: int) -> list[Off
         brokers,
         lambda conn, b: _broker_offsets(conn, topic, None if known is None else known[b]),
         timeout_ms,
+        None if known is None else _requests(known),
     )
     rows: list[OffsetsRow] = []
     for b, got in sorted(answers.items()):
@@ -225,6 +240,7 @@ def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> lis
         {b: brokers[b] for b in by_broker},
         lambda conn, b: _broker_offsets(conn, topic, by_broker[b]),
         timeout_ms,
+        _requests(by_broker),
     )
     bounds: dict[tuple[int, int], tuple[int, int] | BrokerFailure] = {}
     for b, got in answers.items():

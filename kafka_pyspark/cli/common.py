@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
+    OptionError,
     RegistryPermissionError,
     TopicNotFoundError,
 )
@@ -33,13 +35,15 @@ EXIT_USAGE = 2
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  everything asked for was done and shown
   {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
-     the log end or not in 0.7's format, a group with live consumers (group-offsets)
+     the log end or not in 0.7's format, a group with live consumers or an offset that is
+     not where a message starts (group-offsets)
   {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
      broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
      refusing access
 A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
-#: per-broker (and ZooKeeper connection) deadline unless ``--timeout-ms`` says otherwise
+#: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
+#: otherwise
 DEFAULT_TIMEOUT_MS = 10000
 
 T = TypeVar("T")
@@ -63,6 +67,31 @@ def exit_code_for(e: KafkaError) -> int:
     if isinstance(e, (MessageError, TopicNotFoundError)):
         return EXIT_DATA
     return EXIT_USAGE
+
+
+#: the connector's options the commands set from their arguments: an error about one names
+#: the argument the user typed
+_ARGUMENT_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "zk.sessiontimeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+
+
+def error_text(e: KafkaError) -> str:
+    """``str(e)``, with an option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
+    text = str(e)
+    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
+        prefix = f"option '{e.option}': "
+        if text.startswith(prefix):
+            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
+    return text
 
 
 @contextlib.contextmanager
@@ -103,7 +132,8 @@ def add_cluster_args(
 def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
-        help=f"deadline per broker and for connecting to ZooKeeper (default {DEFAULT_TIMEOUT_MS})",
+        help=f"deadline of each broker request and for connecting to ZooKeeper "
+             f"(default {DEFAULT_TIMEOUT_MS})",
     )
     p.add_argument("--json", action="store_true",
                    help="machine-readable output on stdout (JSON); messages stay on stderr")
@@ -155,19 +185,23 @@ def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
     return credentials_from_file(path) if path is not None else credentials_from_environment()
 
 
+def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The connector's cluster options the arguments stand for (credentials aside:
+    :func:`zk_credentials`). ``--timeout-ms`` bounds each broker request and the ZooKeeper
+    connection; it is the session timeout too, because kazoo waits out the handshake of a
+    ZooKeeper that does not answer for the session timeout, whatever the connection timeout."""
+    where = {"zk.connect": args.zk, "broker.list": getattr(args, "broker_list", None)}
+    timeout = str(args.timeout_ms)
+    return {**{k: v for k, v in where.items() if v is not None}, "socket.timeout.ms": timeout,
+            "zk.connectiontimeout.ms": timeout, "zk.sessiontimeout.ms": timeout}
+
+
 def open_cluster(args: argparse.Namespace) -> Cluster:
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.cluster_options import cluster_options
+    from kafka_pyspark.cluster_options import parse_cluster_options
 
-    return Cluster(
-        cluster_options(
-            zk_connect=args.zk,
-            broker_list=getattr(args, "broker_list", None),
-            zk_connection_timeout_ms=args.timeout_ms,
-            socket_timeout_ms=args.timeout_ms,
-            zk_auth=zk_credentials(args),
-        )
-    )
+    options = parse_cluster_options(cluster_settings(args))
+    return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))
 
 
 def permission_advice(e: RegistryPermissionError) -> str:
@@ -238,15 +272,25 @@ class BrokerFailure:
         return self.message
 
 
+def broker_deadline_ms(timeout_ms: int, requests: int) -> int:
+    """How long a broker's whole part of a table may take: twice the per-request timeout, and
+    once more per window of pipelined requests it is asked beyond the first (the work asked
+    grows it; each answer still has ``timeout_ms``)."""
+    from kafka_pyspark.client.connection import OFFSETS_WINDOW
+
+    return timeout_ms * (2 + max(0, requests - 1) // OFFSETS_WINDOW)
+
+
 def per_broker(
     brokers: Mapping[int, BrokerAddress],
     work: Callable[[BrokerConnection, int], T],
     timeout_ms: int,
+    requests: Mapping[int, int] | None = None,
 ) -> dict[int, T | BrokerFailure]:
     """Run ``work(connection, broker_id)`` for every broker at once, each with its own
     connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
-    finished after twice ``timeout_ms``, gets a :class:`BrokerFailure`; the others are
-    unaffected."""
+    finished within :func:`broker_deadline_ms` for the ``requests`` it is asked (default 1),
+    gets a :class:`BrokerFailure`; the others are unaffected."""
     out: dict[int, T | BrokerFailure] = {}
     conns: dict[int, BrokerConnection] = {}
     threads: dict[int, threading.Thread] = {}
@@ -259,18 +303,18 @@ def per_broker(
         except OSError as e:
             out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
 
+    began = time.monotonic()
     for broker_id, a in brokers.items():
         conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
         threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
         threads[broker_id].start()
-    # each request has ``timeout_ms`` (the socket timeout); a broker's whole part gets twice that
-    deadline = time.monotonic() + 2 * timeout_ms / 1000.0
     for broker_id, t in threads.items():
-        t.join(max(0.0, deadline - time.monotonic()))
+        allowed = broker_deadline_ms(timeout_ms, (requests or {}).get(broker_id, 1))
+        t.join(max(0.0, began + allowed / 1000.0 - time.monotonic()))
         if t.is_alive():
             out[broker_id] = BrokerFailure(
                 f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
-                f"{2 * timeout_ms} ms"
+                f"{allowed} ms"
             )
         conns[broker_id].close()
     return out

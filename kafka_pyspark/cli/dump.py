@@ -7,6 +7,7 @@ message (with 0.7's ``DumpLogSegments`` facts) and ends with a summary line on s
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import stat
 from collections.abc import Iterator
@@ -183,8 +184,9 @@ def cmd_dump(args: argparse.Namespace) -> int:
         except CliError as e:  # say so and go on with the others
             error(str(e))
             tally.code = EXIT_USAGE
-    several = len(files) > 1
+    several, done = len(files) > 1, 0
     for f in files:
+        done += 1
         if several and not args.json:
             print(f"Dumping {f}")
         try:
@@ -196,8 +198,10 @@ def cmd_dump(args: argparse.Namespace) -> int:
             tally.code = max(tally.code, EXIT_USAGE)
         if args.max_messages is not None and tally.messages >= args.max_messages:
             break
-    if several:
-        summary(f"{plural(len(files), 'file')}: {plural(tally.messages, 'message')}"
+    if several:  # --max-messages may have stopped before the last file
+        read = plural(len(files), "file") if done == len(files) else \
+            f"{done} of {plural(len(files), 'file')}"
+        summary(f"{read}: {plural(tally.messages, 'message')}"
                 + (f", {tally.invalid} not valid" if tally.invalid else ""))
     return tally.code
 
@@ -221,9 +225,17 @@ def _dump_live(args: argparse.Namespace) -> int:
             if not lo <= start <= hi:
                 raise CliError(f"--start {start} is outside {args.topic} {bp(key)}'s log "
                                f"[{lo}, {hi}]", EXIT_DATA)
+            where = f"{args.topic} {bp(key)}"
             items = read_live_range(conn, args.topic, key[1], start, end,
                                     verify_crc=not args.no_verify)
-            print_items(items, args, f"{args.topic} {bp(key)}", tally, Progress("dump"))
+            first = next(items)
+            if isinstance(first, DumpStop) and first.kind == "corrupt" and \
+                    args.start is not None and first.offset == start:
+                # a broker serves bytes from any offset: the framing there says which it was
+                raise CliError(f"{where}: no message starts at --start {start}: it is inside "
+                               f"a message, or the log is corrupt there ({first.error})",
+                               EXIT_DATA)
+            print_items(itertools.chain([first], items), args, where, tally, Progress("dump"))
     return tally.code
 
 
@@ -242,7 +254,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--partition", type=parse_broker_partition,
                    help="the broker-partition of a live range, brokerId-partition (0-1)")
     p.add_argument("--start", type=non_negative_int,
-                   help="show messages at this byte offset or later (default: the first)")
+                   help="show messages at this byte offset or later (default: the first); a "
+                   "live range is fetched from it, so it must be where a message starts")
     p.add_argument("--end", type=non_negative_int,
                    help="show messages before this byte offset (default: up to the end)")
     p.add_argument("--max-messages", type=positive_int, help="stop after this many messages")

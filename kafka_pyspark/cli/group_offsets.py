@@ -16,7 +16,7 @@ import json
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
@@ -32,7 +32,9 @@ from kafka_pyspark.cli.common import (
     topic_partitions,
 )
 from kafka_pyspark.cli.output import error, json_document, plural, summary, table
+from kafka_pyspark.errors import MessageError
 from kafka_pyspark.names import parse_partition_key
+from kafka_pyspark.wire.protocol import INT64_MAX
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
@@ -41,16 +43,21 @@ if TYPE_CHECKING:
 
 Key = tuple[int, int]
 NAMED_TARGETS = ("earliest", "latest")
+#: bytes first fetched to check that an explicit offset starts a message (a larger message is
+#: fetched whole by the fetcher's doubling)
+BOUNDARY_FETCH_SIZE = 64 << 10
 
 
 @dataclass(frozen=True)
 class OffsetChange:
     broker: int
     partition: int
-    current: int | None  # committed now (None: never committed)
+    current: int | None  # committed now (None: never committed, or not in 0.7's format)
     new: int
     earliest: int | None  # the log's bounds, when the broker answered
     latest: int | None
+    #: why the node committed now is not in 0.7's format (the new value replaces it)
+    current_error: str | None = None
 
 
 def parse_offsets_json(text: str) -> dict[Key, int]:
@@ -66,73 +73,123 @@ def parse_offsets_json(text: str) -> dict[Key, int]:
         key = parse_partition_key(name)
         if key is None:
             raise CliError(f"--offsets: {name!r} is not brokerId-partition (e.g. \"0-1\")")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise CliError(f"--offsets: {name}: {value!r} is not a byte offset (an integer >= 0)")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+            raise CliError(f"--offsets: {name}: {value!r} is not a byte offset (an integer "
+                           f"0..{INT64_MAX})")
         out[key] = value
     return out
 
 
 def _target(text: str) -> str:
     t = text.strip().lower()
-    if t in NAMED_TARGETS or (t.isdigit() and t.isascii()):
+    if t in NAMED_TARGETS or (t.isdigit() and t.isascii() and int(t) <= INT64_MAX):
         return t
     raise argparse.ArgumentTypeError(
-        f"{text!r} is not earliest, latest or a time in epoch milliseconds"
+        f"{text!r} is not earliest, latest or a time in epoch milliseconds (0..{INT64_MAX})"
     )
 
 
-def _bounds(conn: BrokerConnection, topic: str, parts: list[int], time_ms: int | None
-            ) -> dict[int, tuple[int, int, int | None]]:
+@dataclass(frozen=True)
+class _Log:
+    """What a broker says of one partition's log for the change."""
+
+    earliest: int
+    latest: int
+    at_time: int | None  # the offset of ``--to TIME_MS`` (None: no segment that old)
+    #: why an explicit offset inside the log is not where a message starts (None: it is)
+    not_a_message: str | None = None
+
+
+def _logs(conn: BrokerConnection, args: argparse.Namespace, broker: int, parts: list[int],
+          time_ms: int | None, given: Mapping[Key, int] | None) -> dict[int, _Log]:
     from kafka_pyspark.client import before_time, earliest, latest
 
     out = {}
     for p in parts:
-        at = None if time_ms is None else before_time(conn, topic, p, time_ms)
-        out[p] = (earliest(conn, topic, p), latest(conn, topic, p), at)
+        at = None if time_ms is None else before_time(conn, args.topic, p, time_ms)
+        log = _Log(earliest(conn, args.topic, p), latest(conn, args.topic, p), at)
+        new = None if given is None else given[(broker, p)]
+        if new is not None and log.earliest < new < log.latest and not args.force:
+            log = replace(log, not_a_message=_not_a_message(conn, args.topic, p, new))
+        out[p] = log
     return out
+
+
+def _not_a_message(conn: BrokerConnection, topic: str, partition: int, offset: int
+                   ) -> str | None:
+    """Why no whole message with a right CRC starts at ``offset`` (None if one does): 0.7's
+    consumer fails on an offset that is not a message's start."""
+    from kafka_pyspark.client import iter_range
+
+    try:
+        for _ in iter_range(conn, topic, partition, offset, offset + 1,
+                            fetch_size=BOUNDARY_FETCH_SIZE):
+            break
+    except MessageError as e:
+        return str(e)
+    return None
 
 
 def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
                  ) -> list[OffsetChange]:
     """The new offset of every broker-partition concerned (asks the brokers its bounds)."""
     given = parse_offsets_json(args.offsets) if args.offsets is not None else None
-    keys = sorted(given) if given is not None else topic_partitions(cluster, args.topic)
     brokers = live_brokers(cluster)
+    live = topic_partitions(cluster, args.topic) if given is None else \
+        cluster.partitions(args.topic)
+    keys = sorted(given) if given is not None else live
     time_ms = int(args.to) if args.to is not None and args.to.isdigit() else None
     by_broker: dict[int, list[int]] = {}
     for b, p in keys:
-        if b in brokers:
+        if (b, p) in live:  # a broker closes the connection when asked of another partition
             by_broker.setdefault(b, []).append(p)
     answers = per_broker({b: brokers[b] for b in by_broker},
-                         lambda conn, b: _bounds(conn, args.topic, by_broker[b], time_ms),
+                         lambda conn, b: _logs(conn, args, b, by_broker[b], time_ms, given),
                          args.timeout_ms)
-    current = registry.group_offsets_checked(args.group, args.topic)[0]
+    current, malformed = registry.group_offsets_checked(args.group, args.topic)
+    bad = {parse_partition_key(name): e for name, e in malformed.items()}
     changes = []
     for key in keys:
         got = answers.get(key[0])
         if isinstance(got, BrokerFailure):
             raise CliError(f"cannot set {bp(key)}: {got}", got.code)
-        lo, hi, at = got[key[1]] if got is not None else (None, None, None)
-        new = _new_offset(args, key, given, lo, hi, at)
-        changes.append(OffsetChange(*key, current.get(key), new, lo, hi))
+        log = got.get(key[1]) if got is not None else None
+        if log is None and not args.force:
+            raise CliError(_not_live(args.topic, key, brokers, live), EXIT_DATA)
+        new = _new_offset(args, key, given, log)
+        changes.append(OffsetChange(*key, current.get(key), new,
+                                    None if log is None else log.earliest,
+                                    None if log is None else log.latest, bad.get(key)))
     return changes
 
 
+def _not_live(topic: str, key: Key, brokers: Mapping[int, object], live: list[Key]) -> str:
+    why = (f"broker {key[0]} is not live" if key[0] not in brokers
+           else f"topic {topic!r} has no partition {bp(key)} registered in ZooKeeper")
+    return (f"{bp(key)}: {why} (live partitions: {', '.join(map(bp, live)) or 'none'}), so "
+            "the offset cannot be checked against its log (--force sets it anyway)")
+
+
 def _new_offset(args: argparse.Namespace, key: Key, given: Mapping[Key, int] | None,
-                lo: int | None, hi: int | None, at: int | None) -> int:
+                log: _Log | None) -> int:
     if given is not None:
         new = given[key]
-        if lo is not None and hi is not None and not lo <= new <= hi and not args.force:
-            raise CliError(f"{bp(key)}: offset {new} is outside the log [{lo}, {hi}] "
-                           "(--force sets it anyway)", EXIT_DATA)
+        if log is None or args.force:
+            return new
+        if not log.earliest <= new <= log.latest:
+            raise CliError(f"{bp(key)}: offset {new} is outside the log [{log.earliest}, "
+                           f"{log.latest}] (--force sets it anyway)", EXIT_DATA)
+        if log.not_a_message is not None:
+            raise CliError(f"{bp(key)}: offset {new} is not where a message starts "
+                           f"({log.not_a_message}); 0.7's consumer would fail there (--force "
+                           "sets it anyway)", EXIT_DATA)
         return new
-    if lo is None or hi is None:
-        raise CliError(f"broker {key[0]} is not live: cannot look up {bp(key)}'s offsets")
+    assert log is not None  # --to: only live partitions
     if args.to == "earliest":
-        return lo
+        return log.earliest
     if args.to == "latest":
-        return hi
-    return lo if at is None else at  # no segment that old: everything is newer
+        return log.latest
+    return log.earliest if log.at_time is None else log.at_time  # none that old: all newer
 
 
 def live_consumers(registry: Registry, group: str, topic: str) -> list[str]:
@@ -174,13 +231,17 @@ def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
                        "partitions": [asdict(c) for c in changes]})
     else:
         table(["broker-partition", "current", "new", "change", "earliest", "latest"], [
-            [bp((c.broker, c.partition)), "-" if c.current is None else c.current, c.new,
+            [bp((c.broker, c.partition)),
+             "bad" if c.current_error else "-" if c.current is None else c.current, c.new,
              "-" if c.current is None else f"{c.new - c.current:+d}",
              "-" if c.earliest is None else c.earliest, "-" if c.latest is None else c.latest]
             for c in changes
         ])
-    moved = sum(c.current != c.new for c in changes)
     verb = "would set" if args.dry_run else "set"
+    for c in changes:
+        if c.current_error:
+            error(f"{c.current_error}: {'would be' if args.dry_run else 'was'} overwritten")
+    moved = sum(c.current != c.new for c in changes)
     summary(f"{verb} {plural(len(changes), 'offset')} of group {args.group!r} topic "
             f"{args.topic!r} ({moved} changed)" + (": dry run, nothing written"
                                                   if args.dry_run else ""))
@@ -203,9 +264,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
     p.add_argument("--offsets", metavar="JSON",
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
-                   "within its log unless --force")
+                   "where a message starts (or the log end) on a live partition of the topic, "
+                   "unless --force")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would change, write nothing")
     p.add_argument("--force", action="store_true",
-                   help="write even while the group has live consumers, or outside a log")
+                   help="write anyway: while the group has live consumers, and --offsets "
+                   "outside the log, not where a message starts or on a partition not live")
     p.set_defaults(func=cmd_group_offsets)

@@ -20,10 +20,11 @@ from kafka_pyspark.cli.common import (
     CliError,
     add_cluster_args,
     bp,
+    cluster_settings,
     positive_int,
     zk_credentials,
 )
-from kafka_pyspark.cli.output import Progress, error, json_document, summary
+from kafka_pyspark.cli.output import Progress, error, json_document, plural, summary
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -98,9 +99,8 @@ def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
-        "socket.timeout.ms": str(args.timeout_ms), "zk.connectiontimeout.ms": str(args.timeout_ms),
+        **cluster_settings(args),
     }
-    options.update({"zk.connect": args.zk} if args.zk else {"broker.list": args.broker_list})
     fields = [StructField("value", BinaryType())]
     if keyed:
         fields.append(StructField("key", StringType()))
@@ -145,7 +145,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                        "bytes": report.bytes, "partitions": written})
     else:
         spread = ", ".join(f"{k}: {n}" for k, n in written.items()) or "none"
-        summary(f"produced {report.messages} messages to {args.topic!r} ({spread})")
+        summary(f"produced {plural(report.messages, 'message')} to {args.topic!r} ({spread})")
     if report.error is not None:
         error(f"stopped at a bad line: {report.error}")
         return EXIT_DATA

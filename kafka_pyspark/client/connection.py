@@ -44,6 +44,7 @@ from kafka_pyspark.client.framing import (
 from kafka_pyspark.client.transport import SendFailed, Transport
 from kafka_pyspark.errors import (
     BrokerConnectionError,
+    KafkaError,
     ProtocolError,
     RequestTooLargeError,
     raise_for_code,
@@ -53,6 +54,28 @@ from kafka_pyspark.errors import (
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: OFFSETS requests in flight on one connection (:meth:`BrokerConnection.offsets_pipelined`)
+OFFSETS_WINDOW = 128
+
+
+def _offsets_close_hint(req: wire.OffsetsRequest) -> str:
+    return (f" (a 0.7 broker does this when partition {req.partition} of topic {req.topic!r} "
+            "does not exist on it)")
+
+
+def _describe_window(requests: Sequence[wire.OffsetsRequest], start: int, stop: int) -> str:
+    what = describe(requests[start])
+    return what if stop - start == 1 else f"{what} and the {stop - start - 1} OFFSETS after it"
+
+
+def _whole_frames(frames: Sequence[bytes], start: int, nbytes: int) -> int:
+    """How many of ``frames[start:]`` the first ``nbytes`` bytes sent hold whole."""
+    k = 0
+    while start + k < len(frames) and nbytes >= len(frames[start + k]):
+        nbytes -= len(frames[start + k])
+        k += 1
+    return k
 
 
 class BrokerConnection(Closing):
@@ -306,21 +329,110 @@ class BrokerConnection(Closing):
         """
         check_int32("max_number", max_number)
         req = wire.OffsetsRequest(topic, partition, time, max_number)
-        bound = offsets_answer_bound(max_number)
-        hint = (
-            f" (a 0.7 broker does this when partition {partition} of topic {topic!r} does not "
-            "exist on it)"
+        return self._read_request(req, offsets_answer_bound(max_number),
+                                  lambda body: self._offsets_answer(req, body),
+                                  _offsets_close_hint(req))
+
+    def _offsets_answer(self, req: wire.OffsetsRequest, body: bytes | memoryview) -> list[int]:
+        resp = wire.decode_offsets_response(body)
+        raise_for_code(
+            resp.error,
+            f"OFFSETS topic {req.topic!r} partition {req.partition} time {req.time} "
+            f"on {self.address}",
         )
+        return list(resp.offsets)
 
-        def decode(body: memoryview) -> list[int]:
-            resp = wire.decode_offsets_response(body)
-            raise_for_code(
-                resp.error,
-                f"OFFSETS topic {topic!r} partition {partition} time {time} on {self.address}",
+    def offsets_pipelined(
+        self, requests: Sequence[wire.OffsetsRequest], answers: list[list[int]] | None = None
+    ) -> list[list[int]]:
+        """:meth:`offsets` of every request, in order, with up to :data:`OFFSETS_WINDOW` of
+        them in flight: a 0.7 broker answers one connection's requests in order, so this
+        costs a round trip per window, not per request.
+
+        The answers are appended to ``answers`` (a new list if None) as they come, so on an
+        error the caller has those of the requests before the failing one. Everything else is
+        as if :meth:`offsets` were called for each request in turn: every answer must come
+        within the socket timeout of being awaited; a connection lost before a request's
+        answer (a 0.7.2 broker closes it on OFFSETS for a partition it lacks) is retried from
+        that request on, ``retries`` times with backoff, then raised naming that request; an
+        error code raises the typed :class:`BrokerError` (the connection is dropped when
+        answers to later requests are still in flight); a malformed answer drops the
+        connection and is never retried.
+        """
+        out: list[list[int]] = [] if answers is None else answers
+        first = len(out)
+        for req in requests:
+            check_int32("max_number", req.max_number)
+        frames = [wire.encode_request(r) for r in requests]
+        with self._lock:
+            attempt = 0
+            while len(out) - first < len(requests):
+                done = len(out)
+                try:
+                    self._ensure_socket()
+                    self._offsets_window(requests, frames, out, first)
+                except BrokerConnectionError as e:
+                    err = e
+                except ProtocolError:
+                    self._drop("protocol error on pipelined OFFSETS")  # never retried
+                    raise
+                except KafkaError:
+                    raise  # an error code: the connection was dropped if answers were pending
+                except BaseException:
+                    self._drop("interrupted during pipelined OFFSETS")  # stream position unknown
+                    raise
+                else:
+                    break
+                self._drop(str(err))
+                if len(out) > done:
+                    attempt = 0  # each request has its own retries, as with offsets()
+                self._retry_or_raise(err, attempt, "")
+                attempt += 1
+        return out
+
+    def _offsets_window(self, requests: Sequence[wire.OffsetsRequest], frames: list[bytes],
+                        out: list[list[int]], first: int) -> None:
+        """Send the requests not answered yet (a window at a time) and read their answers
+        into ``out``. A send that fails ends the sending; the answers to the requests sent
+        whole before it are still read, then its error is raised."""
+        transport = self._transport
+        n = len(requests)
+        # in flight: at most half the socket buffer of requests, so a send never waits on a
+        # broker that waits for its answers to be read
+        window = max(1, min(OFFSETS_WINDOW, self.buffer_size // 2 // max(map(len, frames))))
+        sent = len(out) - first
+        broken: BrokerConnectionError | None = None
+        while len(out) - first < n:
+            i = len(out) - first
+            if broken is None and sent < n and sent - i <= window // 2:
+                stop = min(n, i + window)
+                try:
+                    transport.send(b"".join(frames[sent:stop]), _describe_window(requests, sent,
+                                                                                   stop))
+                except SendFailed as sf:
+                    broken = sf.error
+                    sent += _whole_frames(frames, sent, sf.sent)
+                else:
+                    sent = stop
+            if i >= sent:
+                assert broken is not None
+                raise broken
+            req = requests[i]
+            body = transport.read_small_frame(offsets_answer_bound(req.max_number),
+                                              describe(req), _offsets_close_hint(req))
+            try:
+                out.append(self._offsets_answer(req, body))
+            except ProtocolError as e:
+                raise with_context(e, self.address) from e
+            except KafkaError:
+                if sent > i + 1:  # later answers in flight: the stream cannot be reused
+                    self._drop(f"error answer to {describe(req)}")
+                raise
+        if transport.ahead:
+            raise ProtocolError(
+                f"{self.address}: {transport.ahead} bytes arrived after the answers to "
+                f"{n} pipelined OFFSETS requests, which no request asked for"
             )
-            return list(resp.offsets)
-
-        return self._read_request(req, bound, decode, hint)
 
     def produce(self, topic: str, partition: int, message_set: bytes) -> None:
         """PRODUCE (no answer in 0.7). Never resent once a byte of it was sent."""

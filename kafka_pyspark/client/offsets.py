@@ -29,30 +29,58 @@ class SegmentStarts(NamedTuple):
     end: int
 
 
-def _single(conn: BrokerConnection, topic: str, partition: int, time: int) -> list[int]:
-    return conn.offsets(topic, partition, time, 1)
+_NAMES = {wire.OFFSETS_EARLIEST: "earliest", wire.OFFSETS_LATEST: "latest"}
+
+
+def log_bound_request(topic: str, partition: int, time: int) -> wire.OffsetsRequest:
+    """OFFSETS for one offset: ``time`` :data:`~kafka_pyspark.wire.OFFSETS_EARLIEST` asks
+    what :func:`earliest` answers, :data:`~kafka_pyspark.wire.OFFSETS_LATEST` :func:`latest`."""
+    return wire.OffsetsRequest(topic, partition, time, 1)
+
+
+def parse_log_bound(got: list[int], address: str, req: wire.OffsetsRequest) -> int:
+    """The offset answered to :func:`log_bound_request` (``address``: the broker)."""
+    if not got:
+        raise ProtocolError(
+            f"{address}: OFFSETS {_NAMES.get(req.time, req.time)} for topic {req.topic!r} "
+            f"partition {req.partition} answered no offset"
+        )
+    return got[0]
+
+
+def _bound(conn: BrokerConnection, topic: str, partition: int, time: int) -> int:
+    req = log_bound_request(topic, partition, time)
+    return parse_log_bound(conn.offsets(topic, partition, time, 1), conn.address, req)
 
 
 def earliest(conn: BrokerConnection, topic: str, partition: int) -> int:
     """The first offset still on the broker (0 for an unknown topic or unwritten partition)."""
-    got = _single(conn, topic, partition, wire.OFFSETS_EARLIEST)
-    if not got:
-        raise ProtocolError(
-            f"{conn.address}: OFFSETS earliest for topic {topic!r} partition {partition} "
-            "answered no offset"
-        )
-    return got[0]
+    return _bound(conn, topic, partition, wire.OFFSETS_EARLIEST)
 
 
 def latest(conn: BrokerConnection, topic: str, partition: int) -> int:
     """The log end the broker serves: the offset the next message will get, once flushed."""
-    got = _single(conn, topic, partition, wire.OFFSETS_LATEST)
+    return _bound(conn, topic, partition, wire.OFFSETS_LATEST)
+
+
+def segment_starts_request(
+    topic: str, partition: int, max_number: int = DEFAULT_MAX_SEGMENTS
+) -> wire.OffsetsRequest:
+    """The OFFSETS request :func:`segment_starts` sends (for pipelining many of them)."""
+    return wire.OffsetsRequest(topic, partition, wire.OFFSETS_LATEST, max_number)
+
+
+def parse_segment_starts(got: list[int], address: str, topic: str,
+                         partition: int) -> SegmentStarts:
+    """The answer to :func:`segment_starts_request` (``address``: the broker, for errors)."""
     if not got:
         raise ProtocolError(
-            f"{conn.address}: OFFSETS latest for topic {topic!r} partition {partition} "
+            f"{address}: OFFSETS latest for topic {topic!r} partition {partition} "
             "answered no offset"
         )
-    return got[0]
+    end = got[0]
+    starts = sorted({o for o in got[1:] if o < end})
+    return SegmentStarts(starts, end)
 
 
 def segment_starts(
@@ -66,14 +94,14 @@ def segment_starts(
     ``max_number`` the oldest starts are missing.
     """
     got = conn.offsets(topic, partition, wire.OFFSETS_LATEST, max_number)
-    if not got:
-        raise ProtocolError(
-            f"{conn.address}: OFFSETS latest for topic {topic!r} partition {partition} "
-            "answered no offset"
-        )
-    end = got[0]
-    starts = sorted({o for o in got[1:] if o < end})
-    return SegmentStarts(starts, end)
+    return parse_segment_starts(got, conn.address, topic, partition)
+
+
+def before_time_request(topic: str, partition: int, time_ms: int) -> wire.OffsetsRequest:
+    """The OFFSETS request :func:`before_time` sends (for pipelining many of them)."""
+    if time_ms < 0:
+        raise ValueError(f"time_ms must be >= 0 (epoch milliseconds), got {time_ms}")
+    return wire.OffsetsRequest(topic, partition, time_ms, 1)
 
 
 def before_time(conn: BrokerConnection, topic: str, partition: int, time_ms: int) -> int | None:
@@ -83,7 +111,6 @@ def before_time(conn: BrokerConnection, topic: str, partition: int, time_ms: int
     written after ``time_ms`` (and possibly some earlier messages of that segment). ``None``
     when no segment was modified before that time (read from the earliest offset instead).
     """
-    if time_ms < 0:
-        raise ValueError(f"time_ms must be >= 0 (epoch milliseconds), got {time_ms}")
-    got = _single(conn, topic, partition, time_ms)
+    req = before_time_request(topic, partition, time_ms)
+    got = conn.offsets(req.topic, req.partition, req.time, req.max_number)
     return got[0] if got else None

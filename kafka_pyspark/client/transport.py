@@ -42,6 +42,7 @@ _BODY_PART = "response body"
 # the local name, the call's argument): no view of a previous answer is alive. Python 3.14 may
 # not count the argument (a borrowed reference): then one view goes unseen, _unviewed sees it.
 _UNSHARED_REFS = 3
+_AHEAD_CHUNK = 64 << 10  # one receive of answers to pipelined requests
 
 
 def _unviewed(buf: bytearray) -> bool:
@@ -83,8 +84,12 @@ class Transport:
         self.keep_bytes = 2 * buffer_size  # the largest receive buffer kept for reuse
         self._kept: bytearray | None = None
         self._head = bytearray(4)
+        self._ahead = bytearray()  # read ahead by read_small_frame, from _ahead_pos on
+        self._ahead_pos = 0
 
     def close(self) -> None:
+        self._ahead.clear()
+        self._ahead_pos = 0
         sock, self.sock = self.sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -210,25 +215,98 @@ class Transport:
         got = 0
         try:
             while got < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                if left < self.timeout:
-                    sock.settimeout(left)  # the whole answer's deadline, not per recv
-                k = sock.recv_into(view[got:], n - got)
+                k = sock.recv_into(view[got:], n - got) if self._until(sock, deadline) else 0
                 if k == 0:
                     raise self._closed_error(what, part, close_hint, got, n)
                 got += k
-        except TimeoutError as e:
-            raise BrokerTimeoutError(
+        except OSError as e:
+            raise self._read_error(e, what, part, close_hint, got, n) from e
+        finally:
+            with contextlib.suppress(OSError):
+                sock.settimeout(self.timeout)
+
+    def _until(self, sock: socket.socket, deadline: float) -> bool:
+        """Set the socket's timeout to what is left until ``deadline`` (the whole answer's
+        deadline, not per receive); TimeoutError once it has passed. True."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if left < self.timeout:
+            sock.settimeout(left)
+        return True
+
+    def _read_error(self, e: OSError, what: str, part: str, close_hint: str, got: int,
+                    n: int) -> BrokerConnectionError:
+        """What a failed receive of ``part`` (``got`` of ``n`` bytes) raises."""
+        if isinstance(e, TimeoutError) and not isinstance(e, BrokerConnectionError):
+            return BrokerTimeoutError(
                 f"{self.address}: no whole answer to {what} within {self.timeout:g} s "
                 f"({got} of {n} bytes of the {part} received)"
-            ) from e
+            )
+        cause: OSError = e
+        if isinstance(e, ConnectionResetError) and part == _LENGTH_PART and got == 0:
+            # a broker that closes the connection with requests of ours unread resets it
+            # (pipelined requests): the same as closing it instead of answering
+            cause = self._closed_error(what, part, close_hint, got, n)
+        return BrokerConnectionError(
+            f"{self.address}: connection lost reading the {part} of the answer to "
+            f"{what} ({got} of {n} bytes received): {cause}"
+        )
+
+    # --- many small answers in a row (pipelined requests) -----------------------------------
+
+    @property
+    def ahead(self) -> int:
+        """Bytes received past the last answer :meth:`read_small_frame` returned."""
+        return len(self._ahead) - self._ahead_pos
+
+    def read_small_frame(self, bound: int, what: str, close_hint: str) -> bytes:
+        """:meth:`read_frame` (same deadline and errors) for answers to pipelined requests:
+        the socket is read in chunks into a read-ahead buffer, so one receive brings many
+        answers; the answer is a copy (they are small). Bytes read ahead belong to the
+        answers that follow: while there are any (:attr:`ahead`), only this method may read
+        the socket; :meth:`close` drops them."""
+        sock = self.open()
+        deadline = time.monotonic() + self.timeout
+        self._fill(sock, 4, what, _LENGTH_PART, close_hint, deadline)
+        pos = self._ahead_pos
+        try:
+            n = wire.frame_length(memoryview(self._ahead)[pos : pos + 4])
+        except ProtocolError as e:
+            raise with_context(e, f"{self.address}: the answer to {what}") from e
+        if n > bound:
+            raise ProtocolError(
+                f"{self.address}: the answer to {what} announces {n} bytes, more than the "
+                f"{bound} this request allows"
+            )
+        self._fill(sock, 4 + n, what, _BODY_PART, close_hint, deadline)
+        body = bytes(memoryview(self._ahead)[pos + 4 : pos + 4 + n])
+        self._ahead_pos = pos + 4 + n
+        if self._ahead_pos == len(self._ahead):
+            self._ahead.clear()
+            self._ahead_pos = 0
+        elif self._ahead_pos >= _AHEAD_CHUNK:
+            del self._ahead[: self._ahead_pos]
+            self._ahead_pos = 0
+        return body
+
+    def _fill(self, sock: socket.socket, need: int, what: str, part: str, close_hint: str,
+              deadline: float) -> None:
+        """Receive until the read-ahead buffer holds ``need`` bytes past its position (a
+        frame's length field, 4, or its whole, 4 + body), by ``deadline``."""
+        if self.ahead >= need:
+            return
+        header = 0 if part == _LENGTH_PART else 4
+        try:
+            while self.ahead < need:
+                chunk = sock.recv(_AHEAD_CHUNK) if self._until(sock, deadline) else b""
+                if not chunk:
+                    raise self._closed_error(what, part, close_hint, self.ahead - header,
+                                             need - header)
+                self._ahead += chunk
         except OSError as e:
-            raise BrokerConnectionError(
-                f"{self.address}: connection lost reading the {part} of the answer to "
-                f"{what} ({got} of {n} bytes received): {e}"
-            ) from e
+            raise self._read_error(e, what, part, close_hint, self.ahead - header,
+                                   need - header) from e
         finally:
             with contextlib.suppress(OSError):
                 sock.settimeout(self.timeout)

@@ -19,9 +19,10 @@
  *       scan and gather in one pass, for the fast lane (flat.py): plain messages only (a
  *       wrapper stops it with ST_WRAPPER), payloads straight into data, the absolute offsets
  *       base + position into starts (or None).
- *   xor_words(data, offsets, words, k0, k1)
- *       xors CRC words k0..k1-1, little-endian, into the 4 bytes after their payloads' ends
- *       (an involution: calling it twice restores `data`).
+ *   check_rows(data, offsets, words, k0, k1, crc32) -> bool
+ *       whether payloads k0..k1-1 (back to back in data, ending at the offsets) match their
+ *       CRC words (below), by one CRC call with the engine crc32 (_wrappers.c's kp_rows_ok,
+ *       the check the lanes make in C).
  *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
  *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
  *   _C_API: a capsule holding `take`'s C functions, the CRC engine's parsing and the rows'
@@ -33,7 +34,7 @@
  * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/messages/
  * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
  * payload, CRC-32 of data (+4 zero bytes) started from CHECK_OK returns CHECK_OK exactly when
- * every stored CRC is right (_wrappers.c's kp_rows_ok, or walk.check_words).
+ * every stored CRC is right (_wrappers.c's kp_rows_ok: check_rows, and the lanes in C).
  *
  * Nothing here trusts a length: every LENGTH is range-checked before use, every record
  * handed back in is checked against the buffer it points into, every write against the
@@ -272,40 +273,6 @@ done:
     return result;
 }
 
-/* xor_words(data, offsets, words, k0, k1): xors words[k] after the end offsets[k + 1] of every
- * payload k0 <= k < k1 (an involution: calling it twice restores data) */
-static PyObject *xor_words(PyObject *self, PyObject *args)
-{
-    Py_buffer data, offs, wbuf;
-    Py_ssize_t k0, k1;
-    if (!PyArg_ParseTuple(args, "w*y*y*nn", &data, &offs, &wbuf, &k0, &k1))
-        return NULL;
-    PyObject *result = NULL;
-    uint8_t *d = (uint8_t *)data.buf;
-    const int32_t *offsets = (const int32_t *)offs.buf;
-    const uint32_t *words = (const uint32_t *)wbuf.buf;
-    if (k0 < 0 || k1 < k0 || k1 + 1 > offs.len / (Py_ssize_t)sizeof(int32_t) ||
-        k1 > wbuf.len / (Py_ssize_t)sizeof(uint32_t)) {
-        PyErr_SetString(PyExc_ValueError, "xor_words: range out of bounds");
-        goto done;
-    }
-    for (Py_ssize_t i = k0; i < k1; i++) {
-        Py_ssize_t at = offsets[i + 1];
-        if (at < 0 || at > data.len - 4) {
-            PyErr_Format(PyExc_ValueError, "xor_words: end %zd outside the data", at);
-            goto done;
-        }
-        xor_word(d + at, words[i]);
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    PyBuffer_Release(&wbuf);
-    return result;
-}
-
 static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
 {
     long long n = PyLong_AsLongLong(arg);
@@ -321,7 +288,7 @@ static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk and check the messages of a buffer into records."},
     {"gather", gather, METH_VARARGS, "Copy uncompressed payloads; their ends and CRC words."},
-    {"xor_words", xor_words, METH_VARARGS, "Xor CRC words after the payload ends."},
+    {"check_rows", kp_check_rows, METH_VARARGS, "Whether payloads match their CRC words."},
     {"take", take, METH_VARARGS, "Walk plain messages, copying payloads: scan + gather."},
     {"snappy_size", kp_snappy_size, METH_O, "Bytes a snappy-java wrapper payload announces."},
     {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},

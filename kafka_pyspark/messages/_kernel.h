@@ -417,6 +417,7 @@ static inline void xor_word(uint8_t *at, uint32_t w)
  * them with the words xored after their ends (crc.py). ValueError if the sink has not 4 bytes
  * to spare after them. */
 int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc);
+PyObject *kp_check_rows(PyObject *self, PyObject *args); /* kp_rows_ok for Python */
 
 /* --- _kernel's other parts (_snappy.c, _wrappers.c) ----------------------------------------- */
 

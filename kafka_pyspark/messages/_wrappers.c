@@ -107,6 +107,48 @@ int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc)
     return r < 0 ? -1 : check == CHECK_OK;
 }
 
+/* check_rows(data, offsets, words, k0, k1, crc32) -> bool: kp_rows_ok on Python's buffers
+ * (walk.check_words), with every end it reads checked: within the data with 4 bytes to spare,
+ * in order. ValueError where they are not (a caller's bug). */
+PyObject *kp_check_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer data, offs, wbuf;
+    Py_ssize_t k0, k1;
+    PyObject *fn, *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*y*nnO", &data, &offs, &wbuf, &k0, &k1, &fn))
+        return NULL;
+    sink_t s = {0};
+    kp_crc_t engine;
+    s.data = (uint8_t *)data.buf;
+    s.dcap = data.len;
+    s.offsets = (int32_t *)offs.buf;
+    s.ocap = offs.len / (Py_ssize_t)sizeof(int32_t);
+    s.words = (uint32_t *)wbuf.buf;
+    s.wcap = wbuf.len / (Py_ssize_t)sizeof(uint32_t);
+    if (kp_crc_parse(fn, NULL, &engine, "check_rows") < 0)
+        goto done;
+    if (k0 < 0 || k1 < k0 || k1 + 1 > s.ocap || k1 > s.wcap) {
+        PyErr_SetString(PyExc_ValueError, "check_rows: range out of bounds");
+        goto done;
+    }
+    for (Py_ssize_t i = k0; i <= k1 && k1 > k0; i++) { /* no rows: nothing read */
+        Py_ssize_t at = s.offsets[i];
+        if (at < 0 || at > s.dcap - 4 || (i > k0 && at < s.offsets[i - 1])) {
+            PyErr_Format(PyExc_ValueError, "check_rows: end %zd outside the data or out of order",
+                         at);
+            goto done;
+        }
+    }
+    int ok = kp_rows_ok(&s, k0, k1, &engine);
+    if (ok >= 0)
+        result = PyBool_FromLong(ok);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    return result;
+}
+
 /* snappy_fetch(buf, recs, data, offsets, words, counts, crc32, verify)
  *     -> (status, i, dpos, k)
  * For every snappy wrapper recs[i] of buf, in order: its CRC32 checked (when verify, by the

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages import compression, walk
-from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32, isal_crc_address, isal_zlib
+from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32
 from kafka_pyspark.messages.layout import CODEC_GZIP
 from kafka_pyspark.wire.protocol import INT32_MAX
 
@@ -44,11 +44,9 @@ _scratch = threading.local()
 gzip_lane = (load_kernel("kafka_pyspark.messages._gzip", lambda m: hasattr(m, "gzip_fetch"),
                          walk.KERNEL_CONSTANTS)
              if walk.kernel is not None else None)
-# the snappy lane's CRCs: ISA-L's called by the kernel itself (walk.CRC_ISAL) when it finds it
-# in python-isal's module, else ``crc32`` called back (one Python call per wrapper)
-_SNAPPY_CRC: Callable[..., int] | int = (
-    walk.CRC_ISAL if isal_zlib is not None and walk.kernel is not None
-    and walk.kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
+# the snappy lane's CRCs: the kernel's engine (ISA-L's called from C, else ``crc32`` called
+# back, one Python call per wrapper)
+_SNAPPY_CRC = walk.KERNEL_CRC
 # the gzip lane's CRCs: ISA-L's called directly too, else through a call back (faster than
 # libdeflate's on large buffers), else libdeflate's own rather than zlib's
 _GZIP_CRC: Callable[..., int] | int = (

@@ -18,7 +18,7 @@ a problem in the input is a ``status`` of the scan, turned into a typed error by
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages.arrays import int_array
-from kafka_pyspark.messages.crc import crc32, verify_concatenated
+from kafka_pyspark.messages.crc import crc32, isal_crc_address, isal_zlib, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -116,6 +116,12 @@ kernel = load_kernel(
     KERNEL_CONSTANTS,
 )
 ENGINE = "kernel" if kernel is not None else "python"
+# the CRC-32 engine the kernel's checks of rows call: ISA-L's called from C (CRC_ISAL) when it
+# is in python-isal's module (its address found by crc.isal_crc_address), else ``crc32`` called
+# back
+KERNEL_CRC: Callable[..., int] | int = (
+    CRC_ISAL if isal_zlib is not None and kernel is not None
+    and kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
 
 
 class Scan(NamedTuple):
@@ -270,12 +276,7 @@ def check_words(data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int32],
     if k0 == k1:
         return True
     assert kernel is not None
-    lo, hi = int(offsets[k0]), int(offsets[k1])
-    data[hi : hi + 4] = 0
-    kernel.xor_words(data, offsets, words, k0, k1)
-    ok = crc32(data[lo : hi + 4], CHECK_OK) == CHECK_OK
-    kernel.xor_words(data, offsets, words, k0, k1)
-    return ok
+    return bool(kernel.check_rows(data, offsets, words, k0, k1, KERNEL_CRC))
 
 
 def leaf_count(scan: Scan, lo: int, hi: int) -> int:

@@ -136,10 +136,13 @@ def current_partitions(cluster: Cluster, subscription: Subscription) -> list[Top
 
 def _not_found(cluster: Cluster, topic: str) -> str:
     where = repr(cluster)
-    if cluster.registry() is not None:
+    registry = cluster.registry()
+    if registry is not None:
+        from kafka_pyspark.chroot_hints import topic_elsewhere
+
         return (
             f"topic {topic!r} does not exist: it has no broker-partition in the ZooKeeper "
-            f"registry of {where} (no live broker has it)"
+            f"registry of {where} (no live broker has it){topic_elsewhere(registry, topic)}"
         )
     return f"topic {topic!r}: no broker of {where} has a partition of it"
 

@@ -25,6 +25,7 @@ from kafka_pyspark.errors import BrokerConnectionError, TopicNotFoundError
 from kafka_pyspark.names import TopicPartition
 
 if TYPE_CHECKING:
+    from kafka_pyspark import wire
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster_options import BrokerAddress
 
@@ -32,6 +33,14 @@ __all__ = ["LogBounds", "OffsetLookup", "per_broker"]
 
 _W = TypeVar("_W")
 _R = TypeVar("_R")
+
+
+def _raise_first(tps: Sequence[TopicPartition], found: Mapping[TopicPartition, object],
+                 down: Mapping[int, BrokerConnectionError]) -> None:
+    """Raise the error of the first broker-partition of ``tps`` whose broker failed."""
+    for tp in tps:
+        if tp not in found and tp[1] in down:
+            raise down[tp[1]]
 
 
 def per_broker(work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
@@ -123,51 +132,102 @@ class OffsetLookup(Closing):
 
     def bounds(self, tp: TopicPartition) -> LogBounds:
         """Earliest, latest and the segment starts, from one OFFSETS (latest, many) request."""
-        from kafka_pyspark.client import segment_starts
-
-        topic, broker, partition = tp
-        got = segment_starts(self.connection(broker), topic, partition)
-        earliest = got.starts[0] if got.starts else got.end
-        return LogBounds(earliest, got.end, tuple(got.starts))
+        return self.all_bounds([tp])[tp]
 
     def all_bounds(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, LogBounds]:
-        return {tp: self.bounds(tp) for tp in tps}
+        """:meth:`bounds` of each broker-partition (:meth:`bounds_per_broker`); a broker that
+        does not answer raises its error (that of the first such broker-partition of
+        ``tps``)."""
+        tps = list(tps)
+        found, down = self.bounds_per_broker(tps)
+        _raise_first(tps, found, down)
+        return {tp: found[tp] for tp in tps}
 
     def bounds_per_broker(
         self, tps: Iterable[TopicPartition]
     ) -> tuple[dict[TopicPartition, LogBounds], dict[int, BrokerConnectionError]]:
-        """:meth:`bounds` of each broker-partition, the brokers asked at the same time
-        (:func:`per_broker`; 0.7 has no OFFSETS request for several partitions), each broker's
-        partitions one after the other on its connection. A broker that does not answer is
-        left out from its first failure on, with the error; any other error is raised."""
+        """:meth:`bounds` of each broker-partition: the brokers asked at the same time
+        (:func:`per_broker`; 0.7 has no OFFSETS request for several partitions), each one's
+        requests pipelined on its connection
+        (:meth:`~kafka_pyspark.client.BrokerConnection.offsets_pipelined`). A broker that does
+        not answer is left out from its first failure on, with the error; any other error is
+        raised."""
+        from kafka_pyspark.client.offsets import parse_segment_starts, segment_starts_request
+
+        def parse(tp: TopicPartition, got: list[int], address: str) -> LogBounds:
+            starts = parse_segment_starts(got, address, tp[0], tp[2])
+            earliest = starts.starts[0] if starts.starts else starts.end
+            return LogBounds(earliest, starts.end, tuple(starts.starts))
+
+        return self._ask(tps, lambda tp: segment_starts_request(tp[0], tp[2]), parse)
+
+    def before_times(self, tps: Iterable[TopicPartition],
+                     time_ms: int) -> dict[TopicPartition, int | None]:
+        """:meth:`before_time` of each broker-partition, pipelined as :meth:`all_bounds`."""
+        from kafka_pyspark.client.offsets import before_time_request
+
+        tps = list(tps)
+        found, down = self._ask(
+            tps, lambda tp: before_time_request(tp[0], tp[2], time_ms),
+            lambda _tp, got, _address: got[0] if got else None,
+        )
+        _raise_first(tps, found, down)
+        return {tp: found[tp] for tp in tps}
+
+    def _ask(
+        self,
+        tps: Iterable[TopicPartition],
+        request: Callable[[TopicPartition], wire.OffsetsRequest],
+        parse: Callable[[TopicPartition, list[int], str], _R],
+    ) -> tuple[dict[TopicPartition, _R], dict[int, BrokerConnectionError]]:
+        """``request(tp)`` for every broker-partition, the brokers at the same time, each
+        broker's requests pipelined. Returns each answer parsed by ``parse`` (given the
+        broker's address), and the brokers that failed with a connection error (their
+        answers before the failure are kept)."""
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in tps:
             by_broker.setdefault(tp[1], []).append(tp)
-        out: dict[TopicPartition, LogBounds] = {}
+
+        def ask(broker: int, mine: Sequence[TopicPartition]) -> tuple[
+                dict[TopicPartition, _R], BrokerConnectionError | None]:
+            conn = self.connection(broker)
+            answers: list[list[int]] = []
+            error: BrokerConnectionError | None = None
+            try:
+                conn.offsets_pipelined([request(tp) for tp in mine], answers)
+            except BrokerConnectionError as e:
+                error = e
+            # answers stop at a failure: those of the broker-partitions before it
+            answered = zip(mine[: len(answers)], answers, strict=True)
+            return {tp: parse(tp, got, conn.address) for tp, got in answered}, error
+
+        out: dict[TopicPartition, _R] = {}
         down: dict[int, BrokerConnectionError] = {}
-        for broker, (found, err) in per_broker(by_broker, self._broker_bounds).items():
+        for broker, (found, err) in per_broker(by_broker, ask).items():
             out.update(found)
             if err is not None:
                 down[broker] = err
         return out, down
 
-    def _broker_bounds(
-        self, broker: int, tps: Sequence[TopicPartition]
-    ) -> tuple[dict[TopicPartition, LogBounds], BrokerConnectionError | None]:
-        found: dict[TopicPartition, LogBounds] = {}
-        for tp in tps:
-            try:
-                found[tp] = self.bounds(tp)
-            except BrokerConnectionError as e:
-                return found, e
-        return found, None
-
     def before_time(self, tp: TopicPartition, time_ms: int) -> int | None:
         """0.7's offset "before" ``time_ms`` (see the module docstring); None if none."""
-        from kafka_pyspark.client import before_time
+        return self.before_times([tp], time_ms)[tp]
 
-        topic, broker, partition = tp
-        return before_time(self.connection(broker), topic, partition, time_ms)
+    def before_time_asked(
+        self, tps: Iterable[TopicPartition], time_ms: int | None
+    ) -> Callable[[TopicPartition, int], int | None]:
+        """:meth:`before_time` for :func:`~.start_end.resolve_starts`: given ``time_ms`` (a
+        ``startingTimestamp``), the answers for every broker-partition of ``tps`` are asked
+        at once (:meth:`before_times`) and served from there; anything else is asked when
+        called."""
+        found = {} if time_ms is None else self.before_times(tps, time_ms)
+
+        def before(tp: TopicPartition, t: int) -> int | None:
+            if t == time_ms and tp in found:
+                return found[tp]
+            return self.before_time(tp, t)
+
+        return before
 
     def check_partition(self, tp: TopicPartition) -> bool:
         """Whether the broker has this partition (FETCH max 0: WrongPartition means no)."""

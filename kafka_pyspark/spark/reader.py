@@ -318,10 +318,14 @@ def plan_batch(
     cluster_factory: Callable[[], Cluster] | None = None,
 ) -> list[Kafka07InputPartition]:
     """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
+    from kafka_pyspark.chroot_hints import require_brokers
     from kafka_pyspark.cluster import Cluster
 
     factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
+        registry = cluster.registry()
+        if registry is not None:  # a wrong chroot fails here, saying so, not as "no topic"
+            require_brokers(registry)
         discovered = discover(cluster, options.subscription)
         tps = discovered
         if pushed is not None:
@@ -343,7 +347,7 @@ def plan_batch(
                 bounds,
                 fail_on_data_loss=options.fail_on_data_loss,
                 committed=committed,
-                before_time=lookup.before_time,
+                before_time=lookup.before_time_asked(tps, options.starting.timestamp),
                 known=discovered,
             )
         ends = resolve_ends(

@@ -186,6 +186,10 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             return known
         self._outage.recovered()
+        if known is None and registry is not None and not view[1]:
+            from kafka_pyspark.chroot_hints import no_brokers_error
+
+            raise no_brokers_error(registry)  # a wrong chroot must not run silently empty
         self._known = view
         self._viewed = view[1]
         return view
@@ -236,7 +240,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             bounds,
             fail_on_data_loss=opts.fail_on_data_loss,
             committed=committed,
-            before_time=lookup.before_time,
+            before_time=lookup.before_time_asked(tps, opts.starting.timestamp),
         )
         self._latest = {tp: b.latest for tp, b in bounds.items()}
         self._initial = to_offset_dict(starts)

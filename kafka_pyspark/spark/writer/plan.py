@@ -66,12 +66,16 @@ def resolve_plan(
 ) -> WritePlan:
     """The plan for one write job (or one micro-batch) from a cluster view."""
     brokers = {b: (a.host, a.port) for b, a in cluster.brokers().items()}
+    registry = cluster.registry()
+    if not brokers and registry is not None:
+        from kafka_pyspark.chroot_hints import no_brokers_error
+
+        raise no_brokers_error(registry)  # where the brokers are when it is a wrong chroot
     if not brokers:
         raise BrokerConnectionError(
             f"no live brokers registered in {cluster!r}: nothing to write to"
         )
     topics: dict[str, tuple[tuple[int, int], ...]] = {}
-    registry = cluster.registry()
     if layout.topic is not None and registry is not None:
         # Rows name their topics: resolve every registered topic now, so that all tasks route
         # a topic's keys over the same list, and any other topic is known to be new.

@@ -1,0 +1,68 @@
+"""``kafka07 offsets`` and ``lag`` over many partitions: each broker's OFFSETS requests
+pipelined on one connection, under a deadline that grows with the requests asked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from kafka_pyspark.cli import main
+from kafka_pyspark.cli.common import broker_deadline_ms
+from kafka_pyspark.client import BrokerConnection
+from kafka_pyspark.client.connection import OFFSETS_WINDOW
+from kafka_pyspark.messages import encode_message_set
+from kafka_pyspark.registry import Registry
+from kafka_pyspark.testing.broker import EmbeddedBroker
+from kafka_pyspark.wire import OffsetsRequest
+
+pytestmark = pytest.mark.zk
+
+PARTITIONS = 300
+SIZE = len(encode_message_set([b"v" * 10]))
+
+
+def test_deadline_of_a_broker_grows_with_the_requests_asked() -> None:
+    assert broker_deadline_ms(1000, 1) == broker_deadline_ms(1000, OFFSETS_WINDOW) == 2000
+    assert broker_deadline_ms(1000, OFFSETS_WINDOW + 1) == 3000
+    assert broker_deadline_ms(1000, 100 * OFFSETS_WINDOW) == 101_000
+
+
+def test_offsets_and_lag_of_many_partitions(
+    tmp_path: Path, zk_connect: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EmbeddedBroker(0, log_dir=tmp_path / "b", zk_connect=zk_connect,
+                        num_partitions=PARTITIONS) as broker:
+        with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
+            for p in (0, PARTITIONS - 1):
+                conn.produce("t", p, encode_message_set([b"v" * 10]))
+                conn.barrier("t", p)
+        broker.wait_for_topic("t")
+        calls: list[int] = []
+        real = BrokerConnection.offsets_pipelined
+
+        def spy(self: BrokerConnection, requests: Sequence[OffsetsRequest],
+                answers: list[list[int]] | None = None) -> list[list[int]]:
+            calls.append(len(requests))
+            return real(self, requests, answers)
+
+        monkeypatch.setattr(BrokerConnection, "offsets_pipelined", spy)
+        assert main(["offsets", "--zk", zk_connect, "--topic", "t", "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["partitions"]
+        assert calls == [2 * PARTITIONS]  # earliest and latest of each, one pipelined call
+        ends = {0: SIZE, PARTITIONS - 1: SIZE}
+        assert rows == [{"broker": 0, "partition": p, "earliest": 0, "latest": ends.get(p, 0),
+                         "error": None} for p in range(PARTITIONS)]
+
+        with Registry(zk_connect) as registry:
+            registry.commit_group_offsets("g", "t", {(0, p): 0 for p in range(PARTITIONS)},
+                                          creator="test")
+        calls.clear()
+        assert main(["lag", "--zk", zk_connect, "--group", "g", "--json"]) == 0
+        lag = {(r["broker"], r["partition"]): (r["lag"], r["status"])
+               for r in json.loads(capsys.readouterr().out)["partitions"]}
+        assert calls == [2 * PARTITIONS]
+        assert lag == {(0, p): (ends.get(p, 0), "ok") for p in range(PARTITIONS)}
