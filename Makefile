@@ -122,4 +122,4 @@ dist: $(STAMP)
 	ls -1 $(DIST_DIR)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench-results.json
+	rm -rf $(VENV) $(OLDEST_VENV) $(DIST_DIR) build .pytest_cache .mypy_cache .ruff_cache bench-results.json
