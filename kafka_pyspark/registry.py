@@ -28,7 +28,9 @@ a chroot (``host:port,host:port/chroot``); all paths are then relative to it.
 Time bounds: the session is opened lazily on first use and must connect within
 ``connection_timeout_ms``; every later call (including retries after a lost connection or an
 expired session: the registry holds no ephemeral nodes, so a new session is as good as the old
-one) completes or fails within ``max(session_timeout_ms, connection_timeout_ms)``. Not reaching
+one) fails once ZooKeeper has answered none of its requests for
+``max(session_timeout_ms, connection_timeout_ms)`` (a call of many pipelined requests takes as
+long as ZooKeeper needs to answer them, each within that time of the one before). Not reaching
 ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node whose ACL refuses
 the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
 calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark.zk_session`.
@@ -321,20 +323,31 @@ class Registry(Closing):
         """:meth:`group_offsets`, and the nodes not in 0.7's format (a name that is not
         ``[bid]-[pid]``, a value that is not a non-negative decimal) as {node name: error
         text naming the node} instead of an error: a table can still show the others."""
-        base = self._group_topic_path(group, topic, "offsets")
-        out: dict[tuple[int, int], int] = {}
-        problems: dict[str, str] = {}
-        for name, key, raw in self._partition_nodes(base):
-            path = f"{base}/{name}"
-            if key is None:
-                problems[name] = str(self._bad(path, f"node name {not_a_partition_key(name)}"))
-                continue
-            problem = _decimal_problem(raw, "offset")
-            if problem is not None:
-                problems[name] = str(self._bad(path, problem))
-            else:
-                out[key] = int(raw)
-        return dict(sorted(out.items())), problems
+        return self.group_offsets_of(group, [topic])[topic]
+
+    def group_offsets_of(
+        self, group: str, topics: Sequence[str]
+    ) -> dict[str, tuple[dict[tuple[int, int], int], dict[str, str]]]:
+        """:meth:`group_offsets_checked` of each of ``topics``, in two pipelined rounds
+        (every listing, then every value) whatever the number of topics."""
+        bases = [self._group_topic_path(group, t, "offsets") for t in topics]
+        out: dict[str, tuple[dict[tuple[int, int], int], dict[str, str]]] = {}
+        for topic, base, nodes in zip(topics, bases, self._partition_nodes_of(bases),
+                                      strict=True):
+            offsets: dict[tuple[int, int], int] = {}
+            problems: dict[str, str] = {}
+            for name, key, raw in nodes:
+                path = f"{base}/{name}"
+                if key is None:
+                    problems[name] = str(self._bad(path, f"node name {not_a_partition_key(name)}"))
+                    continue
+                problem = _decimal_problem(raw, "offset")
+                if problem is not None:
+                    problems[name] = str(self._bad(path, problem))
+                else:
+                    offsets[key] = int(raw)
+            out[topic] = (dict(sorted(offsets.items())), problems)
+        return out
 
     def _group_topic_path(self, group: str, topic: str, kind: str) -> str:
         group = check_group_id(group)
@@ -343,11 +356,24 @@ class Registry(Closing):
 
     def _partition_nodes(self, base: str) -> Iterable[tuple[str, tuple[int, int] | None, bytes]]:
         """(name, ``[bid]-[pid]`` key or None, value) of every child of ``base`` still there."""
-        names = sorted(self._zk.children(base) or [])
-        values = self._values([f"{base}/{n}" for n in names])
-        for name, raw in zip(names, values, strict=True):
-            if raw is not None:
-                yield name, parse_partition_key(name), raw
+        return self._partition_nodes_of([base])[0]
+
+    def _partition_nodes_of(
+        self, bases: Sequence[str]
+    ) -> list[list[tuple[str, tuple[int, int] | None, bytes]]]:
+        """:meth:`_partition_nodes` of each of ``bases``, in two pipelined rounds."""
+        if not bases:
+            return []
+        where = bases[0].rsplit("/", 1)[0] + "/*"
+        listed = [sorted(names or []) for names in self._zk.children_of(bases, where)]
+        paths = [f"{base}/{n}" for base, names in zip(bases, listed, strict=True) for n in names]
+        values = iter(self._values(paths))
+        return [
+            [(name, parse_partition_key(name), raw)
+             for name, raw in zip(names, islice(values, len(names)), strict=True)
+             if raw is not None]
+            for names in listed
+        ]
 
     def commit_group_offsets(
         self,
@@ -365,28 +391,68 @@ class Registry(Closing):
         each holding ``creator`` (the committer's id) as its value. Parents that exist keep
         their value.
         """
-        base = self._group_topic_path(group, topic, "offsets")
+        self.commit_group_offsets_of(group, {topic: offsets}, creator=creator)
+
+    def commit_group_offsets_of(
+        self,
+        group: str,
+        offsets: Mapping[str, Mapping[tuple[int, int], int]],
+        *,
+        creator: str,
+    ) -> None:
+        """:meth:`commit_group_offsets` of several topics (``{topic: offsets}``) at once: one
+        pipelined round of writes; only when nodes are missing, the rounds that create them
+        (the group's parents one by one, then every topic's, then the nodes), whatever the
+        number of topics and nodes."""
         if not isinstance(creator, str) or not creator:
             raise OptionError("creator", "the committer id must be a non-empty string")
-        items = _offset_nodes(base, offsets)
+        bases = {t: self._group_topic_path(group, t, "offsets") for t in sorted(offsets)}
+        items = [it for t, base in bases.items() for it in _offset_nodes(base, offsets[t])]
         if not items:
             return
-        # 1. set() every node; 2. create the missing ones (after their parents).
-        where = base + "/*"
+        where = f"{CONSUMERS}/{check_group_id(group)}/offsets/*/*"
         written = self._zk.set_values(items, where)
         missing = [it for it, ok in zip(items, written, strict=True) if not ok]
         if not missing:
             return
-        acl = self._inherited_acl(base)
-        self._ensure_parents(base, creator.encode("utf-8"), acl)
-        raced = []
-        for (path, value), done in zip(missing, self._zk.create(missing, acl, where), strict=True):
-            if done is Created.NO_PARENT:
-                raise self._bad(path, "its parent vanished while committing offsets")
-            if done is Created.EXISTS:  # created by someone else meanwhile: overwrite
-                raced.append((path, value))
+        under = sorted({path.rsplit("/", 1)[0] for path, _ in missing})
+        acls = self._inherited_acls(under)
+        value = creator.encode("utf-8")
+        self._ensure_parents(under[0].rsplit("/", 1)[0], value, acls[under[0]])
+        self._create_all([(b, value) for b in under], acls, "its parent vanished")
+        raced = self._create_all(missing, acls, "its parent vanished while committing offsets")
         if raced:
             self._zk.set_values(raced, where)
+
+    def _create_all(self, items: Sequence[tuple[str, bytes]],
+                    acls: Mapping[str, list[Any] | None], vanished: str) -> list[tuple[str, bytes]]:
+        """Create the nodes (their parents exist), each with the ACL ``acls`` gives it, else
+        the one it gives its parent: one round per distinct ACL. Returns the ones that existed
+        already."""
+        by_acl: dict[tuple[Any, ...] | None, list[tuple[str, bytes]]] = {}
+        for path, value in items:
+            acl = acls[path if path in acls else path.rsplit("/", 1)[0]]
+            by_acl.setdefault(None if acl is None else tuple(acl), []).append((path, value))
+        existed = []
+        for key, group in by_acl.items():
+            done = self._zk.create(group, None if key is None else list(key), group[0][0])
+            for (path, v), result in zip(group, done, strict=True):
+                if result is Created.NO_PARENT:
+                    raise self._bad(path, vanished)
+                if result is Created.EXISTS:
+                    existed.append((path, v))
+        return existed
+
+    def _inherited_acls(self, paths: Sequence[str]) -> dict[str, list[Any] | None]:
+        """:meth:`_inherited_acl` of each of ``paths``, which share one parent: their own
+        ACLs in one round, the parent's for those that do not exist."""
+        if not self._zk.has_auth:
+            return dict.fromkeys(paths)
+        own = self._zk.acls_of(paths, paths[0].rsplit("/", 1)[0] + "/*")
+        parent: list[Any] | None = None
+        if any(acl is None for acl in own):
+            parent = self._inherited_acl(paths[0].rsplit("/", 1)[0] or "/")
+        return {p: parent if acl is None else acl for p, acl in zip(paths, own, strict=True)}
 
     def _inherited_acl(self, path: str) -> list[Any] | None:
         """With ``auth``: the ACL of ``path``'s nearest existing ancestor (or itself), for the

@@ -4,7 +4,8 @@
 ZooKeeper: starting the session within ``connection_timeout_ms``, sending many requests at
 once and collecting their answers (pipelined), retrying those lost with the connection (a lost
 connection or an expired session: the registry holds no ephemeral nodes, so a new session is
-as good as the old one) until ``max(session_timeout_ms, connection_timeout_ms)`` has passed,
+as good as the old one) until ZooKeeper has answered none of them for
+``max(session_timeout_ms, connection_timeout_ms)``,
 and turning kazoo's exceptions into ours:
 
 - not reached in time -> :class:`RegistryUnavailableError` (transient);
@@ -73,6 +74,10 @@ def _children(path: str) -> _Request:
 
 def _get(path: str) -> _Request:
     return _Request(path, lambda client: client.get_async(path))
+
+
+def _get_acls(path: str) -> _Request:
+    return _Request(path, lambda client: client.get_acls_async(path))
 
 
 def _set(path: str, value: bytes) -> _Request:
@@ -209,11 +214,16 @@ class ZkSession:
 
     def acls(self, path: str) -> list[Any] | None:
         """The ACL of ``path``; None if it does not exist."""
+        return self.acls_of([path], path)[0]
+
+    def acls_of(self, paths: Sequence[str], where: str) -> list[list[Any] | None]:
+        """The ACL of each of ``paths`` in one pipelined round (None for a path that does not
+        exist)."""
         from kazoo.exceptions import NoNodeError
 
-        req = _Request(path, lambda c: c.get_acls_async(path))
-        answer = self._pipeline("reading the ACL of", path, [req], {NoNodeError: None})[0]
-        return None if answer is None else list(answer[0])
+        reqs = [_get_acls(p) for p in paths]
+        answers = self._pipeline("reading the ACL of", where, reqs, {NoNodeError: None})
+        return [None if a is None else list(a[0]) for a in answers]
 
     # --- bounded, pipelined, typed -----------------------------------------------------------
 
@@ -224,9 +234,11 @@ class ZkSession:
         requests: Sequence[_Request],
         expected: Mapping[type[BaseException], Any],
     ) -> list[Any]:
-        """Send all ``requests``, then collect the answers in order, within the op timeout;
-        those lost with the connection are sent again (backing off). An exception of a class
-        in ``expected`` answers its value; ``what`` and ``where`` name the batch in errors."""
+        """Send all ``requests``, then collect the answers in order, each within the op
+        timeout of the one before (of the start, for the first): however many requests, the
+        call fails only after ZooKeeper answered none for that long. Those lost with the
+        connection are sent again (backing off). An exception of a class in ``expected``
+        answers its value; ``what`` and ``where`` name the batch in errors."""
         if not requests:
             return []
         batch = _Batch(what, where, requests, expected, time.monotonic() + self.op_timeout)
@@ -274,15 +286,17 @@ class ZkSession:
             except retryable as e:  # ConnectionClosedError too (close() meanwhile): the
                 why = e  # next _send then raises "the registry is closed"
                 lost.append(i)
+                continue
             except Exception as e:
                 cls = next((c for c in batch.expected if isinstance(e, c)), None)
-                if cls is not None:
-                    batch.answers[i] = batch.expected[cls]
-                    continue
-                error = self._translate(e, batch, batch.requests[i].node)
-                if error is None:
-                    raise
-                raise error from e
+                if cls is None:
+                    error = self._translate(e, batch, batch.requests[i].node)
+                    if error is None:
+                        raise
+                    raise error from e
+                batch.answers[i] = batch.expected[cls]
+            # an answer: ZooKeeper is there, the next one gets the whole op timeout again
+            batch.deadline = max(batch.deadline, time.monotonic() + self.op_timeout)
         return lost, why
 
     def _translate(self, e: Exception, batch: _Batch, node: str) -> RegistryError | None:

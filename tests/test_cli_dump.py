@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,8 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
         (["consume", "--zk", "h:1", "--broker-list", "0:h:1", "--topic", "t"],
          "argument --broker-list: not allowed with argument --zk"),
         (["offsets", "--topic", "t"], "one of the arguments --zk --broker-list is required"),
+        (["lag", "--zk", "127.0.0.1:1", "--group", "a/b"],
+         "kafka07: --group: 'a/b' is not a legal group id"),
         (["lag", "--zk", "h:1", "--group", "g", "--timeout-ms", "0"],
          "argument --timeout-ms: '0' is not a positive integer"),
         (["nope"], "argument COMMAND: invalid choice: 'nope'"),
@@ -287,6 +290,37 @@ def test_timeout_ms_bounds_the_zookeeper_session_too() -> None:
             registry = cluster.registry()
             assert registry is not None
             assert (registry.session_timeout_ms, registry.connection_timeout_ms) == (300, 300)
+
+
+def test_ctrl_c_is_exit_130_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafka_pyspark.cli import dump
+
+    def interrupted(path: object, *, verify_crc: bool = True) -> Iterator[object]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dump, "read_segment_file", interrupted)
+    assert main(["dump", str(seg(tmp_path, THREE))]) == 130
+    assert capsys.readouterr().err == "kafka07: interrupted\n"
+
+
+def test_stdout_closed_by_its_reader_is_no_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kafka07 dump FILE | head -1``: the pipe closes after the first line."""
+    import io
+    import sys
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    path = seg(tmp_path, THREE)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["dump", str(path), str(path)]) == 0
+    assert main(["dump", str(path), "--json"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_lag_status_never_shows_a_negative_lag() -> None:

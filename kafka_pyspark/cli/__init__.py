@@ -16,6 +16,8 @@ complete; the manual, docs/cli.md, is installed beside this module (:data:`MANUA
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +27,7 @@ from kafka_pyspark import __version__
 from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
 from kafka_pyspark.cli.common import (
     EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -89,13 +92,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KafkaError as e:
             error(error_text(e))
             return exit_code_for(e)
-        except BrokenPipeError:  # `kafka07 consume ... | head`
+        except BrokenPipeError:  # `kafka07 consume ... | head`: the reader has what it wanted
+            _drop_stdout()
             return EXIT_OK
         except OSError as e:  # a file that cannot be read, a socket error outside a table
             error(str(e))
             return EXIT_USAGE
         except KeyboardInterrupt:
-            return EXIT_OK
+            error("interrupted")
+            return EXIT_INTERRUPTED
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what is still
+    buffered does not fail on the closed pipe again (and print "Exception ignored")."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

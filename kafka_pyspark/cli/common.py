@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_DATA = 1
 EXIT_USAGE = 2
+#: Ctrl-C (128 + SIGINT, as a shell reports it): not everything asked for was done
+EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  everything asked for was done and shown
   {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
@@ -40,6 +42,7 @@ EXIT_CODES_HELP = f"""exit codes:
   {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
      broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
      refusing access
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); consume --follow stops this way with its own code
 A table with some rows in error still shows every row; the exit code is the worst one seen."""
 
 #: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
@@ -78,6 +81,7 @@ _ARGUMENT_OF_OPTION = {
     "socket.timeout.ms": "--timeout-ms",
     "zk.sessiontimeout.ms": "--timeout-ms",
     "topic": "--topic",
+    "group.id": "--group",
     "compression.codec": "--codec",
     "batch.size": "--batch-size",
 }
@@ -317,6 +321,14 @@ def per_broker(
                 f"{allowed} ms"
             )
         conns[broker_id].close()
+    return out
+
+
+def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
+    out: dict[int, list[int]] = {}
+    for b, p in sorted(keys):
+        out.setdefault(b, []).append(p)
     return out
 
 

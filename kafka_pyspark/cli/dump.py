@@ -192,6 +192,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
         try:
             print_items(read_segment_file(f, verify_crc=not args.no_verify), args, str(f),
                         tally, progress, tag=str(f) if several else None)
+        except BrokenPipeError:  # stdout closed (`| head`): the reader is done, not the file
+            raise
         except OSError as e:  # unreadable, or gone since it was listed: go on with the others
             progress.clear()
             error(f"cannot read segment file {f}: {e.strerror}")

@@ -98,8 +98,8 @@ static void init_tables(void)
 /* --- scan --------------------------------------------------------------------------------- */
 
 typedef struct {
-    rec_t *recs;
-    Py_ssize_t n, cap, leaves;
+    rec_t *next, *full; /* the next record to write; the end of the output */
+    Py_ssize_t leaves;
     long long leaf_bytes;
 } scanner_t;
 
@@ -109,11 +109,11 @@ static inline int scan_one(void *ctx, const uint8_t *p, Py_ssize_t pos, Py_ssize
                            const head_t *h, long long *value)
 {
     scanner_t *s = (scanner_t *)ctx;
-    if (s->n >= s->cap) {
-        PyErr_Format(PyExc_ValueError, "scan: more than %zd messages for the output", s->cap);
+    if (s->next == s->full) {
+        PyErr_SetString(PyExc_ValueError, "scan: more messages than records in the output");
         return KP_RAISED;
     }
-    rec_t *r = &s->recs[s->n++];
+    rec_t *r = s->next++;
     r->start = pos;
     r->length = h->length;
     r->crc = h->crc;
@@ -139,12 +139,14 @@ static PyObject *scan(PyObject *self, PyObject *args)
                      end, buf.len);
         goto done;
     }
-    scanner_t s = {(rec_t *)out.buf, 0, out.len / (Py_ssize_t)sizeof(rec_t), 0, 0};
+    rec_t *recs = (rec_t *)out.buf;
+    scanner_t s = {recs, recs + out.len / (Py_ssize_t)sizeof(rec_t), 0, 0};
     long long value = 0;
     int status = kp_walk((const uint8_t *)buf.buf, &pos, end, stop, AHEAD_SMALL, scan_one, &s,
                          &value);
     if (status != KP_RAISED)
-        result = Py_BuildValue("(nniLnL)", s.n, pos, status, value, s.leaves, s.leaf_bytes);
+        result = Py_BuildValue("(nniLnL)", (Py_ssize_t)(s.next - recs), pos, status, value,
+                               s.leaves, s.leaf_bytes);
 done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&out);

@@ -9,8 +9,8 @@
  * - the message walk (kp_walk): read_head checks each header, a visitor takes each message
  *   (scan's records in _kernel.c; kp_sink_take's payloads into a value column, used by `take`
  *   and by the snappy lane's compaction in place); inline, so each use compiles to one loop;
- * - the check of taken rows against their CRC words (kp_rows_ok, _wrappers.c) and the CRC
- *   engine it calls (kp_crc_t, kp_crc_parse).
+ * - the check of taken rows against their CRC words (kp_rows_ok, _wrappers.c: the lanes call
+ *   it, Python reaches it as check_rows) and the CRC engine it calls (kp_crc_t, kp_crc_parse).
  */
 #ifndef KAFKA_PYSPARK_KERNEL_H
 #define KAFKA_PYSPARK_KERNEL_H

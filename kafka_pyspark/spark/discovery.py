@@ -3,13 +3,17 @@
 - :func:`discover` (a batch read): subscription -> sorted ``(topic, broker, partition)`` list
   (:class:`kafka_pyspark.cluster.Cluster`); a named topic that does not exist is a
   :class:`TopicNotFoundError`, an assigned broker-partition the cluster lacks an
-  :class:`OptionError`.
+  :class:`OptionError`; :func:`discover_view`: that and the live brokers, from one registry
+  read.
 - :func:`current_partitions` (a stream, per micro-batch): the same, leniently;
   :func:`current_view`: that and the live brokers, from one registry read.
 - :func:`diff_topology` / :func:`merge_topology` (a stream): how the broker-partitions now
   differ from those in the start offset, and the start offset with new ones added. Pure.
 - :func:`group_offsets`: what a 0.7 consumer group committed; :func:`group_start`, the same
   for a read with ``startingOffsets=group``.
+
+With ZooKeeper every one of them reads the registry in a fixed number of pipelined rounds,
+whatever the number of topics and partitions.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from kafka_pyspark.errors import (
     BrokerConnectionError,
     KafkaError,
     OptionError,
+    RegistryError,
     TopicNotFoundError,
 )
 from kafka_pyspark.names import TopicPartition, partition_key
@@ -38,6 +43,7 @@ __all__ = [
     "current_view",
     "diff_topology",
     "discover",
+    "discover_view",
     "group_offsets",
     "group_start",
     "merge_topology",
@@ -55,23 +61,59 @@ def discover(cluster: Cluster, subscription: Subscription) -> list[TopicPartitio
     ``subscribePattern``: every registered topic the pattern matches (none: an empty list).
     ``assign``: the named ones, each checked to exist.
     """
-    out: list[TopicPartition] = []
+    return discover_view(cluster, subscription)[0]
+
+
+def discover_view(
+    cluster: Cluster, subscription: Subscription
+) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
+    """:func:`discover` and the live brokers. With ZooKeeper, one
+    :meth:`~kafka_pyspark.registry.Registry.topology` read: two pipelined rounds (three with
+    ``subscribePattern``) whatever the number of topics; no broker registered is a
+    :class:`~kafka_pyspark.errors.NoBrokersRegisteredError` saying where else a registry is."""
+    registry = cluster.registry()
+    if registry is None:
+        return _discover_static(cluster, subscription), cluster.brokers()
+    from kafka_pyspark.partitioner import sorted_partitions
+
     if isinstance(subscription, Subscribe):
-        for topic in subscription.topics:
-            parts = cluster.partitions(topic)
-            if not parts:
-                raise TopicNotFoundError(_not_found(cluster, topic))
-            out.extend((topic, b, p) for b, p in parts)
+        topics: Sequence[str] = subscription.topics
     elif isinstance(subscription, Assign):
-        out.extend(_check_assigned(cluster, subscription))
+        topics = sorted({t for t, _, _ in subscription.partitions})
     else:
-        topics = [t for t in cluster.topics() if subscription.allows(t)]
+        topics = [t for t in registry.topics() if subscription.allows(t)]
         if not topics:
             log.warning(
                 "subscribePattern %r matches no topic in the registry", subscription.pattern
             )
-        for topic in topics:
-            out.extend((topic, b, p) for b, p in cluster.partitions(topic))
+    live, counts = registry.topology(topics)
+    if not live:
+        from kafka_pyspark.chroot_hints import no_brokers_error
+
+        raise no_brokers_error(registry)  # a wrong chroot, usually: say so, not "no topic"
+    brokers = {b.id: b.address for b in live.values()}
+    have = {t: sorted_partitions(counts[t], live) for t in topics}
+    if isinstance(subscription, Assign):
+        return sorted(set(_check_assigned(cluster, subscription, brokers, have))), brokers
+    for topic in topics:
+        if not have[topic] and isinstance(subscription, Subscribe):
+            raise TopicNotFoundError(_not_found(cluster, topic))
+    return sorted({(t, b, p) for t in topics for b, p in have[t]}), brokers
+
+
+def _discover_static(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
+    """:func:`discover` with ``broker.list``: every broker probed per topic."""
+    if isinstance(subscription, Assign):
+        return sorted(set(_check_assigned(cluster, subscription, cluster.brokers(), None)))
+    if not isinstance(subscription, Subscribe):
+        cluster.topics()  # raises: listing topics needs the registry
+    assert isinstance(subscription, Subscribe)
+    out: list[TopicPartition] = []
+    for topic in subscription.topics:
+        parts = cluster.partitions(topic)
+        if not parts:
+            raise TopicNotFoundError(_not_found(cluster, topic))
+        out.extend((topic, b, p) for b, p in parts)
     return sorted(set(out))
 
 
@@ -147,8 +189,15 @@ def _not_found(cluster: Cluster, topic: str) -> str:
     return f"topic {topic!r}: no broker of {where} has a partition of it"
 
 
-def _check_assigned(cluster: Cluster, assign: Assign) -> list[TopicPartition]:
-    brokers = cluster.brokers()
+def _check_assigned(
+    cluster: Cluster,
+    assign: Assign,
+    brokers: Mapping[int, BrokerAddress],
+    have: Mapping[str, Sequence[tuple[int, int]]] | None,
+) -> list[TopicPartition]:
+    """The assigned broker-partitions, each checked: its broker is live (registered or in
+    ``broker.list``) and, with the registry (``have``: each topic's broker-partitions), it is
+    registered."""
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for topic, broker, partition in assign.partitions:
         by_topic.setdefault(topic, []).append((broker, partition))
@@ -159,20 +208,20 @@ def _check_assigned(cluster: Cluster, assign: Assign) -> list[TopicPartition]:
                 raise OptionError(
                     "assign",
                     f"topic {topic!r} {partition_key(broker, partition)}: broker {broker} is not "
-                    f"{'registered' if cluster.registry() is not None else 'in broker.list'} "
+                    f"{'registered' if have is not None else 'in broker.list'} "
                     f"(known brokers: {sorted(brokers)})",
                 )
-        if cluster.registry() is not None:
-            have = set(cluster.partitions(topic))
-            if not have:
+        if have is not None:
+            registered = set(have.get(topic, ()))
+            if not registered:
                 raise TopicNotFoundError(_not_found(cluster, topic))
             for broker, partition in wanted:
-                if (broker, partition) not in have:
+                if (broker, partition) not in registered:
                     raise OptionError(
                         "assign",
                         f"topic {topic!r} has no broker-partition "
                         f"{partition_key(broker, partition)} (it has: "
-                        f"{', '.join(partition_key(b, p) for b, p in sorted(have))})",
+                        f"{', '.join(partition_key(b, p) for b, p in sorted(registered))})",
                     )
         out.extend((topic, b, p) for b, p in wanted)
     return out
@@ -188,8 +237,10 @@ def group_offsets(
             "zk.connect", "startingOffsets=group needs zk.connect: 0.7 keeps group offsets there"
         )
     out: dict[TopicPartition, int] = {}
-    for topic in sorted(set(topics)):
-        for (broker, partition), offset in registry.group_offsets(group, topic).items():
+    for topic, (offsets, problems) in registry.group_offsets_of(group, sorted(set(topics))).items():
+        if problems:
+            raise RegistryError(next(iter(problems.values())))
+        for (broker, partition), offset in offsets.items():
             out[(topic, broker, partition)] = offset
     return out
 

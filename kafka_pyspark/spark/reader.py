@@ -41,7 +41,7 @@ from kafka_pyspark.messages.flat import ValueSink, join_views
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import pushdown, worker_gc
 from kafka_pyspark.spark.compat import Filter
-from kafka_pyspark.spark.discovery import discover, group_start
+from kafka_pyspark.spark.discovery import discover_view, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
@@ -318,19 +318,16 @@ def plan_batch(
     cluster_factory: Callable[[], Cluster] | None = None,
 ) -> list[Kafka07InputPartition]:
     """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
-    from kafka_pyspark.chroot_hints import require_brokers
     from kafka_pyspark.cluster import Cluster
 
     factory = cluster_factory or (lambda: Cluster(options.cluster))
     with factory() as cluster:
-        registry = cluster.registry()
-        if registry is not None:  # a wrong chroot fails here, saying so, not as "no topic"
-            require_brokers(registry)
-        discovered = discover(cluster, options.subscription)
+        # with ZooKeeper and no broker registered (a wrong chroot, usually) this fails saying
+        # so, not as "no topic"
+        discovered, brokers = discover_view(cluster, options.subscription)
         tps = discovered
         if pushed is not None:
             tps = [tp for tp in tps if pushed.accepts(*tp)]
-        brokers = cluster.brokers()
         committed = group_start(cluster, options, tps)
         with OffsetLookup(brokers, options.cluster) as lookup:
             if isinstance(options.subscription, Assign) and cluster.registry() is None:
