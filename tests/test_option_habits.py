@@ -97,6 +97,10 @@ def test_near_miss_suggests_the_option(typed: str, shown: str, meant: str) -> No
     e = read_error({typed: "x"})
     assert e.option == shown
     assert f"unknown option for reading; did you mean '{meant}'? Known options: " in str(e)
+    # the listing keeps the documented spellings, as without a suggestion
+    listing = str(read_error({"bogus": "1"})).split("known options: ")[1]
+    assert str(e).endswith(f"Known options: {listing}")
+    assert "maxBytesPerTrigger, " in listing
 
 
 def test_near_miss_when_writing_and_reading_segments() -> None:

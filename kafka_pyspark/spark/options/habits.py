@@ -108,14 +108,14 @@ def unknown_option(key: str, purpose: str, known: Iterable[str]) -> OptionError:
     names = sorted(known)
     close = difflib.get_close_matches(key, [n.lower() for n in names], n=1, cutoff=0.75)
     suggestion = next((n for n in names if close and n.lower() == close[0]), None)
-    listing = f"known options: {', '.join(names)}"
+    listing = ", ".join(names)
     if key.startswith(_KAFKA_PREFIX):
-        return OptionError(key, f"{_PREFIX_POINTER}; {listing}")
+        return OptionError(key, f"{_PREFIX_POINTER}; known options: {listing}")
     if suggestion is None:
-        return OptionError(key, f"unknown option for {purpose}; {listing}")
+        return OptionError(key, f"unknown option for {purpose}; known options: {listing}")
     return OptionError(
         spelt_like(key, suggestion),
-        f"unknown option for {purpose}; did you mean '{suggestion}'? {listing.capitalize()}",
+        f"unknown option for {purpose}; did you mean '{suggestion}'? Known options: {listing}",
     )
 
 
