@@ -100,6 +100,19 @@ def test_chroot_one_level_short(hosts: str, root: KazooClient) -> None:
     )
 
 
+def test_chroot_given_for_a_registry_at_the_root(hosts: str, root: KazooClient) -> None:
+    register(root, "", 0, "events")  # the cluster registers at the root: no chroot to give
+    assert error_for(f"{hosts}/kafka") == (
+        f"ZooKeeper {hosts}/kafka has no node /kafka/brokers/ids: a Kafka registry is under / "
+        f"(1 broker registered): use zk.connect '{hosts}'"
+    )
+    root.ensure_path("/kafka/brokers/topics")  # the chroot exists but holds no topic
+    with Registry(f"{hosts}/kafka") as registry:
+        assert topic_elsewhere(registry, "events") == (
+            f"; it is registered under / (1 broker holding it): use zk.connect '{hosts}'"
+        )
+
+
 def test_no_registry_anywhere_lists_the_root(hosts: str, root: KazooClient) -> None:
     root.ensure_path("/hbase/rs")
     root.ensure_path("/app")
@@ -150,6 +163,19 @@ def test_registry_without_any_topic(hosts: str, root: KazooClient) -> None:
         assert topic_elsewhere(registry, "events") == (
             "; /kafka/brokers/topics holds no topic at all: check the chroot in zk.connect"
         )
+
+
+def test_many_registries_are_named_up_to_ten_with_brokers_first(
+    hosts: str, root: KazooClient
+) -> None:
+    for n in range(12):
+        root.ensure_path(f"/empty{n:02d}/brokers/ids")
+    register(root, "/zz")
+    assert error_for(hosts) == (
+        f"ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /zz (1 broker "
+        "registered), " + ", ".join(f"/empty{n:02d} (0 brokers registered)" for n in range(9))
+        + f", ...: use zk.connect '{hosts}/zz'"
+    )
 
 
 def test_write_plan_without_the_chroot(hosts: str, root: KazooClient) -> None:
