@@ -165,6 +165,19 @@ def test_registry_without_any_topic(hosts: str, root: KazooClient) -> None:
         )
 
 
+@pytest.mark.parametrize("command", [["topics"], ["offsets", "--topic", "events"]])
+def test_cli_without_the_chroot(hosts: str, root: KazooClient, command: list[str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_pyspark.cli import main
+
+    register(root, "/kafka")
+    assert main([command[0], "--zk", hosts, *command[1:]]) == 2
+    assert capsys.readouterr().err == (
+        f"kafka07: ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
+        f"(1 broker registered): use zk.connect '{hosts}/kafka'\n"
+    )
+
+
 def test_many_registries_are_named_up_to_ten_with_brokers_first(
     hosts: str, root: KazooClient
 ) -> None:
