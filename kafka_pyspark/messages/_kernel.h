@@ -64,7 +64,7 @@ enum {
 
 /* the CRC-32 engines a lane calls itself, as the Python side names them (kp_crc_parse): walk.py */
 enum {
-    CRC_ISAL = 1,      /* ISA-L's crc32_gzip_refl, once crc_engine found it */
+    CRC_ISAL = 1,      /* ISA-L's crc32_gzip_refl, once crc_engine_at found it */
     CRC_LIBDEFLATE = 2 /* libdeflate's (_gzip.c only: _kernel does not link it) */
 };
 
@@ -430,7 +430,7 @@ PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
 PyObject *kp_wrapped_rows(PyObject *self, PyObject *args);
-PyObject *kp_crc_engine(PyObject *self, PyObject *arg);
+PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg);
 
 /* --- the capsule ------------------------------------------------------------------------------
  * What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it
