@@ -126,6 +126,9 @@ def test_topic_when_reading_points_to_subscribe() -> None:
         "option 'topic': is a write option; it has no meaning when reading "
         "(to read a topic, use subscribe)"
     )
+    with pytest.raises(OptionError) as s:  # segment files filter topics with subscribe too
+        parse_segment_options({"path": "/logs", "topic": "events"})
+    assert str(s.value) == str(e)
 
 
 @pytest.mark.parametrize(
