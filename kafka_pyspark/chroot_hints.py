@@ -21,7 +21,7 @@ from kafka_pyspark.registry import BROKER_IDS, BROKER_TOPICS
 if TYPE_CHECKING:
     from kafka_pyspark.registry import Registry
 
-__all__ = ["Found", "no_brokers_error", "require_brokers", "topic_elsewhere"]
+__all__ = ["Found", "no_brokers_error", "topic_elsewhere"]
 
 #: children looked at per level (the error path's I/O stays bounded on a crowded ZooKeeper)
 MAX_LOOKED_AT = 200
@@ -38,12 +38,6 @@ class Found:
 
     chroot: str
     children: int
-
-
-def require_brokers(registry: Registry) -> None:
-    """:func:`no_brokers_error` unless a broker is registered (one ZooKeeper listing)."""
-    if not registry.children([BROKER_IDS])[0]:
-        raise no_brokers_error(registry)
 
 
 def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:

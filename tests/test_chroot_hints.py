@@ -15,7 +15,7 @@ import pytest
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
-from kafka_pyspark.chroot_hints import no_brokers_error, require_brokers, topic_elsewhere
+from kafka_pyspark.chroot_hints import no_brokers_error, topic_elsewhere
 from kafka_pyspark.cluster import Cluster
 from kafka_pyspark.cluster_options import cluster_options
 from kafka_pyspark.errors import NoBrokersRegisteredError, TopicNotFoundError
@@ -67,8 +67,11 @@ def register(kz: KazooClient, chroot: str, broker_id: int = 0, *topics: str) -> 
 
 
 def error_for(zk_connect: str) -> str:
-    with Registry(zk_connect) as registry, pytest.raises(NoBrokersRegisteredError) as e:
-        require_brokers(registry)
+    """The error a read's discovery meets through ``zk_connect``."""
+    with Cluster(cluster_options(zk_connect=zk_connect)) as cluster, pytest.raises(
+        NoBrokersRegisteredError
+    ) as e:
+        discover(cluster, Subscribe(("events",)))
     return str(e.value)
 
 
@@ -136,9 +139,10 @@ def test_registry_whose_brokers_are_all_down(hosts: str, root: KazooClient) -> N
 
 
 def test_a_registered_broker_passes(hosts: str, root: KazooClient) -> None:
-    register(root, "/kafka")
+    register(root, "/kafka", 0, "events")
+    with Cluster(cluster_options(zk_connect=f"{hosts}/kafka")) as cluster:
+        assert discover(cluster, Subscribe(("events",))) == [("events", 0, 0), ("events", 0, 1)]
     with Registry(f"{hosts}/kafka") as registry:
-        require_brokers(registry)  # no error, no looking around
         assert "a Kafka registry" not in str(no_brokers_error(registry))
 
 
