@@ -68,7 +68,8 @@ class GroupCommitter:
         creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
         began = time.monotonic()
         try:
-            reg.commit_group_offsets_of(self.group, by_topic, creator=creator)
+            reg.commit_group_offsets_of(self.group, by_topic, creator=creator,
+                                        listed=self.committed is None)
         except RegistryUnavailableError as e:
             self._outage.failed(e, began, "its data path (the brokers need no ZooKeeper)")
             return
