@@ -14,11 +14,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
+    DEFAULT_TIMEOUT_MS,
     EXIT_DATA,
     EXIT_OK,
     BrokerFailure,
     CliError,
     add_cluster_args,
+    by_broker,
     live_brokers,
     open_cluster,
     per_broker,
@@ -122,7 +124,7 @@ class OffsetsRow:
     error: str | None = None
 
 
-def _broker_offsets(
+def broker_offsets(
     conn: BrokerConnection, topic: str, partitions: list[int] | None
 ) -> list[tuple[int, int, int]]:
     """``(partition, earliest, latest)`` of each partition, the requests pipelined."""
@@ -139,8 +141,8 @@ def _broker_offsets(
     return [(p, got[2 * i], got[2 * i + 1]) for i, p in enumerate(partitions)]
 
 
-def _requests(partitions: Mapping[int, list[int]]) -> dict[int, int]:
-    """OFFSETS requests per broker of :func:`_broker_offsets` (for its deadline)."""
+def offsets_requests(partitions: Mapping[int, list[int]]) -> dict[int, int]:
+    """OFFSETS requests per broker of :func:`broker_offsets` (for its deadline)."""
     return {b: 2 * len(ps) for b, ps in partitions.items()}
 
 
@@ -149,15 +151,13 @@ def partition_offsets(cluster: Cluster, topic: str, timeout_ms: int) -> list[Off
     brokers = live_brokers(cluster)
     known: dict[int, list[int]] | None = None
     if cluster.registry() is not None:
-        known = {}
-        for b, p in topic_partitions(cluster, topic):
-            known.setdefault(b, []).append(p)
+        known = by_broker(topic_partitions(cluster, topic))
         brokers = {b: a for b, a in brokers.items() if b in known}
     answers = per_broker(
         brokers,
-        lambda conn, b: _broker_offsets(conn, topic, None if known is None else known[b]),
+        lambda conn, b: broker_offsets(conn, topic, None if known is None else known[b]),
         timeout_ms,
-        None if known is None else _requests(known),
+        None if known is None else offsets_requests(known),
     )
     rows: list[OffsetsRow] = []
     for b, got in sorted(answers.items()):
@@ -233,19 +233,17 @@ def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> lis
         (b, p) for b, n in counts.items() if b in brokers for p in range(n)
     }
     askable = {k for k in keys if k[0] in brokers and k[1] < counts.get(k[0], 0)}
-    by_broker: dict[int, list[int]] = {}
-    for b, p in sorted(askable):
-        by_broker.setdefault(b, []).append(p)
+    asked = by_broker(askable)
     answers = per_broker(
-        {b: brokers[b] for b in by_broker},
-        lambda conn, b: _broker_offsets(conn, topic, by_broker[b]),
+        {b: brokers[b] for b in asked},
+        lambda conn, b: broker_offsets(conn, topic, asked[b]),
         timeout_ms,
-        _requests(by_broker),
+        offsets_requests(asked),
     )
     bounds: dict[tuple[int, int], tuple[int, int] | BrokerFailure] = {}
     for b, got in answers.items():
         if isinstance(got, BrokerFailure):
-            bounds.update({(b, p): got for p in by_broker[b]})
+            bounds.update({(b, p): got for p in asked[b]})
         else:
             bounds.update({(b, p): (lo, hi) for p, lo, hi in got})
     rows = [_lag_row(group, topic, key, committed.get(key), bounds.get(key), key[0] in brokers,
@@ -274,7 +272,8 @@ def _lag_row(group: str, topic: str, key: tuple[int, int], offset: int | None,
 
 
 def group_lag(
-    cluster: Cluster, group: str, topics: list[str] | None = None, timeout_ms: int = 10000
+    cluster: Cluster, group: str, topics: list[str] | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> list[LagRow]:
     """Every committed broker-partition of ``group`` (live or not) and every live partition
     of its topics (all topics it committed when ``topics`` is None), with lag and status."""

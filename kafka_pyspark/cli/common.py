@@ -81,6 +81,7 @@ _ARGUMENT_OF_OPTION = {
     "socket.timeout.ms": "--timeout-ms",
     "zk.sessiontimeout.ms": "--timeout-ms",
     "topic": "--topic",
+    "group.id": "--group",
     "compression.codec": "--codec",
     "batch.size": "--batch-size",
 }
@@ -320,6 +321,14 @@ def per_broker(
                 f"{allowed} ms"
             )
         conns[broker_id].close()
+    return out
+
+
+def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
+    out: dict[int, list[int]] = {}
+    for b, p in sorted(keys):
+        out.setdefault(b, []).append(p)
     return out
 
 

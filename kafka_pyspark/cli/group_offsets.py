@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
+from kafka_pyspark.cli.cluster_cmds import broker_offsets, offsets_requests
 from kafka_pyspark.cli.common import (
     EXIT_DATA,
     EXIT_OK,
@@ -26,6 +27,7 @@ from kafka_pyspark.cli.common import (
     CliError,
     add_cluster_args,
     bp,
+    by_broker,
     live_brokers,
     open_cluster,
     per_broker,
@@ -102,12 +104,12 @@ class _Log:
 
 def _logs(conn: BrokerConnection, args: argparse.Namespace, broker: int, parts: list[int],
           time_ms: int | None, given: Mapping[Key, int] | None) -> dict[int, _Log]:
-    from kafka_pyspark.client import before_time, earliest, latest
+    from kafka_pyspark.client import before_time
 
     out = {}
-    for p in parts:
+    for p, lo, hi in broker_offsets(conn, args.topic, parts):
         at = None if time_ms is None else before_time(conn, args.topic, p, time_ms)
-        log = _Log(earliest(conn, args.topic, p), latest(conn, args.topic, p), at)
+        log = _Log(lo, hi, at)
         new = None if given is None else given[(broker, p)]
         if new is not None and log.earliest < new < log.latest and not args.force:
             log = replace(log, not_a_message=_not_a_message(conn, args.topic, p, new))
@@ -139,13 +141,13 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
         cluster.partitions(args.topic)
     keys = sorted(given) if given is not None else live
     time_ms = int(args.to) if args.to is not None and args.to.isdigit() else None
-    by_broker: dict[int, list[int]] = {}
-    for b, p in keys:
-        if (b, p) in live:  # a broker closes the connection when asked of another partition
-            by_broker.setdefault(b, []).append(p)
-    answers = per_broker({b: brokers[b] for b in by_broker},
-                         lambda conn, b: _logs(conn, args, b, by_broker[b], time_ms, given),
-                         args.timeout_ms)
+    # a broker closes the connection when asked of a partition it does not have
+    asked = by_broker(k for k in keys if k in live)
+    # each partition: its bounds, then a time's offset or the message at an explicit offset
+    requests = {b: n + len(asked[b]) for b, n in offsets_requests(asked).items()}
+    answers = per_broker({b: brokers[b] for b in asked},
+                         lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
+                         args.timeout_ms, requests)
     current, malformed = registry.group_offsets_checked(args.group, args.topic)
     bad = {parse_partition_key(name): e for name, e in malformed.items()}
     changes = []
@@ -206,10 +208,9 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
         registry = cluster.registry()
         assert registry is not None  # --zk is required
         live = live_consumers(registry, args.group, args.topic)
-        refusal = (
-            f"group {args.group!r} has live consumers ({'; '.join(live)}): they would "
-            "overwrite the new offsets on their next commit. Stop them first, or --force"
-        )
+        running = (f"group {args.group!r} has live consumers ({'; '.join(live)}): they "
+                   "would overwrite the new offsets on their next commit")
+        refusal = f"{running}. Stop them first, or --force"
         if live and not args.force and not args.dry_run:
             raise CliError(refusal, EXIT_DATA)
         changes = plan_changes(cluster, registry, args)
@@ -222,6 +223,8 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
     if live and not args.force:  # a dry run: the real one would be refused
         error(refusal)
         return EXIT_DATA
+    if live:
+        error(f"{running}; {'would be' if args.dry_run else 'was'} written anyway (--force)")
     return EXIT_OK
 
 
