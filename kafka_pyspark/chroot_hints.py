@@ -3,8 +3,9 @@
 A ``zk.connect`` without the cluster's chroot (``zk1:2181`` for brokers registered under
 ``zk1:2181/kafka``), or with a wrong one, shows no ``/brokers/ids``: a read would find no topic
 and a stream would run empty. These functions run only on that error path: with a second, short
-ZooKeeper session without the chroot (same credentials and timeouts), they look one level below
-the ZooKeeper root, and below the given chroot, for nodes holding a registry, and name them.
+ZooKeeper session without the chroot (same credentials and timeouts), they look at the ZooKeeper
+root itself (when a chroot was given), one level below it and below the given chroot for nodes
+holding a registry, and name them.
 Looking around is best effort: if ZooKeeper refuses it, the error says what it knows.
 """
 
@@ -20,28 +21,23 @@ from kafka_pyspark.registry import BROKER_IDS, BROKER_TOPICS
 if TYPE_CHECKING:
     from kafka_pyspark.registry import Registry
 
-__all__ = ["Found", "no_brokers_error", "require_brokers", "topic_elsewhere"]
+__all__ = ["Found", "no_brokers_error", "topic_elsewhere"]
 
 #: children looked at per level (the error path's I/O stays bounded on a crowded ZooKeeper)
 MAX_LOOKED_AT = 200
 #: ZooKeeper's own node at its root, never a chroot
 _ZOOKEEPER_NODE = "/zookeeper"
-#: root children quoted when no registry is found anywhere
+#: nodes quoted in one error (registries found, or the root's children when none is)
 MAX_SHOWN = 10
 
 
 @dataclass(frozen=True)
 class Found:
-    """A node holding ``<chroot><probe>``, and how many children that node has."""
+    """A node holding ``<chroot><probe>`` (``""``: the ZooKeeper root), and how many children
+    that node has."""
 
     chroot: str
     children: int
-
-
-def require_brokers(registry: Registry) -> None:
-    """:func:`no_brokers_error` unless a broker is registered (one ZooKeeper listing)."""
-    if not registry.children([BROKER_IDS])[0]:
-        raise no_brokers_error(registry)
 
 
 def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
@@ -78,21 +74,22 @@ def topic_elsewhere(registry: Registry, topic: str) -> str:
 
 def _use_instead(registry: Registry, found: Sequence[Found], counted: str, what: str) -> str:
     """``<what> under /a (2 brokers <counted>), /b (...): use zk.connect 'hosts/a'``: the
-    first node with a broker is suggested."""
+    nodes with a broker first, the first of them suggested; at most :data:`MAX_SHOWN`."""
     hosts = registry.zk_connect.partition("/")[0]
-    best = max(found, key=lambda f: f.children > 0)
-    listing = ", ".join(
-        f"{f.chroot} ({f.children} broker{'' if f.children == 1 else 's'} {counted})"
-        for f in found
-    )
-    return f"{what} under {listing}: use zk.connect '{hosts}{best.chroot}'"
+    ranked = sorted(found, key=lambda f: f.children == 0)
+    listing = _shown([
+        f"{f.chroot or '/'} ({f.children} broker{'' if f.children == 1 else 's'} {counted})"
+        for f in ranked
+    ])
+    return f"{what} under {listing}: use zk.connect '{hosts}{ranked[0].chroot}'"
 
 
 def _root_listing(roots: Sequence[str]) -> str:
-    if not roots:
-        return ""
-    shown = ", ".join(roots[:MAX_SHOWN]) + (", ..." if len(roots) > MAX_SHOWN else "")
-    return f" (the ZooKeeper root holds: {shown})"
+    return f" (the ZooKeeper root holds: {_shown(roots)})" if roots else ""
+
+
+def _shown(items: Sequence[str]) -> str:
+    return ", ".join(items[:MAX_SHOWN]) + (", ..." if len(items) > MAX_SHOWN else "")
 
 
 def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]]:
@@ -108,6 +105,8 @@ def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]
                 for name in sorted(names or [])[:MAX_LOOKED_AT]
             ]
             candidates = [c for c in candidates if c not in (registry.chroot, _ZOOKEEPER_NODE)]
+            if registry.chroot:  # the cluster may register at the root itself
+                candidates.insert(0, "")
             held = root.children([f"{c}{probe}" for c in candidates]) if candidates else []
     except RegistryError:
         return [], []
