@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from _cluster import count_values, read_log, read_topic
 
 from kafka_pyspark.client import Producer
 from kafka_pyspark.messages import encode_message_set
+from kafka_pyspark.spark.compat import ADMISSION_CONTROL
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
@@ -43,6 +44,7 @@ ROUNDS: tuple[tuple[tuple[int, int, int, str], ...], ...] = (
     ((0, 1, 2, "none"), (1, 0, 3, "gzip"), (1, 2, 1, "none")),
 )
 EventRow = tuple[str, int, int, int, int, int, bytes]
+BrokerPartition = tuple[int, int]
 EVENT_COLUMNS = ("offset", "inner_index", "next_offset", "value")
 
 
@@ -125,8 +127,10 @@ def source_messages(brokers: Sequence[EmbeddedBroker], topic: str) -> list[Event
 
 
 def check_outputs(
-    project: Path, brokers: Sequence[EmbeddedBroker], conf: dict[str, str], kz: Any
-) -> None:
+    project: Path, brokers: Sequence[EmbeddedBroker], conf: dict[str, str]
+) -> dict[BrokerPartition, int]:
+    """The table, the view and the sink's topic against the source topic; returns the source's
+    log ends."""
     source = conf["kafka07.pipeline.source.topic"]
     expected = source_messages(brokers, source)
     warehouse = project / "spark-warehouse"
@@ -139,11 +143,9 @@ def check_outputs(
     )
     assert table == expected
 
-    ends = {
-        (b.broker_id, p): b.log_end(source, p)
-        for b in brokers for p in range(b.partitions_for(source))
-    }
     per_partition = Counter((b, p) for _, b, p, *_ in expected)
+    by_id = {b.broker_id: b for b in brokers}
+    ends = {(b, p): by_id[b].log_end(source, p) or 0 for b, p in per_partition}
     view = parquet_rows(warehouse / VIEW, ("topic", "broker", "partition", "messages", "log_end"))
     assert sorted(view) == sorted(
         (source, b, p, n, ends[(b, p)]) for (b, p), n in per_partition.items()
@@ -152,12 +154,20 @@ def check_outputs(
     copied = count_values(read_topic(brokers, conf["kafka07.pipeline.sink.topic"]))
     assert copied == Counter(v for *_, v in expected)
 
+    return ends
+
+
+def group_offsets(
+    kz: Any, conf: dict[str, str], keys: Iterable[BrokerPartition]
+) -> dict[BrokerPartition, int | None]:
+    """The 0.7 group's committed offsets in ZooKeeper (None: no node)."""
     group = conf["kafka07.pipeline.group.id"]
-    committed = {
-        (b, p): int(kz.get(f"/consumers/{group}/offsets/{source}/{b}-{p}")[0])
-        for b, p in per_partition
-    }
-    assert committed == {bp: ends[bp] for bp in per_partition}
+    source = conf["kafka07.pipeline.source.topic"]
+    found: dict[BrokerPartition, int | None] = {}
+    for b, p in keys:
+        path = f"/consumers/{group}/offsets/{source}/{b}-{p}"
+        found[(b, p)] = int(kz.get(path)[0]) if kz.exists(path) else None
+    return found
 
 
 def test_pipeline_runs_incrementally_into_table_view_and_sink(
@@ -172,8 +182,14 @@ def test_pipeline_runs_incrementally_into_table_view_and_sink(
 
     produce(brokers, source, 0)
     run_pipeline(project, conf_dir)
-    check_outputs(project, brokers, conf, kz)
+    first = check_outputs(project, brokers, conf)
+    # Spark 4.2+ asks the source for an availableNow run's end, so the run commits its final
+    # position; before, the run's one micro-batch is committed to the group only by the next
+    # run (docs/running.md, "On Spark 4.0 and 4.1")
+    nothing: dict[BrokerPartition, int | None] = dict.fromkeys(first)
+    assert group_offsets(kz, conf, first) == (first if ADMISSION_CONTROL else nothing)
 
     produce(brokers, source, 1)
     run_pipeline(project, conf_dir)
-    check_outputs(project, brokers, conf, kz)
+    second = check_outputs(project, brokers, conf)
+    assert group_offsets(kz, conf, second) == (second if ADMISSION_CONTROL else first)
