@@ -74,7 +74,7 @@ class Venv:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
         env["PATH"] = f"{self.root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         return subprocess.run([str(self.root / "bin" / program), *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=900)
+                              env=env, capture_output=True, text=True, timeout=900, input="")
 
     def pyspark_state(self) -> tuple[str, str]:
         """pyspark's version and a digest of its RECORD (every file, with its hash)."""
@@ -151,6 +151,10 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
     cli = venv.run("--help", program="kafka07")
     assert cli.returncode == 0 and "kafka07" in cli.stdout, cli.stderr
+    produce = venv.run("produce", "--broker-list", "0:127.0.0.1:9", "--topic", "t",
+                       program="kafka07")
+    assert produce.returncode == 2 and "Traceback" not in produce.stderr, produce.stderr
+    assert "pip install 'kafka_pyspark[spark]'" in produce.stderr
     for what in ("import kafka_pyspark.spark.source",
                  "from kafka_pyspark import Kafka07DataSource",
                  "import pyspark_kafka07"):
