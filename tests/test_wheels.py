@@ -142,7 +142,7 @@ def test_wheels_install_beside_pyspark_and_agree(dist: Dist, venv: Venv) -> None
 
 def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -> None:
     venv.pip("uninstall", "-y", "kafka_pyspark")
-    venv.pip("install", "--no-deps", str(dist.pure))
+    venv.pip("install", str(dist.pure))  # its dependencies too, when run alone
     venv.pip("uninstall", "-y", "pyspark")
     plain = venv.run("-c", "import kafka_pyspark.client, kafka_pyspark.testing.broker, "
                      "kafka_pyspark.registry; from kafka_pyspark import encode_message_set, "
