@@ -98,9 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as e:  # a file that cannot be read, a socket error outside a table
             error(str(e))
             return EXIT_USAGE
-        except ImportError as e:  # produce without pyspark: the message names the extra
-            error(str(e))
-            return EXIT_USAGE
         except KeyboardInterrupt:
             error("interrupted")
             return EXIT_INTERRUPTED
