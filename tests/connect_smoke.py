@@ -1,17 +1,34 @@
 """Run by tests/test_spark_connect.py in its own process (Spark Connect and the test session's
-classic Spark cannot share a process): ``python tests/connect_smoke.py ZK_CONNECT``.
+classic Spark cannot share a process): ``python tests/connect_smoke.py ZK_CONNECT CHECKPOINT``.
 
 Through ``SparkSession.builder.remote("local[2]")``: a write, a batch read and a short
-``availableNow`` stream; prints one JSON document with what came back.
+``availableNow`` stream, and a named stream into the kafka07 sink; prints one JSON document with
+what came back.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 
-def main(zk: str) -> dict[str, object]:
+def named_copy(spark: Any, zk: str, checkpoint: str) -> list[str]:
+    """A named stream from topic c into the kafka07 sink (topic c2), read back: Spark Connect
+    hands the sink queryName and checkpointLocation too."""
+    q = (spark.readStream.format("kafka07").option("zk.connect", zk)
+         .option("subscribe", "c").option("startingOffsets", "earliest").load()
+         .selectExpr("value")
+         .writeStream.format("kafka07").queryName("connect_copy")
+         .option("zk.connect", zk).option("topic", "c2")
+         .option("checkpointLocation", checkpoint)
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    df = spark.read.format("kafka07").option("zk.connect", zk).option("subscribe", "c2").load()
+    return sorted(r.v for r in df.selectExpr("CAST(value AS STRING) AS v").collect())
+
+
+def main(zk: str, checkpoint: str) -> dict[str, object]:
     from pyspark.sql import SparkSession
 
     from kafka_pyspark import register
@@ -38,10 +55,11 @@ def main(zk: str) -> dict[str, object]:
             "connect": type(spark).__module__,
             "values": values,
             "streamed": None if streamed is None else streamed.n,
+            "copied": named_copy(spark, zk, checkpoint),
         }
     finally:
         spark.stop()
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    print(json.dumps(main(sys.argv[1], sys.argv[2])))

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from _cluster import unanswering_broker
+from _cluster import kazoo_client, unanswering_broker
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
@@ -250,6 +250,39 @@ def test_consume_from_group_latest_and_dump_a_live_range(
                              "message, or the log is corrupt there (")
 
 
+def test_consume_from_a_group_offset_outside_the_log_says_so(
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _produce(broker, "t", 0, THREE, "none")
+    _produce(broker, "t", 1, THREE[:1], "none")
+    broker.wait_for_topic("t")
+    with Registry(zk_connect) as reg:
+        reg.commit_group_offsets("g", "t", {(0, 0): 52, (0, 1): 0}, creator="test")
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--from", "group",
+                 "--group", "g"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\n"  # 0-1 is still read
+    assert out.err.splitlines() == [
+        "kafka07: t 0-0: group 'g' committed offset 52, outside the log [0, 51]; not read",
+        "consumed 1 message from 't' (1 broker-partition read, 1 failed)",
+    ]
+    kz = kazoo_client(zk_connect)
+    try:
+        kz.set("/consumers/g/offsets/t/0-0", b"abc")
+    finally:
+        kz.stop()
+        kz.close()
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--from", "group",
+                 "--group", "g"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\n"
+    assert out.err.splitlines() == [
+        f"kafka07: t 0-0: ZooKeeper {zk_connect}: node /consumers/g/offsets/t/0-0: offset must "
+        "be a non-negative decimal integer, got b'abc'; not read",
+        "consumed 1 message from 't' (1 broker-partition read, 1 failed)",
+    ]
+
+
 def test_dump_a_segment_file_written_by_the_broker(
     broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -310,6 +343,34 @@ def test_consume_follow_stopped_by_ctrl_c_ends_with_its_summary(
     out = capsys.readouterr()
     assert out.out == "aaaaaaa\nbbbbbbb\nccccccc\n"
     assert out.err == "consumed 3 messages from 'f' (1 broker-partition read)\n"
+
+
+def test_consume_follow_goes_on_with_the_partitions_left_when_one_fails(
+    broker: EmbeddedBroker, zk_connect: str, hung_broker: int,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    sleep = time.sleep
+
+    def poll(seconds: float) -> None:  # the first poll finds a new message on 0-1
+        if threading.current_thread() is threading.main_thread() and not polled:
+            polled.append(seconds)
+            _produce(broker, "t", 1, [b"later"], "none")
+        sleep(seconds)
+
+    polled: list[float] = []
+    _produce(broker, "t", 1, THREE[:1], "none")
+    broker.wait_for_topic("t")
+    monkeypatch.setattr(time, "sleep", poll)
+    assert main(["consume", "--zk", zk_connect, "--topic", "t", "--follow", "--poll-ms", "10",
+                 "--max-messages", "2", "--timeout-ms", "500", "--partition", "0-1",
+                 "--partition", "1-0"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "aaaaaaa\nlater\n"
+    assert out.err.splitlines()[-1] == \
+        "consumed 2 messages from 't' (1 broker-partition read, 1 failed)"
 
 
 def test_consume_reports_a_hung_broker_and_reads_the_rest(

@@ -209,6 +209,8 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
         (["consume", "--zk", "h:1", "--broker-list", "0:h:1", "--topic", "t"],
          "argument --broker-list: not allowed with argument --zk"),
         (["offsets", "--topic", "t"], "one of the arguments --zk --broker-list is required"),
+        (["lag", "--zk", "127.0.0.1:1", "--group", "a/b"],
+         "kafka07: --group: 'a/b' is not a legal group id"),
         (["lag", "--zk", "h:1", "--group", "g", "--timeout-ms", "0"],
          "argument --timeout-ms: '0' is not a positive integer"),
         (["nope"], "argument COMMAND: invalid choice: 'nope'"),

@@ -173,6 +173,10 @@ def test_group_offsets_by_time_and_refusals(
     assert main([*argv, "--to", "earliest", "--dry-run"]) == 1
     assert capsys.readouterr().err.endswith(err)
     assert main([*argv, "--to", "earliest", "--force"]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "kafka07: group 'g' has live consumers (consumer g_host-1; owner of 0-1: g_host-1-0): "
+        "they would overwrite the new offsets on their next commit; was written anyway "
+        "(--force)")
     assert _node(kz, "/consumers/g/offsets/t/0-0") == (b"0", 0)
 
 

@@ -448,7 +448,7 @@ def test_fixed_block_symbols(symbol: int, lane: bool, monkeypatch: pytest.Monkey
 @needs_lane
 def test_the_lane_calls_isal_crc_directly_where_the_kernel_found_it() -> None:
     assert LANE is not None
-    assert flat._SNAPPY_CRC == walk.CRC_ISAL  # crc_engine found ISA-L's crc32_gzip_refl here
+    assert flat._SNAPPY_CRC == walk.CRC_ISAL  # the kernel was given ISA-L's crc32_gzip_refl
     assert flat._GZIP_CRC == walk.CRC_ISAL
     data = wrapper(stored(HI + ABC)) + wrapper(stored(HI + message(b"abc", crc=1)))
     recs = walk.scan(memoryview(data), 0, len(data), len(data)).recs

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from kafka_pyspark.messages import encode_message, flat, walk
+from kafka_pyspark.messages.crc import isal_crc_address
 
 KERNEL = walk.kernel
 pytestmark = pytest.mark.skipif(KERNEL is None, reason="the compiled kernel is not built")
@@ -233,7 +234,7 @@ ABC = bytes.fromhex("00000008" "00" "352441c2") + b"abc"
 def test_snappy_fetch_checks_crcs_by_isal_directly() -> None:
     assert KERNEL is not None
     isal_zlib = pytest.importorskip("isal.isal_zlib")
-    assert KERNEL.crc_engine(isal_zlib.__file__) is True
+    assert KERNEL.crc_engine_at(isal_crc_address(isal_zlib.__file__)) is True
     assert flat._SNAPPY_CRC == walk.CRC_ISAL  # the lane calls ISA-L itself
     inner = HI + ABC
     wrapper = encode_message(JAVA_HEADER + struct.pack(">i", 26) + b"\x18\x5c" + inner, codec=2)
@@ -259,11 +260,12 @@ def test_snappy_fetch_checks_crcs_by_isal_directly() -> None:
 def test_crc_engine_answers_for_the_object_it_is_given() -> None:
     assert KERNEL is not None
     isal_zlib = pytest.importorskip("isal.isal_zlib")
-    assert KERNEL.crc_engine(isal_zlib.__file__) is True
+    assert KERNEL.crc_engine_at(isal_crc_address(isal_zlib.__file__)) is True
     # loaded but without the symbol (the kernel itself), or not loaded: no engine there, even
     # after one was found (snappy_fetch keeps the one it has)
-    assert KERNEL.crc_engine(KERNEL.__file__) is False
-    assert KERNEL.crc_engine(isal_zlib.__file__ + ".not-loaded") is False
+    assert isal_crc_address(KERNEL.__file__) == 0
+    assert isal_crc_address(isal_zlib.__file__ + ".not-loaded") == 0
+    assert KERNEL.crc_engine_at(0) is False
     assert flat._SNAPPY_CRC == walk.CRC_ISAL
 
 

@@ -11,11 +11,11 @@ from functools import partial
 from typing import Any
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.registry import Registry
+from kafka_pyspark.spark.compat import ReadAllAvailable
 from kafka_pyspark.spark.options import parse_read_options
 from kafka_pyspark.spark.reader import plan_batch
 from kafka_pyspark.spark.schema import READ_SCHEMA

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
 
 def test_read_write_and_stream_through_spark_connect(
-    broker: EmbeddedBroker, zk_connect: str
+    broker: EmbeddedBroker, zk_connect: str, tmp_path: Path
 ) -> None:
     pytest.importorskip("grpc", reason="pip install 'pyspark[connect]' (the test extra has it)")
     script = Path(__file__).with_name("connect_smoke.py")
@@ -28,7 +28,7 @@ def test_read_write_and_stream_through_spark_connect(
     # which (PySpark's own tests do this, SPARK-42272); the default 15002 may be taken by
     # another Spark Connect server on the machine.
     done = subprocess.run(
-        [sys.executable, str(script), zk_connect],
+        [sys.executable, str(script), zk_connect, str(tmp_path / "checkpoint")],
         capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_TESTING": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -36,6 +36,7 @@ def test_read_write_and_stream_through_spark_connect(
     assert result["connect"].startswith("pyspark.sql.connect")
     assert result["values"] == sorted(f"m{i}" for i in range(100))
     assert result["streamed"] == 100
+    assert result["copied"] == sorted(f"m{i}" for i in range(100))
 
 
 def test_the_password_is_not_in_the_event_log_of_spark_connect(

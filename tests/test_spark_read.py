@@ -398,7 +398,8 @@ def test_option_error_at_load_names_option(spark: SparkSession, cluster: Cluster
     ):
         with pytest.raises(Exception, match="OptionError") as info:
             load(spark, options)  # no action: fails at load()
-        assert f"option '{name}'" in str(info.value)
+        # Spark 4.0 hands the source the option names as spelled, later versions lower-cased
+        assert f"option '{name.lower()}'" in str(info.value).lower()
     # load() cannot tell batch from stream: a stream-only option fails when the batch is planned
     df = load(spark, cluster.options(subscribe=MIXED, maxBytesPerTrigger="5"))
     with pytest.raises(Exception, match="OptionError") as info:

@@ -15,12 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from _cluster import kafka_partitions
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 
 from kafka_pyspark.client import BrokerConnection, Producer
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.spark.admission import HEADER, MAX_ROUNDS
+from kafka_pyspark.spark.compat import ReadAllAvailable, ReadMaxBytes
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.stream import Kafka07StreamReader
 from kafka_pyspark.testing.broker import EmbeddedBroker

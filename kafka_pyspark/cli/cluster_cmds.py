@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
+    DEFAULT_TIMEOUT_MS,
     EXIT_DATA,
     EXIT_OK,
     BrokerFailure,
@@ -271,7 +272,8 @@ def _lag_row(group: str, topic: str, key: tuple[int, int], offset: int | None,
 
 
 def group_lag(
-    cluster: Cluster, group: str, topics: list[str] | None = None, timeout_ms: int = 10000
+    cluster: Cluster, group: str, topics: list[str] | None = None,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> list[LagRow]:
     """Every committed broker-partition of ``group`` (live or not) and every live partition
     of its topics (all topics it committed when ``topics`` is None), with lag and status."""

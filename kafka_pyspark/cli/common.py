@@ -81,6 +81,7 @@ _ARGUMENT_OF_OPTION = {
     "socket.timeout.ms": "--timeout-ms",
     "zk.sessiontimeout.ms": "--timeout-ms",
     "topic": "--topic",
+    "group.id": "--group",
     "compression.codec": "--codec",
     "batch.size": "--batch-size",
 }

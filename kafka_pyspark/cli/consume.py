@@ -25,6 +25,7 @@ from kafka_pyspark.cli.common import (
 )
 from kafka_pyspark.cli.output import Progress, error, json_line, payload_fields, plural, summary
 from kafka_pyspark.errors import KafkaError, MessageError
+from kafka_pyspark.names import parse_partition_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -32,19 +33,16 @@ if TYPE_CHECKING:
     from kafka_pyspark.cluster import Cluster
 
 
-def _starts(args: argparse.Namespace, cluster: Cluster, keys: list[tuple[int, int]],
+def _starts(c: _Consumer, cluster: Cluster, keys: list[tuple[int, int]],
             bounds: dict[tuple[int, int], tuple[int, int]]) -> dict[tuple[int, int], int]:
+    args = c.args
     how = args.start
     if how == "earliest":
         return {k: bounds[k][0] for k in keys}
     if how == "latest":
         return {k: bounds[k][1] for k in keys}
     if how == "group":
-        registry = cluster.registry()
-        if args.group is None or registry is None:
-            raise CliError("--from group needs --group and --zk")
-        committed = registry.group_offsets(args.group, args.topic)
-        return {k: committed.get(k, bounds[k][0]) for k in keys}
+        return _group_starts(c, cluster, keys, bounds)
     try:
         n = int(how)
     except ValueError:
@@ -56,6 +54,29 @@ def _starts(args: argparse.Namespace, cluster: Cluster, keys: list[tuple[int, in
     if not lo <= n <= hi:
         raise CliError(f"offset {n} is outside {bp(keys[0])}'s log [{lo}, {hi}]", EXIT_DATA)
     return {keys[0]: n}
+
+
+def _group_starts(c: _Consumer, cluster: Cluster, keys: list[tuple[int, int]],
+                  bounds: dict[tuple[int, int], tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """The offsets ``--group`` committed (the earliest where it committed none). A committed
+    node not in 0.7's format, or an offset outside its log (0.7's consumer would fail or
+    reset there), fails its broker-partition; the others are read."""
+    args = c.args
+    registry = cluster.registry()
+    if args.group is None or registry is None:
+        raise CliError("--from group needs --group and --zk")
+    committed, malformed = registry.group_offsets_checked(args.group, args.topic)
+    for name, problem in malformed.items():
+        key = parse_partition_key(name)
+        if key in keys:
+            c.fail(key, EXIT_DATA, f"{problem}; not read")
+    starts = {k: committed.get(k, bounds[k][0]) for k in keys}
+    for k, start in starts.items():
+        lo, hi = bounds[k]
+        if k not in c.failed and not lo <= start <= hi:
+            c.fail(k, EXIT_DATA, f"group {args.group!r} committed offset {start}, outside the "
+                   f"log [{lo}, {hi}]; not read")
+    return starts
 
 
 def _emit(res_batch: pa.RecordBatch, topic: str, key: tuple[int, int], args: argparse.Namespace,
@@ -118,11 +139,15 @@ class _Consumer:
                     if budget is not None and self.budget() == 0:
                         break
         except KafkaError as e:
-            self.failed.add(key)
-            self.code = max(self.code, EXIT_DATA if isinstance(e, MessageError) else EXIT_USAGE)
-            self.progress.clear()
-            error(f"{self.args.topic} {bp(key)}: {e}")
+            self.fail(key, EXIT_DATA if isinstance(e, MessageError) else EXIT_USAGE, str(e))
         return pos
+
+    def fail(self, key: tuple[int, int], code: int, message: str) -> None:
+        """Say why ``key`` is not read (any further); the others go on."""
+        self.failed.add(key)
+        self.code = max(self.code, code)
+        self.progress.clear()
+        error(f"{self.args.topic} {bp(key)}: {message}")
 
     def finish(self) -> int:
         """The summary line; returns the exit code."""
@@ -140,7 +165,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
         bounds: dict[tuple[int, int], tuple[int, int]] = {}
         for k in c.keys:
             _refresh_bounds(c, k, bounds, args.topic)
-        pos = _starts(args, cluster, [k for k in c.keys if k in bounds], bounds)
+        pos = _starts(c, cluster, [k for k in c.keys if k in bounds], bounds)
     try:
         _read_all(c, pos, bounds)
     except KeyboardInterrupt:  # how --follow is stopped; the summary still ends it
@@ -160,7 +185,7 @@ def _read_all(c: _Consumer, pos: dict[tuple[int, int], int],
             end = bounds[k][1] if k in bounds else start
             if start < end:
                 pos[k] = c.read(k, start, end)
-        if not args.follow or c.budget() == 0 or len(c.failed) == len(pos):
+        if not args.follow or c.budget() == 0 or all(k in c.failed for k in pos):
             return
         time.sleep(args.poll_ms / 1000.0)
         for k in pos:
@@ -175,10 +200,7 @@ def _refresh_bounds(
     try:
         bounds[k] = c.bounds(k)
     except KafkaError as e:
-        c.failed.add(k)
-        c.code = EXIT_USAGE
-        c.progress.clear()
-        error(f"{topic} {bp(k)}: {e}")
+        c.fail(k, EXIT_USAGE, str(e))
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -208,10 +208,9 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
         registry = cluster.registry()
         assert registry is not None  # --zk is required
         live = live_consumers(registry, args.group, args.topic)
-        refusal = (
-            f"group {args.group!r} has live consumers ({'; '.join(live)}): they would "
-            "overwrite the new offsets on their next commit. Stop them first, or --force"
-        )
+        running = (f"group {args.group!r} has live consumers ({'; '.join(live)}): they "
+                   "would overwrite the new offsets on their next commit")
+        refusal = f"{running}. Stop them first, or --force"
         if live and not args.force and not args.dry_run:
             raise CliError(refusal, EXIT_DATA)
         changes = plan_changes(cluster, registry, args)
@@ -224,6 +223,8 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
     if live and not args.force:  # a dry run: the real one would be refused
         error(refusal)
         return EXIT_DATA
+    if live:
+        error(f"{running}; {'would be' if args.dry_run else 'was'} written anyway (--force)")
     return EXIT_OK
 
 

@@ -296,7 +296,7 @@ static PyMethodDef methods[] = {
     {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
     {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
     {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
-    {"crc_engine", kp_crc_engine, METH_O, "Find ISA-L's CRC-32 for the lanes to call (CRC_ISAL)."},
+    {"crc_engine_at", kp_crc_engine_at, METH_O, "Use ISA-L's CRC-32 at this address (CRC_ISAL)."},
     {"wrapped_rows", kp_wrapped_rows, METH_VARARGS, "Per-row columns of a set of wrappers."},
     {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
     {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},

@@ -9,8 +9,8 @@
  * - the message walk (kp_walk): read_head checks each header, a visitor takes each message
  *   (scan's records in _kernel.c; kp_sink_take's payloads into a value column, used by `take`
  *   and by the snappy lane's compaction in place); inline, so each use compiles to one loop;
- * - the check of taken rows against their CRC words (kp_rows_ok, _wrappers.c) and the CRC
- *   engine it calls (kp_crc_t, kp_crc_parse).
+ * - the check of taken rows against their CRC words (kp_rows_ok, _wrappers.c: the lanes call
+ *   it, Python reaches it as check_rows) and the CRC engine it calls (kp_crc_t, kp_crc_parse).
  */
 #ifndef KAFKA_PYSPARK_KERNEL_H
 #define KAFKA_PYSPARK_KERNEL_H
@@ -64,7 +64,7 @@ enum {
 
 /* the CRC-32 engines a lane calls itself, as the Python side names them (kp_crc_parse): walk.py */
 enum {
-    CRC_ISAL = 1,      /* ISA-L's crc32_gzip_refl, once crc_engine found it */
+    CRC_ISAL = 1,      /* ISA-L's crc32_gzip_refl, once crc_engine_at found it */
     CRC_LIBDEFLATE = 2 /* libdeflate's (_gzip.c only: _kernel does not link it) */
 };
 
@@ -430,7 +430,7 @@ PyObject *kp_snappy_raw(PyObject *self, PyObject *args);
 PyObject *kp_snappy_total(PyObject *self, PyObject *args);
 PyObject *kp_snappy_fetch(PyObject *self, PyObject *args);
 PyObject *kp_wrapped_rows(PyObject *self, PyObject *args);
-PyObject *kp_crc_engine(PyObject *self, PyObject *arg);
+PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg);
 
 /* --- the capsule ------------------------------------------------------------------------------
  * What _kernel exports to other compiled modules (_gzip.c, an optional module of its own: it

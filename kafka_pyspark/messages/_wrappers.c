@@ -1,12 +1,9 @@
 /* Outer sets of snappy wrappers, whole, in one call (the fast lane's snappy_fetch, see
  * kafka_pyspark/messages/flat.py): every wrapper's CRC32, its payload decompressed and walked by
  * _snappy.c straight into the value column, the rows' CRC words checked while in cache. And
- * what both lanes (this one and _gzip.c's) share for their CRCs: the engines (crc_engine,
+ * what both lanes (this one and _gzip.c's) share for their CRCs: the engines (crc_engine_at,
  * kp_crc_parse) and the check of taken rows against their CRC words (kp_rows_ok). */
 #include "_kernel.h"
-#if defined(__unix__) || defined(__APPLE__)
-#include <dlfcn.h>
-#endif
 
 /* snappy_total(buf, recs): the bytes the snappy wrappers of recs decompress to, all together;
  * -1 if one is not snappy or not a payload this kernel decodes */
@@ -37,24 +34,22 @@ PyObject *kp_snappy_total(PyObject *self, PyObject *args)
 
 /* --- a whole outer set of snappy wrappers ---------------------------------------------------- */
 
-/* ISA-L's CRC-32, called directly when crc_engine found it in python-isal's module: no Python
+/* ISA-L's CRC-32, called directly when crc_engine_at found it in python-isal's module: no Python
  * call per wrapper (CRC_ISAL, here and in _gzip.c through kp_crc_parse). */
 static kp_crc32_fn isal_crc;
 
-/* crc_engine(path) -> bool: whether ISA-L's crc32_gzip_refl, looked up in the shared object at
- * path (python-isal's isal_zlib, already loaded), gives zlib's CRC-32 of a known input; if so,
- * the lanes call it for CRC_ISAL (a later False keeps the engine found before). */
-PyObject *kp_crc_engine(PyObject *self, PyObject *arg)
+/* crc_engine_at(address) -> bool: whether the function at address (ISA-L's crc32_gzip_refl,
+ * looked up by crc.isal_crc_address in python-isal's loaded module; 0: none found) gives zlib's
+ * CRC-32 of known inputs; if so, the lanes call it for CRC_ISAL (a later False keeps the engine
+ * found before). The lookup is Python's (ctypes), so that the module links no dynamic-loader
+ * symbol: glibc 2.34 moved those into libc, which would raise the wheel's manylinux tag. */
+PyObject *kp_crc_engine_at(PyObject *self, PyObject *arg)
 {
-    const char *path = PyUnicode_AsUTF8(arg);
-    if (!path)
+    void *at = PyLong_AsVoidPtr(arg);
+    if (!at && PyErr_Occurred())
         return NULL;
     kp_crc32_fn fn = NULL;
-#if defined(__unix__) || defined(__APPLE__)
-    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD); /* kept open: the module stays loaded */
-    if (lib)
-        *(void **)&fn = dlsym(lib, "crc32_gzip_refl");
-#endif
+    *(void **)&fn = at;
     int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
              fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
     if (ok)
@@ -73,7 +68,7 @@ int kp_crc_parse(PyObject *arg, kp_crc32_fn libdeflate, kp_crc_t *out, const cha
             return 0;
         if (engine == CRC_ISAL || engine == CRC_LIBDEFLATE) {
             PyErr_Format(PyExc_ValueError, "%s: CRC-32 engine %ld is not there%s", who, engine,
-                         engine == CRC_ISAL ? " (crc_engine did not find it)" : "");
+                         engine == CRC_ISAL ? " (crc_engine_at did not find it)" : "");
             return -1;
         }
     } else if (PyCallable_Check(arg)) {

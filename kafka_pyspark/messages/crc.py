@@ -26,6 +26,8 @@ buffers; otherwise ``zlib.crc32``. This module holds the one probe for python-is
 
 from __future__ import annotations
 
+import ctypes
+import os
 import zlib
 from collections.abc import Callable, Iterable
 from types import ModuleType
@@ -50,6 +52,21 @@ else:  # pragma: no cover
     crc32 = zlib.crc32
     CRC32_ENGINE = "zlib"
 """``crc32(data, value=0)``: zlib's CRC-32, from the fastest engine that imports."""
+
+
+def isal_crc_address(path: str | None) -> int:
+    """The address of ISA-L's ``crc32_gzip_refl`` in the shared object at ``path`` (python-isal's
+    ``isal_zlib``, already loaded), or 0: it is not loaded or has no such symbol. The compiled
+    kernel calls it directly (``crc_engine_at``); looking it up here keeps the kernel free of
+    dynamic-loader symbols, which would raise the glibc its wheel needs."""
+    if path is None:
+        return 0
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        return ctypes.cast(lib.crc32_gzip_refl, ctypes.c_void_p).value or 0
+    except (OSError, AttributeError):
+        return 0
+
 
 # Many small buffers, one call each (the encoder's CRC per message): ISA-L's call costs ~300 ns
 # more than zlib's for buffers of 64 to ~400 bytes (measured here), zlib's is the slower one

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark.messages.arrays import int_array
-from kafka_pyspark.messages.crc import crc32, isal_zlib, verify_concatenated
+from kafka_pyspark.messages.crc import crc32, isal_crc_address, isal_zlib, verify_concatenated
 from kafka_pyspark.messages.layout import (
     CODEC_MASK,
     CODEC_NAMES,
@@ -61,7 +61,7 @@ BAD_GZIP = 11  # gzip_fetch: not a gzip payload that lane inflates
 CHECK_OK = 0xFFFFFFFF  # crc32(data with CRC words, 0xFFFFFFFF) when every CRC is right
 CHECK_CHUNK = 256 << 10  # payload bytes the fast lane checks at a time, while in cache
 # CRC-32 engines the fast lane's kernel calls itself (else it is given a Python callable)
-CRC_ISAL = 1  # ISA-L's crc32_gzip_refl, when the kernel's crc_engine found it
+CRC_ISAL = 1  # ISA-L's crc32_gzip_refl, when the kernel's crc_engine_at found it
 CRC_LIBDEFLATE = 2  # libdeflate's, linked into the gzip lane (messages/_gzip.c)
 
 # One scanned message, as the kernel writes it (native byte order, 24 bytes)
@@ -112,15 +112,16 @@ KERNEL_CONSTANTS: Mapping[str, int] = {
 }
 kernel = load_kernel(
     "kafka_pyspark.messages._kernel",
-    lambda m: all(hasattr(m, f) for f in ("snappy_fetch", "wrapped_rows", "crc_engine")),
+    lambda m: all(hasattr(m, f) for f in ("snappy_fetch", "wrapped_rows", "crc_engine_at")),
     KERNEL_CONSTANTS,
 )
 ENGINE = "kernel" if kernel is not None else "python"
-# the CRC-32 engine the kernel's checks of rows call: ISA-L's called from C (CRC_ISAL) when the
-# kernel finds it in python-isal's module, else ``crc32`` called back
+# the CRC-32 engine the kernel's checks of rows call: ISA-L's called from C (CRC_ISAL) when it
+# is in python-isal's module (its address found by crc.isal_crc_address), else ``crc32`` called
+# back
 KERNEL_CRC: Callable[..., int] | int = (
     CRC_ISAL if isal_zlib is not None and kernel is not None
-    and kernel.crc_engine(isal_zlib.__file__) else crc32)
+    and kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__)) else crc32)
 
 
 class Scan(NamedTuple):

@@ -29,20 +29,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import (
+from pyspark.sql.datasource import InputPartition
+
+from kafka_pyspark import defaults
+from kafka_pyspark.names import TopicPartition, describe_tp
+from kafka_pyspark.spark.compat import (
     EqualTo,
     Filter,
     GreaterThan,
     GreaterThanOrEqual,
     In,
-    InputPartition,
     LessThan,
     LessThanOrEqual,
     Not,
 )
-
-from kafka_pyspark import defaults
-from kafka_pyspark.names import TopicPartition, describe_tp
 
 if TYPE_CHECKING:
     from kafka_pyspark.spark.options import ReadOptions

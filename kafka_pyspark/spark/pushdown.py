@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from pyspark.sql.datasource import DataSourceReader, Filter
+from pyspark.sql.datasource import DataSourceReader
 
+from kafka_pyspark.spark.compat import Filter
 from kafka_pyspark.spark.planning import PlanFilter, plan_filter
 
 __all__ = ["NARROW_PLAN", "PushFilters", "split"]
@@ -46,10 +47,11 @@ class PushFilters:
     and it tells by ``reader.pushFilters.__func__ is DataSourceReader.pushFilters``. The reader
     is correct without pushdown (every filter is optional to it), so it must keep working with
     the default configuration: the attribute carries the base ``__func__`` and, when pushdown
-    is on and Spark calls it, does the real work (``push``).
+    is on and Spark calls it, does the real work (``push``). Spark 4.0 has no filter pushdown
+    (:data:`.compat.FILTER_PUSHDOWN`) and never calls it.
     """
 
-    __func__ = staticmethod(DataSourceReader.pushFilters)
+    __func__ = staticmethod(getattr(DataSourceReader, "pushFilters", lambda *_: ()))
 
     def __init__(self, push: Callable[[list[Filter]], Iterable[Filter]]) -> None:
         self._push = push

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import (
@@ -40,6 +40,7 @@ from kafka_pyspark.messages.columns import constant_column
 from kafka_pyspark.messages.flat import ValueSink, join_views
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import pushdown, worker_gc
+from kafka_pyspark.spark.compat import Filter
 from kafka_pyspark.spark.discovery import discover_view, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options

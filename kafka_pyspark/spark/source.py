@@ -54,6 +54,12 @@ class Kafka07DataSource(DataSource):
         if has_path(self.options):
             raise OptionError("path", "segment files are read in batch (spark.read); a stream "
                               "needs a live cluster (zk.connect or broker.list)")
+        from kafka_pyspark.spark.compat import ADMISSION_CONTROL
+
+        if not ADMISSION_CONTROL:
+            from kafka_pyspark.spark.stream_legacy import Kafka07LegacyStreamReader
+
+            return Kafka07LegacyStreamReader(dict(self.options), schema)
         from kafka_pyspark.spark.stream import Kafka07StreamReader
 
         return Kafka07StreamReader(dict(self.options), schema)

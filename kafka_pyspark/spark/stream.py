@@ -25,12 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import (
@@ -49,6 +43,12 @@ from kafka_pyspark.spark.admission import (
     admit,
     cap_to_target,
     next_ages,
+)
+from kafka_pyspark.spark.compat import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    SupportsTriggerAvailableNow,
 )
 from kafka_pyspark.spark.discovery import (
     current_view,

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 from rel_support import Recorder, new_chroot, produce, read_sink, stream_query, values
 
 from kafka_pyspark.errors import RegistryUnavailableError
 from kafka_pyspark.registry import Registry
+from kafka_pyspark.spark.compat import ReadAllAvailable
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 if TYPE_CHECKING:

@@ -8,13 +8,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceStreamArrowWriter,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafka_pyspark.errors import OptionError
+from kafka_pyspark.spark.compat import StreamArrowWriter
 from kafka_pyspark.spark.writer.commit import Kafka07CommitMessage, abort_job, commit_job
 from kafka_pyspark.spark.writer.plan import build_plan
 from kafka_pyspark.spark.writer.task import TaskWriter
@@ -60,7 +57,7 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         abort_job(messages, "write")
 
 
-class Kafka07StreamWriter(DataSourceStreamArrowWriter):
+class Kafka07StreamWriter(StreamArrowWriter):
     """``df.writeStream.format("kafka07")``: the same engine per micro-batch.
 
     Spark creates this writer on the driver for every micro-batch (and again to commit it),
