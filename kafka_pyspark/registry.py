@@ -399,11 +399,14 @@ class Registry(Closing):
         offsets: Mapping[str, Mapping[tuple[int, int], int]],
         *,
         creator: str,
+        listed: bool = False,
     ) -> None:
         """:meth:`commit_group_offsets` of several topics (``{topic: offsets}``) at once: one
         pipelined round of writes; only when nodes are missing, the rounds that create them
         (the group's parents one by one, then every topic's, then the nodes), whatever the
-        number of topics and nodes."""
+        number of topics and nodes. ``listed``: list the topics' nodes first (one round) and
+        write only those there, so that a first commit, which creates most of its nodes,
+        does not first try to write every one of them."""
         if not isinstance(creator, str) or not creator:
             raise OptionError("creator", "the committer id must be a non-empty string")
         bases = {t: self._group_topic_path(group, t, "offsets") for t in sorted(offsets)}
@@ -411,8 +414,15 @@ class Registry(Closing):
         if not items:
             return
         where = f"{CONSUMERS}/{check_group_id(group)}/offsets/*/*"
-        written = self._zk.set_values(items, where)
-        missing = [it for it, ok in zip(items, written, strict=True) if not ok]
+        missing: list[tuple[str, bytes]] = []
+        if listed:
+            there = {f"{base}/{name}" for base, names in zip(
+                bases.values(), self._zk.children_of(list(bases.values()), where), strict=True)
+                for name in names or ()}
+            missing = [it for it in items if it[0] not in there]
+            items = [it for it in items if it[0] in there]
+        written = self._zk.set_values(items, where) if items else []
+        missing += [it for it, ok in zip(items, written, strict=True) if not ok]
         if not missing:
             return
         under = sorted({path.rsplit("/", 1)[0] for path, _ in missing})

@@ -106,3 +106,65 @@ def test_stream_rounds_do_not_grow_with_topics(cluster: str, rounds: list[str]) 
             reader.stop()
             seen.append((first, later))
         assert seen[0] == seen[1], mode
+
+
+def test_group_commits_write_what_moved_in_rounds_that_do_not_grow_with_topics(
+    cluster: str, rounds: list[str], brokers: list[EmbeddedBroker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``commitToGroup``: the first commit creates every node, in the same rounds for 1 topic
+    as for 50; later commits write only the offsets that moved, in one round."""
+    written: list[int] = []
+    created: list[int] = []
+    real_set, real_create = ZkSession.set_values, ZkSession.create
+
+    def spy_set(self: ZkSession, items: Any, where: str) -> list[bool]:
+        written.append(len(items))
+        return real_set(self, items, where)
+
+    def spy_create(self: ZkSession, items: Any, acl: Any, where: str) -> Any:
+        created.append(len(items))
+        return real_create(self, items, acl, where)
+
+    monkeypatch.setattr(ZkSession, "set_values", spy_set)
+    monkeypatch.setattr(ZkSession, "create", spy_create)
+    first_commits = []
+    for n, group in ((1, "c1"), (len(TOPICS), "c50")):
+        reader = Kafka07StreamReader(
+            {"zk.connect": cluster, "subscribe": ",".join(TOPICS[:n]), "commitToGroup": "true",
+             "group.id": group, "startingOffsets": "earliest"}, READ_SCHEMA)
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        written.clear()
+        created.clear()
+        first, _ = counted(rounds, partial(reader.commit, end))
+        first_commits.append(first)
+        # listed first: none there yet, so nothing is written before the 2 + 3 partitions of
+        # each topic are created (after /consumers, the group, offsets, the topics' nodes)
+        assert written == [] and created == [1, 1, 1, n, 5 * n]
+        with Registry(cluster) as registry:
+            assert registry.group_offsets_of(group, TOPICS[:n]) == {
+                t: ({(0, 0): SIZE, (0, 1): 0, (1, 0): SIZE, (1, 1): 0, (1, 2): 0}, {})
+                for t in TOPICS[:n]}
+        reader.stop()
+    assert first_commits[0] == first_commits[1]
+    # two broker-partitions move: the next commit writes those two, in one round
+    for b in brokers:
+        with BrokerConnection(b.host, b.port, timeout=10.0) as conn:
+            conn.produce(TOPICS[7], 1, encode_message_set([b"value"]))
+            conn.barrier(TOPICS[7], 1)
+    reader = Kafka07StreamReader(
+        {"zk.connect": cluster, "subscribe": ",".join(TOPICS), "commitToGroup": "true",
+         "group.id": "c50", "startingOffsets": "group"}, READ_SCHEMA)
+    start = reader.initialOffset()
+    written.clear()
+    created.clear()
+    reader.commit(start)  # a restarted query's first commit: every offset, all there already
+    assert written == [5 * len(TOPICS)] and created == []
+    end = reader.latestOffset(start, ReadAllAvailable())
+    written.clear()
+    later, _ = counted(rounds, partial(reader.commit, end))
+    assert written == [2] and later == ["writing"]
+    with Registry(cluster) as registry:
+        assert registry.group_offsets("c50", TOPICS[7]) == {
+            (0, 0): SIZE, (0, 1): SIZE, (1, 0): SIZE, (1, 1): SIZE, (1, 2): 0}
+    reader.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +23,8 @@ from kafka_pyspark.spark.admission import (
 )
 from kafka_pyspark.spark.discovery import diff_topology, merge_topology
 from kafka_pyspark.spark.stream_checkpoint import (
+    OffsetDicts,
+    Offsets,
     from_offset_dict,
     parse_partition_key,
     to_offset_dict,
@@ -428,3 +431,64 @@ def test_predicted_windows_are_the_first_round(
     positions = {tp: (s, log.latest(tp)) for tp, s in starts.items()}
     admit(positions, budget, log.scan)
     assert predict_windows(positions, budget) == (log.calls[0] if log.calls else {})
+
+
+# --- offset dicts made and parsed by a running stream --------------------------------------------
+
+_OFFSETS = st.dictionaries(
+    st.tuples(st.sampled_from(["a", "b", "c-d"]), st.integers(0, 3), st.integers(0, 20)),
+    st.integers(0, 10**12), max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_OFFSETS, min_size=1, max_size=6), st.data())
+def test_offset_dicts_equal_a_fresh_parse_and_make(seq: list[Offsets], data: Any) -> None:
+    """Whatever was made before, ``make`` gives exactly what :func:`to_offset_dict` gives (the
+    same JSON, so the same string Spark compares) and ``parse`` what :func:`from_offset_dict`
+    does; offsets that share their broker-partitions with an earlier one included."""
+    dicts = OffsetDicts(keep=3)
+    for offsets in seq:
+        if offsets and data.draw(st.booleans()):
+            tp = data.draw(st.sampled_from(sorted(offsets)))
+            offsets = {**offsets, tp: offsets[tp] + 1}
+        made = dicts.make(offsets)
+        assert json.dumps(made) == json.dumps(to_offset_dict(offsets))
+        made["x"] = {}  # the caller's copy: nothing remembered changes
+        assert dicts.parse(to_offset_dict(offsets)) == offsets
+        assert dicts.parse(json.loads(json.dumps(to_offset_dict(offsets)))) == offsets
+
+
+def test_offset_dicts_format_and_parse_only_what_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream over 10,000 broker-partitions of which 3 moved: the next offset formats 3 keys
+    and parsing what it made parses none."""
+    from kafka_pyspark.spark import stream_checkpoint
+
+    formatted: list[tuple[int, int]] = []
+    from kafka_pyspark.names import partition_key as real
+
+    def spy(broker: int, partition: int) -> str:
+        formatted.append((broker, partition))
+        return real(broker, partition)
+
+    monkeypatch.setattr("kafka_pyspark.spark.stream_checkpoint.partition_key", spy)
+    parsed: list[str] = []
+    real_parse = stream_checkpoint.parse_partition_key
+
+    def spy_parse(key: str, *, topic: str = "?") -> tuple[int, int]:
+        parsed.append(key)
+        return real_parse(key, topic=topic)
+
+    monkeypatch.setattr(stream_checkpoint, "parse_partition_key", spy_parse)
+    dicts = OffsetDicts()
+    start: Offsets = {("t", b, p): 0 for b in range(4) for p in range(2500)}
+    made = dicts.make(start)
+    assert len(formatted) == 10_000
+    formatted.clear()
+    end = {**start, ("t", 0, 7): 5, ("t", 3, 2499): 9, ("t", 1, 0): 1}
+    spark_copy = json.loads(json.dumps(dicts.make(end)))  # as Spark hands it back
+    assert sorted(formatted) == [(0, 7), (1, 0), (3, 2499)]
+    assert dicts.parse(spark_copy) == end and dicts.parse(made) == start
+    assert parsed == []
+    assert dicts.parse(to_offset_dict({("t", 0, 0): 1})) == {("t", 0, 0): 1}
+    assert parsed == ["0-0"]

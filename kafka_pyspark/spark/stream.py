@@ -65,7 +65,7 @@ from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partit
 from kafka_pyspark.spark.reader import read_partition
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.start_end import resolve_starts
-from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
+from kafka_pyspark.spark.stream_checkpoint import OffsetDicts, Offsets, to_offset_dict
 from kafka_pyspark.spark.stream_group import GroupCommitter
 from kafka_pyspark.spark.stream_outage import ZooKeeperOutage
 from kafka_pyspark.spark.stream_prefetch import (
@@ -126,6 +126,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._prefetch = Prefetch(self.options.cluster)
         self._scanned: Scanned = {}
         self._offsets: OffsetLookup | None = None  # OFFSETS connections, kept (:meth:`_lookup`)
+        self._dicts = OffsetDicts()  # Spark's offset dicts, the last ones made remembered
         # the brokers of the registry view latestOffset just read, for the partitions() call
         # that follows it (one registry read per micro-batch, not two)
         self._viewed: dict[int, BrokerAddress] | None = None
@@ -140,6 +141,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_scanned"] = {}
         state["_offsets"] = None
         state["_viewed"] = None
+        state["_dicts"] = OffsetDicts()
         return state
 
     # --- cluster access ----------------------------------------------------------------------
@@ -243,7 +245,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             before_time=lookup.before_time_asked(tps, opts.starting.timestamp),
         )
         self._latest = {tp: b.latest for tp, b in bounds.items()}
-        self._initial = to_offset_dict(starts)
+        self._initial = self._dicts.make(starts)
         log.info("kafka07 stream: initial offsets %s", self._initial)
         return self._initial
 
@@ -270,7 +272,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         3. ``Trigger.AvailableNow``: ends capped at the recorded target.
         4. ``ReadMaxBytes``: :func:`~.admission.admit` chooses ends at message boundaries.
         """
-        begin = from_offset_dict(start)
+        begin = self._dicts.parse(start)
         self._scanned = self._prefetch.take()
         self._commit_previous(start)
         tps, brokers = self._view()
@@ -292,7 +294,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ends[tp] = max(chosen.get(tp, s), s)
         ends.update(reset)
         self._prefetch_next(brokers, positions, ends, limit)
-        return to_offset_dict(ends)
+        return self._dicts.make(ends)
 
     def _commit_previous(self, start: dict[str, Any]) -> None:
         """Step 0 of :meth:`latestOffset`: Spark asks for the offsets after ``start`` only once
@@ -419,7 +421,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The log ends seen by the last ``latestOffset`` (no extra I/O)."""
         if self._latest is None:
             return None
-        return to_offset_dict(self._latest)
+        return self._dicts.make(self._latest)
 
     # --- Spark API: planning and reading ---------------------------------------------------------
 
@@ -430,8 +432,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         earliest offset) and has nothing to read yet; one whose end is before its start was
         reset after data loss (``failOnDataLoss=false``) and has nothing to read either.
         """
-        begin = from_offset_dict(start)
-        stop = from_offset_dict(end)
+        begin = self._dicts.parse(start)
+        stop = self._dicts.parse(end)
         ranges = [
             OffsetRange(t, b, p, begin[(t, b, p)], e)
             for (t, b, p), e in sorted(stop.items())

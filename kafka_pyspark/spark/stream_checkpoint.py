@@ -19,7 +19,7 @@ from kafka_pyspark.errors import OffsetFormatError
 from kafka_pyspark.names import TopicPartition, not_a_partition_key, partition_key
 from kafka_pyspark.names import parse_partition_key as _parse_key
 
-__all__ = ["Offsets", "from_offset_dict", "parse_partition_key", "to_offset_dict"]
+__all__ = ["OffsetDicts", "Offsets", "from_offset_dict", "parse_partition_key", "to_offset_dict"]
 
 Offsets = dict[TopicPartition, int]
 
@@ -73,3 +73,47 @@ def from_offset_dict(value: Any) -> Offsets:
                 )
             out[(topic, broker, partition)] = off
     return out
+
+
+class OffsetDicts:
+    """Offset dicts parsed and made by one stream reader, remembering the last few it made.
+
+    Spark hands a stream back the offsets it was given (a micro-batch starts where the last
+    one ended), so parsing one of those is a comparison, not a parse of every entry; and a
+    new offset that has the same broker-partitions as one made before is that one with the
+    entries that moved patched in (in place: the canonical order is kept). A stream over many
+    broker-partitions of which few move then pays per micro-batch for C-level dict copies and
+    comparisons, not for formatting and parsing every key. Results are fresh dicts either way.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self._keep = keep
+        self._made: list[tuple[dict[str, dict[str, int]], Offsets]] = []  # newest last
+
+    def parse(self, value: Any) -> Offsets:
+        """:func:`from_offset_dict` of ``value``."""
+        for made, offsets in reversed(self._made):
+            if value == made:
+                return dict(offsets)
+        return from_offset_dict(value)
+
+    def make(self, offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+        """:func:`to_offset_dict` of ``offsets``."""
+        offsets = dict(offsets)
+        out: dict[str, dict[str, int]] | None = None
+        for i in range(len(self._made) - 1, -1, -1):
+            made, known = self._made[i]
+            if known.keys() != offsets.keys():
+                continue
+            moved = [(tp, off) for tp, off in offsets.items() if known[tp] != off]
+            if not moved:  # the same offset again: it becomes the newest remembered
+                self._made.append(self._made.pop(i))
+                return {topic: dict(parts) for topic, parts in made.items()}
+            out = {topic: dict(parts) for topic, parts in made.items()}
+            for (topic, broker, partition), off in moved:
+                out[topic][partition_key(broker, partition)] = int(off)
+            break
+        if out is None:
+            out = to_offset_dict(offsets)
+        self._made = [*self._made[-(self._keep - 1):], (out, offsets)]
+        return {topic: dict(parts) for topic, parts in out.items()}

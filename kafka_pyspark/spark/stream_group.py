@@ -4,6 +4,10 @@ Where the ends go: ``/consumers/[group.id]/offsets/[topic]/[brokerId]-[partition
 decimal next byte offset, as 0.7's ZookeeperConsumerConnector writes it
 (:meth:`~kafka_pyspark.registry.Registry.commit_group_offsets`).
 
+What: the first commit writes every broker-partition's offset (creating the nodes); after
+that only the offsets that moved since the last commit, all topics in one pipelined round of
+writes (:meth:`~kafka_pyspark.registry.Registry.commit_group_offsets_of`).
+
 When (``docs/streaming.md``, "Committing to a 0.7 consumer group"): Spark calls
 ``commit(end)`` only when it plans the *next* micro-batch (and never after the last one of an
 ``availableNow`` query), but asks ``latestOffset(start)`` only once the micro-batch ending at
@@ -57,15 +61,36 @@ class GroupCommitter:
         if self._outage.waiting(reg.connected):
             return
         by_topic: dict[str, dict[tuple[int, int], int]] = {}
-        for (topic, broker, partition), off in from_offset_dict(pending).items():
+        for (topic, broker, partition), off in from_offset_dict(
+            _moved(pending, self.committed)
+        ).items():
             by_topic.setdefault(topic, {})[(broker, partition)] = off
         creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
         began = time.monotonic()
         try:
-            for topic, offsets in sorted(by_topic.items()):
-                reg.commit_group_offsets(self.group, topic, offsets, creator=creator)
+            reg.commit_group_offsets_of(self.group, by_topic, creator=creator,
+                                        listed=self.committed is None)
         except RegistryUnavailableError as e:
             self._outage.failed(e, began, "its data path (the brokers need no ZooKeeper)")
             return
         self._outage.recovered()
         self.committed, self.pending = pending, None
+
+
+def _moved(end: dict[str, Any], committed: dict[str, Any] | None) -> dict[str, Any]:
+    """The entries of ``end`` (an offset dict) that differ from ``committed`` (all of them
+    when nothing was written yet): only those are written."""
+    if committed is None:
+        return end
+    out: dict[str, Any] = {}
+    for topic, parts in end.items():
+        before = committed.get(topic)
+        if parts == before:
+            continue
+        if not isinstance(parts, dict) or not isinstance(before, dict):
+            out[topic] = parts
+            continue
+        changed = {key: off for key, off in parts.items() if before.get(key) != off}
+        if changed:
+            out[topic] = changed
+    return out
