@@ -89,7 +89,7 @@ test-unit: setup
 # mypy's files are in pyproject.toml; tests/reliability/conftest.py is checked on its own
 # (one run cannot hold two modules named conftest)
 lint: setup
-	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks
+	$(VENV)/bin/ruff check kafka_pyspark pyspark_kafka07 tests bench notebooks examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy tests/reliability/conftest.py
 

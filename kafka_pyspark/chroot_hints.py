@@ -3,8 +3,9 @@
 A ``zk.connect`` without the cluster's chroot (``zk1:2181`` for brokers registered under
 ``zk1:2181/kafka``), or with a wrong one, shows no ``/brokers/ids``: a read would find no topic
 and a stream would run empty. These functions run only on that error path: with a second, short
-ZooKeeper session without the chroot (same credentials and timeouts), they look one level below
-the ZooKeeper root, and below the given chroot, for nodes holding a registry, and name them.
+ZooKeeper session without the chroot (same credentials and timeouts), they look at the ZooKeeper
+root itself (when a chroot was given), one level below it and below the given chroot for nodes
+holding a registry, and name them.
 Looking around is best effort: if ZooKeeper refuses it, the error says what it knows.
 """
 
@@ -20,28 +21,23 @@ from kafka_pyspark.registry import BROKER_IDS, BROKER_TOPICS
 if TYPE_CHECKING:
     from kafka_pyspark.registry import Registry
 
-__all__ = ["Found", "no_brokers_error", "require_brokers", "topic_elsewhere"]
+__all__ = ["Found", "no_brokers_error", "topic_elsewhere"]
 
 #: children looked at per level (the error path's I/O stays bounded on a crowded ZooKeeper)
 MAX_LOOKED_AT = 200
 #: ZooKeeper's own node at its root, never a chroot
 _ZOOKEEPER_NODE = "/zookeeper"
-#: root children quoted when no registry is found anywhere
+#: nodes quoted in one error (registries found, or the root's children when none is)
 MAX_SHOWN = 10
 
 
 @dataclass(frozen=True)
 class Found:
-    """A node holding ``<chroot><probe>``, and how many children that node has."""
+    """A node holding ``<chroot><probe>`` (``""``: the ZooKeeper root), and how many children
+    that node has."""
 
     chroot: str
     children: int
-
-
-def require_brokers(registry: Registry) -> None:
-    """:func:`no_brokers_error` unless a broker is registered (one ZooKeeper listing)."""
-    if not registry.children([BROKER_IDS])[0]:
-        raise no_brokers_error(registry)
 
 
 def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
@@ -50,11 +46,15 @@ def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
     ids = f"{registry.chroot or ''}{BROKER_IDS}"
     listed = registry.children([BROKER_IDS])[0]
     what = f"has no node {ids}" if listed is None else f"has no broker registered in {ids}"
-    found, roots = _look_around(registry, BROKER_IDS)
+    looked = _look_around(registry, BROKER_IDS)
+    found, roots = looked or ([], [])
     if found:
         advice = _use_instead(registry, found, "registered", "a Kafka registry is")
     elif listed is not None:
         advice = "are the brokers down?"
+    elif registry.chroot and looked is None:
+        advice = (f"check the chroot {registry.chroot} (where else on this ZooKeeper a registry "
+                  "is could not be looked up)")
     elif registry.chroot:
         advice = (f"check the chroot {registry.chroot}: no node at the ZooKeeper root holds "
                   f"{BROKER_IDS[1:]}{_root_listing(roots)}")
@@ -67,7 +67,7 @@ def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
 def topic_elsewhere(registry: Registry, topic: str) -> str:
     """A hint for a topic the registry lacks: the chroots where it is registered, or that
     this registry holds no topic at all (``""``: nothing to add)."""
-    found, _ = _look_around(registry, f"{BROKER_TOPICS}/{topic}")
+    found = (_look_around(registry, f"{BROKER_TOPICS}/{topic}") or ([], []))[0]
     if found:
         return "; " + _use_instead(registry, found, "holding it", "it is registered")
     if not registry.topics():
@@ -78,26 +78,27 @@ def topic_elsewhere(registry: Registry, topic: str) -> str:
 
 def _use_instead(registry: Registry, found: Sequence[Found], counted: str, what: str) -> str:
     """``<what> under /a (2 brokers <counted>), /b (...): use zk.connect 'hosts/a'``: the
-    first node with a broker is suggested."""
+    nodes with a broker first, the first of them suggested; at most :data:`MAX_SHOWN`."""
     hosts = registry.zk_connect.partition("/")[0]
-    best = max(found, key=lambda f: f.children > 0)
-    listing = ", ".join(
-        f"{f.chroot} ({f.children} broker{'' if f.children == 1 else 's'} {counted})"
-        for f in found
-    )
-    return f"{what} under {listing}: use zk.connect '{hosts}{best.chroot}'"
+    ranked = sorted(found, key=lambda f: f.children == 0)
+    listing = _shown([
+        f"{f.chroot or '/'} ({f.children} broker{'' if f.children == 1 else 's'} {counted})"
+        for f in ranked
+    ])
+    return f"{what} under {listing}: use zk.connect '{hosts}{ranked[0].chroot}'"
 
 
 def _root_listing(roots: Sequence[str]) -> str:
-    if not roots:
-        return ""
-    shown = ", ".join(roots[:MAX_SHOWN]) + (", ..." if len(roots) > MAX_SHOWN else "")
-    return f" (the ZooKeeper root holds: {shown})"
+    return f" (the ZooKeeper root holds: {_shown(roots)})" if roots else ""
 
 
-def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]]:
+def _shown(items: Sequence[str]) -> str:
+    return ", ".join(items[:MAX_SHOWN]) + (", ..." if len(items) > MAX_SHOWN else "")
+
+
+def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]] | None:
     """The nodes one level below the root and below the chroot that hold ``<node><probe>``
-    (with its child count), and the root's children; ``([], [])`` if ZooKeeper refuses."""
+    (with its child count), and the root's children; None if ZooKeeper refuses or fails."""
     try:
         with registry.at_root() as root:
             bases = ["/", *([registry.chroot] if registry.chroot else [])]
@@ -108,9 +109,11 @@ def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]
                 for name in sorted(names or [])[:MAX_LOOKED_AT]
             ]
             candidates = [c for c in candidates if c not in (registry.chroot, _ZOOKEEPER_NODE)]
+            if registry.chroot:  # the cluster may register at the root itself
+                candidates.insert(0, "")
             held = root.children([f"{c}{probe}" for c in candidates]) if candidates else []
     except RegistryError:
-        return [], []
+        return None
     found = [Found(c, len(n)) for c, n in zip(candidates, held, strict=True) if n is not None]
     roots = [f"/{name}" for name in sorted(listed[0] or []) if f"/{name}" != _ZOOKEEPER_NODE]
     return found, roots

@@ -15,7 +15,7 @@ import pytest
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
-from kafka_pyspark.chroot_hints import no_brokers_error, require_brokers, topic_elsewhere
+from kafka_pyspark.chroot_hints import no_brokers_error, topic_elsewhere
 from kafka_pyspark.cluster import Cluster
 from kafka_pyspark.cluster_options import cluster_options
 from kafka_pyspark.errors import NoBrokersRegisteredError, TopicNotFoundError
@@ -67,8 +67,11 @@ def register(kz: KazooClient, chroot: str, broker_id: int = 0, *topics: str) -> 
 
 
 def error_for(zk_connect: str) -> str:
-    with Registry(zk_connect) as registry, pytest.raises(NoBrokersRegisteredError) as e:
-        require_brokers(registry)
+    """The error a read's discovery meets through ``zk_connect``."""
+    with Cluster(cluster_options(zk_connect=zk_connect)) as cluster, pytest.raises(
+        NoBrokersRegisteredError
+    ) as e:
+        discover(cluster, Subscribe(("events",)))
     return str(e.value)
 
 
@@ -100,6 +103,19 @@ def test_chroot_one_level_short(hosts: str, root: KazooClient) -> None:
     )
 
 
+def test_chroot_given_for_a_registry_at_the_root(hosts: str, root: KazooClient) -> None:
+    register(root, "", 0, "events")  # the cluster registers at the root: no chroot to give
+    assert error_for(f"{hosts}/kafka") == (
+        f"ZooKeeper {hosts}/kafka has no node /kafka/brokers/ids: a Kafka registry is under / "
+        f"(1 broker registered): use zk.connect '{hosts}'"
+    )
+    root.ensure_path("/kafka/brokers/topics")  # the chroot exists but holds no topic
+    with Registry(f"{hosts}/kafka") as registry:
+        assert topic_elsewhere(registry, "events") == (
+            f"; it is registered under / (1 broker holding it): use zk.connect '{hosts}'"
+        )
+
+
 def test_no_registry_anywhere_lists_the_root(hosts: str, root: KazooClient) -> None:
     root.ensure_path("/hbase/rs")
     root.ensure_path("/app")
@@ -114,6 +130,21 @@ def test_no_registry_anywhere_lists_the_root(hosts: str, root: KazooClient) -> N
     )
 
 
+def test_chroot_nobody_may_list(hosts: str, root: KazooClient) -> None:
+    from kazoo.security import OPEN_ACL_UNSAFE, make_acl
+
+    register(root, "", 0)  # a registry at the root, which the refused look-around cannot see
+    no_read = make_acl("world", "anyone", create=True, delete=True, write=True, admin=True)
+    root.create("/kafka", acl=[no_read])
+    try:
+        assert error_for(f"{hosts}/kafka") == (
+            f"ZooKeeper {hosts}/kafka has no node /kafka/brokers/ids: check the chroot /kafka "
+            "(where else on this ZooKeeper a registry is could not be looked up)"
+        )
+    finally:
+        root.set_acls("/kafka", OPEN_ACL_UNSAFE)
+
+
 def test_registry_whose_brokers_are_all_down(hosts: str, root: KazooClient) -> None:
     root.ensure_path("/kafka/brokers/ids")  # persistent; the brokers' ephemeral nodes are gone
     assert error_for(f"{hosts}/kafka") == (
@@ -123,9 +154,10 @@ def test_registry_whose_brokers_are_all_down(hosts: str, root: KazooClient) -> N
 
 
 def test_a_registered_broker_passes(hosts: str, root: KazooClient) -> None:
-    register(root, "/kafka")
+    register(root, "/kafka", 0, "events")
+    with Cluster(cluster_options(zk_connect=f"{hosts}/kafka")) as cluster:
+        assert discover(cluster, Subscribe(("events",))) == [("events", 0, 0), ("events", 0, 1)]
     with Registry(f"{hosts}/kafka") as registry:
-        require_brokers(registry)  # no error, no looking around
         assert "a Kafka registry" not in str(no_brokers_error(registry))
 
 
@@ -150,6 +182,32 @@ def test_registry_without_any_topic(hosts: str, root: KazooClient) -> None:
         assert topic_elsewhere(registry, "events") == (
             "; /kafka/brokers/topics holds no topic at all: check the chroot in zk.connect"
         )
+
+
+@pytest.mark.parametrize("command", [["topics"], ["offsets", "--topic", "events"]])
+def test_cli_without_the_chroot(hosts: str, root: KazooClient, command: list[str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    from kafka_pyspark.cli import main
+
+    register(root, "/kafka")
+    assert main([command[0], "--zk", hosts, *command[1:]]) == 2
+    assert capsys.readouterr().err == (
+        f"kafka07: ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
+        f"(1 broker registered): use zk.connect '{hosts}/kafka'\n"
+    )
+
+
+def test_many_registries_are_named_up_to_ten_with_brokers_first(
+    hosts: str, root: KazooClient
+) -> None:
+    for n in range(12):
+        root.ensure_path(f"/empty{n:02d}/brokers/ids")
+    register(root, "/zz")
+    assert error_for(hosts) == (
+        f"ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /zz (1 broker "
+        "registered), " + ", ".join(f"/empty{n:02d} (0 brokers registered)" for n in range(9))
+        + f", ...: use zk.connect '{hosts}/zz'"
+    )
 
 
 def test_write_plan_without_the_chroot(hosts: str, root: KazooClient) -> None:

@@ -152,10 +152,13 @@ def test_unknown_topic_group_and_wrong_chroot(
     assert capsys.readouterr().err == "kafka07: group 'g' has no committed offsets\n"
     server = zk_connect.rsplit("/", 1)[0]
     assert main(["topics", "--zk", server + "/kafka"]) == 2
-    assert capsys.readouterr().err == (
-        f"kafka07: no brokers registered under /kafka in ZooKeeper {server}/kafka: "
-        "check the chroot\n"
-    )
+    # the chroot diagnosis of the Spark paths; the registries it finds on this shared server
+    # vary (tests/test_chroot_hints.py checks its full text on a ZooKeeper of its own)
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"kafka07: ZooKeeper {server}/kafka has no node /kafka/brokers/ids: "
+    ), err
+    assert err.count("\n") == 1
 
 
 def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:

@@ -97,6 +97,10 @@ def test_near_miss_suggests_the_option(typed: str, shown: str, meant: str) -> No
     e = read_error({typed: "x"})
     assert e.option == shown
     assert f"unknown option for reading; did you mean '{meant}'? Known options: " in str(e)
+    # the listing keeps the documented spellings, as without a suggestion
+    listing = str(read_error({"bogus": "1"})).split("known options: ")[1]
+    assert str(e).endswith(f"Known options: {listing}")
+    assert "maxBytesPerTrigger, " in listing
 
 
 def test_near_miss_when_writing_and_reading_segments() -> None:
@@ -122,6 +126,9 @@ def test_topic_when_reading_points_to_subscribe() -> None:
         "option 'topic': is a write option; it has no meaning when reading "
         "(to read a topic, use subscribe)"
     )
+    with pytest.raises(OptionError) as s:  # segment files filter topics with subscribe too
+        parse_segment_options({"path": "/logs", "topic": "events"})
+    assert str(s.value) == str(e)
 
 
 @pytest.mark.parametrize(

@@ -221,20 +221,17 @@ def permission_advice(e: RegistryPermissionError) -> str:
 
 
 def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
-    """The brokers; none registered is an error with a hint (a wrong chroot, usually)."""
+    """The brokers; none registered is the Spark paths' error, saying where a registry is (a
+    wrong chroot, usually: :mod:`kafka_pyspark.chroot_hints`)."""
     brokers = cluster.brokers()
     if not brokers:
-        raise CliError(no_brokers_hint(cluster))
+        registry = cluster.registry()
+        if registry is None:  # broker.list is never empty
+            raise CliError("no brokers given")
+        from kafka_pyspark.chroot_hints import no_brokers_error
+
+        raise CliError(str(no_brokers_error(registry)))
     return brokers
-
-
-def no_brokers_hint(cluster: Cluster) -> str:
-    registry = cluster.registry()
-    if registry is None:  # broker.list is never empty
-        return "no brokers given"
-    root = registry.chroot or "/"
-    hint = "check the chroot" if registry.chroot else "is the cluster up, or does it use a chroot?"
-    return f"no brokers registered under {root} in ZooKeeper {registry.zk_connect}: {hint}"
 
 
 def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int, int]]) -> None:

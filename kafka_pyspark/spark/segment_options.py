@@ -18,7 +18,7 @@ from typing import Any
 from kafka_pyspark import defaults
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.option_values import bool_option, int_option
-from kafka_pyspark.spark.options.habits import unknown_option
+from kafka_pyspark.spark.options.habits import unknown_option, write_option_when_reading
 from kafka_pyspark.spark.options.names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -75,7 +75,7 @@ def _check_names(opts: Mapping[str, str]) -> None:
                     or key == "startingtimestamp" else "")
             raise OptionError(name, f"has no meaning when reading segment files (path){hint}")
         if key in WRITE_OPTIONS:
-            raise OptionError(key, "is a write option; it has no meaning when reading")
+            raise write_option_when_reading(key)
         raise unknown_option(key, "reading segment files", _OWN)
 
 

@@ -15,13 +15,23 @@ from collections.abc import Iterable
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.zk_auth import ZK_AUTH_OPTIONS
 
-__all__ = ["SPARK_KAFKA_POINTERS", "unknown_option"]
+__all__ = ["SPARK_KAFKA_POINTERS", "unknown_option", "write_option_when_reading"]
 
 _OFFSETS_ARE_BYTES = (
     "Kafka 0.7 offsets are byte positions, and how many messages a range holds is known only "
     "once it is fetched (a compressed wrapper holds many)"
 )
 _NO_TIMESTAMPS = "Kafka 0.7 messages carry no timestamp"
+_NO_END_TIME = f"{_NO_TIMESTAMPS}, so a read cannot end at a time: use endingOffsets"
+_FEWER_BATCHES = (
+    f"{_OFFSETS_ARE_BYTES}; for fewer, larger micro-batches use a longer "
+    "trigger(processingTime=...)"
+)
+_NO_RETRY_SETTING = (
+    "kafka07 asks 0.7 brokers for offsets with OFFSETS requests bounded by socket.timeout.ms; "
+    "there is no separate retry setting"
+)
+_FETCH_SIZE = "use fetch.size (bytes per FETCH request)"
 _ZK_AUTH = "/".join(ZK_AUTH_OPTIONS)
 
 #: options of Spark's Kafka 0.10+ source and sink (as its documentation spells them) -> what to
@@ -35,14 +45,8 @@ SPARK_KAFKA_POINTERS: dict[str, str] = {
         "Kafka 0.7 offsets are byte positions, not message counts: use maxBytesPerTrigger "
         "(bytes per micro-batch, cut at message boundaries)"
     ),
-    "minOffsetsPerTrigger": (
-        f"is not supported: {_OFFSETS_ARE_BYTES}; for fewer, larger micro-batches use a longer "
-        "trigger(processingTime=...)"
-    ),
-    "maxTriggerDelay": (
-        f"is not supported (it goes with minOffsetsPerTrigger): {_OFFSETS_ARE_BYTES}; for "
-        "fewer, larger micro-batches use a longer trigger(processingTime=...)"
-    ),
+    "minOffsetsPerTrigger": f"is not supported: {_FEWER_BATCHES}",
+    "maxTriggerDelay": f"is not supported (it goes with minOffsetsPerTrigger): {_FEWER_BATCHES}",
     "maxRecordsPerPartition": (
         f"is not supported: {_OFFSETS_ARE_BYTES}; use minPartitions to split the read"
     ),
@@ -54,10 +58,8 @@ SPARK_KAFKA_POINTERS: dict[str, str] = {
     "startingOffsetsByTimestampStrategy": (
         f"{_NO_TIMESTAMPS}: use startingTimestamp (resolved to a log segment)"
     ),
-    "endingTimestamp": f"{_NO_TIMESTAMPS}, so a read cannot end at a time: use endingOffsets",
-    "endingOffsetsByTimestamp": (
-        f"{_NO_TIMESTAMPS}, so a read cannot end at a time: use endingOffsets"
-    ),
+    "endingTimestamp": _NO_END_TIME,
+    "endingOffsetsByTimestamp": _NO_END_TIME,
     "kafka.group.id": (
         "use group.id: a 0.7 consumer group in ZooKeeper (startingOffsets=group starts from "
         "its offsets, commitToGroup writes them)"
@@ -66,17 +68,11 @@ SPARK_KAFKA_POINTERS: dict[str, str] = {
         "kafka07 reads use no consumer group unless group.id names one"
     ),
     "kafkaConsumer.pollTimeoutMs": "use socket.timeout.ms (bounds every broker request)",
-    "fetchOffset.numRetries": (
-        "kafka07 asks 0.7 brokers for offsets with OFFSETS requests bounded by "
-        "socket.timeout.ms; there is no separate retry setting"
-    ),
-    "fetchOffset.retryIntervalMs": (
-        "kafka07 asks 0.7 brokers for offsets with OFFSETS requests bounded by "
-        "socket.timeout.ms; there is no separate retry setting"
-    ),
+    "fetchOffset.numRetries": _NO_RETRY_SETTING,
+    "fetchOffset.retryIntervalMs": _NO_RETRY_SETTING,
     "kafka.compression.type": "use compression.codec (none, gzip or snappy)",
-    "kafka.fetch.max.bytes": "use fetch.size (bytes per FETCH request)",
-    "kafka.max.partition.fetch.bytes": "use fetch.size (bytes per FETCH request)",
+    "kafka.fetch.max.bytes": _FETCH_SIZE,
+    "kafka.max.partition.fetch.bytes": _FETCH_SIZE,
     "kafka.batch.size": "use batch.size (messages per message set, not bytes)",
     "kafka.max.request.size": (
         "use max.message.size (the largest message payload a 0.7 broker takes)"
@@ -108,15 +104,21 @@ def unknown_option(key: str, purpose: str, known: Iterable[str]) -> OptionError:
     names = sorted(known)
     close = difflib.get_close_matches(key, [n.lower() for n in names], n=1, cutoff=0.75)
     suggestion = next((n for n in names if close and n.lower() == close[0]), None)
-    listing = f"known options: {', '.join(names)}"
+    listing = ", ".join(names)
     if key.startswith(_KAFKA_PREFIX):
-        return OptionError(key, f"{_PREFIX_POINTER}; {listing}")
+        return OptionError(key, f"{_PREFIX_POINTER}; known options: {listing}")
     if suggestion is None:
-        return OptionError(key, f"unknown option for {purpose}; {listing}")
+        return OptionError(key, f"unknown option for {purpose}; known options: {listing}")
     return OptionError(
         spelt_like(key, suggestion),
-        f"unknown option for {purpose}; did you mean '{suggestion}'? {listing.capitalize()}",
+        f"unknown option for {purpose}; did you mean '{suggestion}'? Known options: {listing}",
     )
+
+
+def write_option_when_reading(key: str) -> OptionError:
+    """The error for write option ``key`` given to a read (a cluster's or segment files')."""
+    hint = " (to read a topic, use subscribe)" if key == "topic" else ""
+    return OptionError(key, f"is a write option; it has no meaning when reading{hint}")
 
 
 def spelt_like(key: str, model: str) -> str:

@@ -32,7 +32,7 @@ from kafka_pyspark.option_values import (
     json_value,
     topic_value,
 )
-from kafka_pyspark.spark.options.habits import unknown_option
+from kafka_pyspark.spark.options.habits import unknown_option, write_option_when_reading
 from kafka_pyspark.spark.options.names import (
     BATCH_ONLY_OPTIONS,
     CLUSTER_OPTIONS,
@@ -171,8 +171,7 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
                 "reads segment files (docs/segments.md) and conflicts with zk.connect/broker.list",
             )
         if key in WRITE_OPTIONS:
-            hint = " (to read a topic, use subscribe)" if key == "topic" else ""
-            raise OptionError(key, f"is a write option; it has no meaning when reading{hint}")
+            raise write_option_when_reading(key)
         known = (canonical_name(k) for k in CLUSTER_OPTIONS | READ_OPTIONS)
         raise unknown_option(key, "reading", known)
 
