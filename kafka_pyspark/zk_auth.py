@@ -10,7 +10,7 @@ Where credentials come from:
   The password's option name matches Spark's default ``spark.redaction.regex``
   (``(?i)secret|password|token|access[.]?key``), so Spark redacts its value wherever it shows
   options (plans, the UI's SQL tab, the event log). The former single option ``zk.auth`` is
-  refused: its name matches no redaction pattern, so Spark showed its value in clear.
+  refused: its name matches no redaction pattern, so Spark would show its value in clear.
 * The ``kafka07`` command: a file (:func:`credentials_from_file`) or the environment variable
   :data:`ZK_AUTH_ENV` (:func:`credentials_from_environment`), never a command-line argument
   (those are visible to every user of the machine). Both hold one line ``user:password`` or
