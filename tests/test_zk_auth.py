@@ -121,6 +121,16 @@ def test_zk_connect_user_info_is_refused_never_repeated(connect: str) -> None:
         assert SECRET not in str(info.value) and "spark" not in str(info.value)
 
 
+def test_an_at_sign_in_a_chroot_is_refused_saying_why() -> None:
+    """A chroot ``/kafka@dc1`` cannot be told from user info whose password holds '/'
+    (``spark:a/b@h:2181``): the error says a chroot cannot hold '@' either."""
+    with pytest.raises(OptionError) as info:
+        parse_cluster_options({"zk.connect": "127.0.0.1:2181/kafka@dc1"})
+    assert "nor an '@' in a chroot (a password holding '/' would pass for one)" in str(
+        info.value)
+    assert "dc1" not in str(info.value)
+
+
 def test_python_api_takes_the_parsed_pair() -> None:
     c = cluster_options(zk_connect="h:1", zk_auth=("digest", f"spark:{SECRET}"))
     assert c.zk_auth == ("digest", f"spark:{SECRET}")
