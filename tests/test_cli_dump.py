@@ -206,8 +206,9 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
          "kafka07: --broker-list: entry '0:" + "b" * 64 + ":9092': host '" + "b" * 64
          + "' is not a valid host name"),
         (["lag", "--zk", "ops:Pw-not-shown@127.0.0.1:2181", "--group", "g"],
-         "kafka07: --zk: holds '@': user info (user:password@host) is not taken there and the "
-         "value is not shown; give ZooKeeper credentials in options zk.auth.user + "
+         "kafka07: --zk: holds '@': user info (user:password@host) is not taken there, nor an "
+         "'@' in a chroot (a password holding '/' would pass for one), and the value is not "
+         "shown; give ZooKeeper credentials in options zk.auth.user + "
          "zk.auth.password; kafka07: --zk-auth-file or KAFKA07_ZK_AUTH\n"),
         (["consume", "--zk", "h:1", "--broker-list", "0:h:1", "--topic", "t"],
          "argument --broker-list: not allowed with argument --zk"),
