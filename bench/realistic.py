@@ -126,7 +126,7 @@ def _stream_seconds(
 ) -> tuple[float, list[dict[str, Any]]]:
     """Seconds of one ``readStream`` query of ``fmt`` to its end (``AvailableNow``) and its
     progress reports; raises unless it read exactly ``ROWS`` rows (a stream starts at
-    ``latest`` by default: the figure once measured a query that read nothing)."""
+    ``latest`` by default: a wrong option would time a query that reads nothing)."""
     reader = spark.readStream.format(fmt)
     for k, v in options.items():
         reader = reader.option(k, v)

@@ -46,11 +46,15 @@ def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
     ids = f"{registry.chroot or ''}{BROKER_IDS}"
     listed = registry.children([BROKER_IDS])[0]
     what = f"has no node {ids}" if listed is None else f"has no broker registered in {ids}"
-    found, roots = _look_around(registry, BROKER_IDS)
+    looked = _look_around(registry, BROKER_IDS)
+    found, roots = looked or ([], [])
     if found:
         advice = _use_instead(registry, found, "registered", "a Kafka registry is")
     elif listed is not None:
         advice = "are the brokers down?"
+    elif registry.chroot and looked is None:
+        advice = (f"check the chroot {registry.chroot} (where else on this ZooKeeper a registry "
+                  "is could not be looked up)")
     elif registry.chroot:
         advice = (f"check the chroot {registry.chroot}: no node at the ZooKeeper root holds "
                   f"{BROKER_IDS[1:]}{_root_listing(roots)}")
@@ -63,7 +67,7 @@ def no_brokers_error(registry: Registry) -> NoBrokersRegisteredError:
 def topic_elsewhere(registry: Registry, topic: str) -> str:
     """A hint for a topic the registry lacks: the chroots where it is registered, or that
     this registry holds no topic at all (``""``: nothing to add)."""
-    found, _ = _look_around(registry, f"{BROKER_TOPICS}/{topic}")
+    found = (_look_around(registry, f"{BROKER_TOPICS}/{topic}") or ([], []))[0]
     if found:
         return "; " + _use_instead(registry, found, "holding it", "it is registered")
     if not registry.topics():
@@ -92,9 +96,9 @@ def _shown(items: Sequence[str]) -> str:
     return ", ".join(items[:MAX_SHOWN]) + (", ..." if len(items) > MAX_SHOWN else "")
 
 
-def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]]:
+def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]] | None:
     """The nodes one level below the root and below the chroot that hold ``<node><probe>``
-    (with its child count), and the root's children; ``([], [])`` if ZooKeeper refuses."""
+    (with its child count), and the root's children; None if ZooKeeper refuses or fails."""
     try:
         with registry.at_root() as root:
             bases = ["/", *([registry.chroot] if registry.chroot else [])]
@@ -109,7 +113,7 @@ def _look_around(registry: Registry, probe: str) -> tuple[list[Found], list[str]
                 candidates.insert(0, "")
             held = root.children([f"{c}{probe}" for c in candidates]) if candidates else []
     except RegistryError:
-        return [], []
+        return None
     found = [Found(c, len(n)) for c, n in zip(candidates, held, strict=True) if n is not None]
     roots = [f"/{name}" for name in sorted(listed[0] or []) if f"/{name}" != _ZOOKEEPER_NODE]
     return found, roots

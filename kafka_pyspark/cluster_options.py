@@ -165,8 +165,9 @@ def _check_zk_connect(value: str) -> None:
     if "@" in value:  # kazoo would drop "user:password@" silently; the value is not quoted
         raise OptionError(
             "zk.connect",
-            "holds '@': user info (user:password@host) is not taken there and the value is "
-            f"not shown; give ZooKeeper credentials in {CREDENTIALS_HINT}",
+            "holds '@': user info (user:password@host) is not taken there, nor an '@' in a "
+            "chroot (a password holding '/' would pass for one), and the value is not shown; "
+            f"give ZooKeeper credentials in {CREDENTIALS_HINT}",
         )
     hosts, _, chroot = value.partition("/")
     for entry in hosts.split(","):

@@ -263,6 +263,10 @@ def data_loss_error(what: str, remedy: str) -> DataLossError:
     return DataLossError(f"{what}. {data_loss_hint(remedy)}.")
 
 
+#: how to get pyspark where it is missing (the data source's import error, ``kafka07 produce``)
+INSTALL_SPARK = "pip install 'kafka_pyspark[spark]'"
+
+
 def data_loss_skipped(what: str, action: str) -> str:
     """``failOnDataLoss=false``: the warning text, ``<what>; failOnDataLoss=false: <action>``."""
     return f"{what}; failOnDataLoss=false: {action}"

@@ -10,7 +10,7 @@ Where credentials come from:
   The password's option name matches Spark's default ``spark.redaction.regex``
   (``(?i)secret|password|token|access[.]?key``), so Spark redacts its value wherever it shows
   options (plans, the UI's SQL tab, the event log). The former single option ``zk.auth`` is
-  refused: its name matches no redaction pattern, so Spark showed its value in clear.
+  refused: its name matches no redaction pattern, so Spark would show its value in clear.
 * The ``kafka07`` command: a file (:func:`credentials_from_file`) or the environment variable
   :data:`ZK_AUTH_ENV` (:func:`credentials_from_environment`), never a command-line argument
   (those are visible to every user of the machine). Both hold one line ``user:password`` or
@@ -60,12 +60,15 @@ ZK_AUTH_REFUSED = "zk.auth"
 #: client plan as text (the UI's Connect tab, the event log's ``statementText``), and SQL
 #: statements are shown as typed; option maps are redacted by name, these texts are not
 STATEMENT_REDACTION_CONF = "spark.sql.redaction.string.regex"
-#: what :data:`STATEMENT_REDACTION_CONF` needs to hide the password in those texts: the value
-#: after ``zk.auth.password`` as a Connect plan prints it (``key: "zk.auth.password"
-#: value: "..."``, or ``\'...\'`` inside a SQL text) and as SQL takes it (``'...'``)
+#: what :data:`STATEMENT_REDACTION_CONF` needs to hide the password in those texts: the quoted
+#: value after ``zk.auth.password``, as a Connect plan prints an option (``key:
+#: "zk.auth.password" value: "..."``) and as SQL takes it (``'...'``, ``"..."``, ``r'...'``,
+#: with or without ``=``), also inside a Connect plan's text of a SQL statement, where quotes,
+#: backslashes and line breaks are escaped (``\'...\'``, ``\"...\"``, ``\n``)
 PASSWORD_STATEMENT_REGEX = (
-    r"""(?i)zk\.auth\.password[\\`'"]*\s*(?:=|value:)?\s*"""
-    r"""(?:"(?:[^"\\]|\\.)*"|\\'.*?\\'|'(?:[^'\\]|\\.)*')"""
+    r"""(?i)zk\.auth\.password[\\`'"]*(?:\s|\\[nrt])*(?:=|value:)?(?:\s|\\[nrt])*r?"""
+    r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+    r"""|\\"(?:\\\\\\.|\\[^"]|[^\\])*\\"|\\'(?:\\\\\\.|\\[^']|[^\\])*\\')"""
 )
 #: the ``kafka07`` command's environment variable (``user:password`` or ``digest:user:password``)
 ZK_AUTH_ENV = "KAFKA07_ZK_AUTH"

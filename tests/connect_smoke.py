@@ -1,9 +1,13 @@
 """Run by tests/test_spark_connect.py in its own process (Spark Connect and the test session's
-classic Spark cannot share a process): ``python tests/connect_smoke.py ZK_CONNECT CHECKPOINT``.
+classic Spark cannot share a process, and one Connect server is started once):
+``python tests/connect_smoke.py ZK_CONNECT CHECKPOINT EVENT_LOG_DIR PASSWORD``.
 
-Through ``SparkSession.builder.remote("local[2]")``: a write, a batch read and a short
-``availableNow`` stream, and a named stream into the kafka07 sink; prints one JSON document with
-what came back.
+Through ``SparkSession.builder.remote("local[2]")`` with the event log on: a write, a batch read
+and a short ``availableNow`` stream, a named stream into the kafka07 sink, then a write, a read
+and ``CREATE TEMP VIEW ... USING kafka07 OPTIONS (...)`` (single and double quotes) with
+``zk.auth.user`` + ``zk.auth.password`` (ZooKeeper without ACLs takes any credentials): Spark
+Connect puts every plan, as text, in the event log. Prints one JSON document with what came
+back.
 """
 
 from __future__ import annotations
@@ -28,12 +32,33 @@ def named_copy(spark: Any, zk: str, checkpoint: str) -> list[str]:
     return sorted(r.v for r in df.selectExpr("CAST(value AS STRING) AS v").collect())
 
 
-def main(zk: str, checkpoint: str) -> dict[str, object]:
+def with_credentials(spark: Any, zk: str, password: str) -> dict[str, int]:
+    """A write, a read and two SQL views with ZooKeeper credentials: how many rows each saw."""
+    creds = {"zk.connect": zk, "zk.auth.user": "connectuser", "zk.auth.password": password}
+    rows = spark.range(5).selectExpr("CONCAT('s', CAST(id AS STRING)) AS value")
+    rows.write.format("kafka07").options(**creds, topic="s").mode("append").save()
+    read = spark.read.format("kafka07").options(**creds, subscribe="s").load().count()
+    spark.sql(f"CREATE TEMP VIEW v USING kafka07 OPTIONS (zk.connect '{zk}', "
+              f"'zk.auth.user' 'connectuser', zk.auth.password '{password}', 'subscribe' 's')")
+    spark.sql(f'CREATE TEMP VIEW w USING kafka07 OPTIONS (zk.connect "{zk}",\n'
+              f'  zk.auth.user "connectuser",\n  zk.auth.password "{password}",\n'
+              '  subscribe "s")')
+    viewed = spark.sql("SELECT * FROM v UNION ALL SELECT * FROM w").count()
+    return {"read": read, "viewed": viewed}
+
+
+def main(zk: str, checkpoint: str, events: str, password: str) -> dict[str, object]:
+    from pathlib import Path
+
     from pyspark.sql import SparkSession
 
     from kafka_pyspark import register
 
-    spark = SparkSession.builder.remote("local[2]").getOrCreate()
+    spark = (SparkSession.builder.remote("local[2]")
+             .config("spark.eventLog.enabled", "true")
+             .config("spark.eventLog.dir", Path(events).as_uri())
+             .config("spark.eventLog.compress", "false")
+             .getOrCreate())
     try:
         register(spark)  # through the Connect client: the class goes to the server
         rows = spark.range(100).selectExpr(
@@ -56,10 +81,11 @@ def main(zk: str, checkpoint: str) -> dict[str, object]:
             "values": values,
             "streamed": None if streamed is None else streamed.n,
             "copied": named_copy(spark, zk, checkpoint),
+            "credentials": with_credentials(spark, zk, password),
         }
     finally:
         spark.stop()
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2])))
+    print(json.dumps(main(*sys.argv[1:5])))

@@ -1,4 +1,4 @@
-"""The embedded broker's request deadline (issue 8 defect 4): a request that has started must
+"""The embedded broker's request deadline: a request that has started must
 arrive whole within ``socket_timeout`` seconds, however its bytes trickle; other clients are
 served meanwhile; an idle connection stays open (0.7.2)."""
 

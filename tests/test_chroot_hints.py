@@ -130,6 +130,21 @@ def test_no_registry_anywhere_lists_the_root(hosts: str, root: KazooClient) -> N
     )
 
 
+def test_chroot_nobody_may_list(hosts: str, root: KazooClient) -> None:
+    from kazoo.security import OPEN_ACL_UNSAFE, make_acl
+
+    register(root, "", 0)  # a registry at the root, which the refused look-around cannot see
+    no_read = make_acl("world", "anyone", create=True, delete=True, write=True, admin=True)
+    root.create("/kafka", acl=[no_read])
+    try:
+        assert error_for(f"{hosts}/kafka") == (
+            f"ZooKeeper {hosts}/kafka has no node /kafka/brokers/ids: check the chroot /kafka "
+            "(where else on this ZooKeeper a registry is could not be looked up)"
+        )
+    finally:
+        root.set_acls("/kafka", OPEN_ACL_UNSAFE)
+
+
 def test_registry_whose_brokers_are_all_down(hosts: str, root: KazooClient) -> None:
     root.ensure_path("/kafka/brokers/ids")  # persistent; the brokers' ephemeral nodes are gone
     assert error_for(f"{hosts}/kafka") == (

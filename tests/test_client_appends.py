@@ -1,4 +1,4 @@
-"""The producer's append check (issue 8 defect 2) against the embedded broker: a set the broker
+"""The producer's append check against the embedded broker: a set the broker
 drops without an answer is reported; a lazily flushing broker is waited for, not reported."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A whole answer within the timeout, and errors that name broker and request (issue 8
-defects 3 and 5). Real loopback sockets; the servers are scripted here."""
+"""A whole answer within the timeout (however slowly its bytes trickle), and errors that name
+broker and request. Real loopback sockets; the servers are scripted here."""
 
 from __future__ import annotations
 

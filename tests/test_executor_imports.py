@@ -1,7 +1,7 @@
 """What a fresh executor Python worker imports to read: not pandas.
 
 Spark starts the Python workers of a data source read without pandas; ``pa.array`` (and
-``from_pylist``, ``Schema.empty_table``) import it on first use, about 0.2 CPU-s per fresh
+``from_pylist``, ``Schema.empty_table``) import it on first use, a heavy import in every fresh
 worker. The read path builds its arrays from numpy buffers instead.
 """
 

@@ -11,8 +11,8 @@ from kafka_pyspark.names import parse_partition_key, partition_key
 from kafka_pyspark.spark.options import parse_offsets_json
 from kafka_pyspark.spark.stream_checkpoint import from_offset_dict
 
-# keys the options always refused and the checkpoint parser (r"^(\d+)-(\d+)$") used to accept:
-# a trailing newline ($ matches before it) and digits of other scripts (\d is Unicode)
+# keys a regex like r"^(\d+)-(\d+)$" would accept and every parser must refuse: a trailing
+# newline ($ matches before it) and digits of other scripts (\d is Unicode)
 _ODD_KEYS = ("0-1\n", "\u0660-1", "0-\u0661", "\uff10-1")
 
 
@@ -66,8 +66,8 @@ def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
     from kafka_pyspark.names import check_group_id
     from kafka_pyspark.spark.options import parse_read_options
 
-    # the options refused '/' and '..' but let control characters through to the registry,
-    # which refused them only when the stream committed; both now ask check_group_id
+    # the options and the registry ask the same check_group_id, so a group id the registry would
+    # refuse at the stream's first commit is refused when the options are parsed
     with pytest.raises(OptionError, match="is not a legal group id") as info:
         parse_read_options(
             {

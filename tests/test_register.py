@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyspark
 import pytest
 
 from kafka_pyspark import _registered, register
+from kafka_pyspark.spark import _version_tuple
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,6 +36,9 @@ def test_an_unknown_name_is_not_registered(spark: SparkSession) -> None:
     assert not _registered(spark, "kafka07-no-such-source")
 
 
+@pytest.mark.skipif(_version_tuple(pyspark.__version__) < (4, 1),
+                    reason="Spark 4.0 does not redact plan texts by a pattern set on the "
+                           "session (docs/running.md, Spark versions)")
 def test_register_sets_the_statement_redaction_pattern_unless_one_is_set(
     spark: SparkSession,
 ) -> None:

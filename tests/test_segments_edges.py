@@ -194,3 +194,34 @@ def test_spark_reads_overlapping_paths_once_and_fails_bad_names_when_planning(
         df.collect()
     assert "SegmentPathError" in str(info.value)
     assert f"{logs / 't-2147483648'}: not a partition directory" in str(info.value)
+
+
+def test_a_hard_link_is_the_file_it_links(logs: Path, tmp_path: Path) -> None:
+    """Another name of one file (a hard link, as ``cp -al`` snapshots make) is read once."""
+    snapshot = tmp_path / "snapshot" / "t-0"
+    snapshot.mkdir(parents=True)
+    for f in (logs / "t-0").iterdir():
+        (snapshot / f.name).hardlink_to(f)
+    assert read_paths(logs, snapshot.parent) == read_paths(logs)
+
+
+def test_the_same_paths_on_two_filesystems_are_two_copies(tmp_path: Path) -> None:
+    """Two stores of one kind (two S3 endpoints, two HDFS namenodes; here two in-memory
+    filesystems of pyarrow) holding the same path hold two copies: both are found, and one
+    partition in both is an error, not one copy read silently."""
+    import pyarrow.fs as pafs
+
+    from kafka_pyspark.segments.files import check_one_log, discover_opened
+
+    stores = [pafs.FileSystem.from_uri("mock:///")[0] for _ in range(2)]
+    for n, fs in enumerate(stores):
+        fs.create_dir("logs/t-0")
+        with fs.open_output_stream(f"logs/t-0/{0:020d}.log") as out:
+            out.write(log_file(0, 1 + n))
+    found = discover_opened((fs, "logs", f"mock://store{n}/logs") for n, fs in enumerate(stores))
+    assert [(fs, f.size) for fs, f in found] == [
+        (stores[0], len(log_file(0, 1))), (stores[1], len(log_file(0, 2)))]
+    with pytest.raises(SegmentPathError, match="partition 0 of topic t is also in logs/t-0"):
+        check_one_log(found)
+    # the same store given twice: one copy
+    assert len(discover_opened([(stores[0], "logs", "a"), (stores[0], "logs/t-0", "b")])) == 1

@@ -360,7 +360,7 @@ def test_zk_outage_max_ms_is_a_stream_option_with_a_default() -> None:
     ],
 )
 def test_duplicate_json_keys_are_errors(name: str, value: str, key: str) -> None:
-    """Issue 8 defect 6: json.loads keeps the last of two equal keys, silently."""
+    """A key given twice is an error naming it (json.loads alone would keep the last, silently)."""
     given = {**ZK, name.lower(): value} if name == "assign" else opts(**{name: value})
     e = option_error(given)
     assert e.option == name

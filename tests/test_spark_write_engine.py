@@ -142,7 +142,7 @@ def test_null_keys_go_in_runs_of_batch_size_across_batches(
     broker: EmbeddedBroker, zk_connect: str
 ) -> None:
     # the same random routing as keyless rows: a run of batch.size null-key rows continues
-    # across Arrow batches (it used to restart per batch, so sets mixed rows of distant batches)
+    # across Arrow batches (a run restarted per batch would mix rows of distant batches in a set)
     create_topic(zk_connect, [broker], "nullruns")
     values = [str(i).encode() for i in range(1000)]
     result = TaskWriter(plan(zk_connect, KEY_VALUE, topic="nullruns", batch_size="100")).write(

@@ -1,4 +1,4 @@
-"""Writes of every size class through Spark, every codec (issue 8, defects 1 and 2).
+"""Writes of every size class through Spark, every codec; a set the broker drops is an error.
 
 Real local Spark, real ZooKeeper, an embedded broker; every write is read back with the
 low-level client and compared exactly (values as a multiset, and the log holds nothing else).
@@ -36,9 +36,9 @@ def _values(seed: int, counts: dict[int, int]) -> list[bytes]:
 def test_every_size_class_round_trips_with_default_options(
     spark: SparkSession, broker: EmbeddedBroker, zk_connect: str, codec: str
 ) -> None:
-    # The sizes of issue 8 (5 x 500 KB, 30 x 100 KB, 200 x 20 KB: each once failed with
-    # "does not fit in one request"), tiny ones, and two just under max.message.size (with
-    # room for a compressed wrapper's framing around incompressible bytes).
+    # Sizes whose sets fill a request (5 x 500 KB, 30 x 100 KB, 200 x 20 KB: the writer must
+    # split them, never fail with "does not fit in one request"), tiny ones, and two just under
+    # max.message.size (with room for a compressed wrapper's framing around incompressible bytes).
     counts = {7: 250, 20_000: 200, 100_000: 30, 500_000: 5, LIMIT - 2_000: 2}
     if codec == "none":
         counts[LIMIT] = 1  # exactly the limit: allowed (0.7 refuses only a larger payload)
@@ -71,7 +71,7 @@ def test_just_over_max_message_size_names_the_row(
 def test_broker_dropping_what_the_writer_allowed_fails_the_write(
     spark: SparkSession, tmp_path: Path, zk_connect: str
 ) -> None:
-    """Issue 8 defect 2: writer max.message.size 3 MB, broker 1 MB. The broker drops the set
+    """Writer max.message.size 3 MB, broker 1 MB. The broker drops the set
     without an answer (0.7.2); the write must fail naming where, never report success."""
     from kafka_pyspark.testing.broker import EmbeddedBroker
 

@@ -74,7 +74,7 @@ class Venv:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
         env["PATH"] = f"{self.root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         return subprocess.run([str(self.root / "bin" / program), *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=900)
+                              env=env, capture_output=True, text=True, timeout=900, input="")
 
     def pyspark_state(self) -> tuple[str, str]:
         """pyspark's version and a digest of its RECORD (every file, with its hash)."""
@@ -105,7 +105,9 @@ def test_binary_wheel_tag_is_the_one_auditwheel_finds(dist: Dist) -> None:
     assert any(t.startswith("manylinux_") for t in tags), tags
     policy = next(t for t in tags if t.startswith("manylinux_"))
     assert f'is consistent with the following platform tag: "{policy}"' in dist.auditwheel
-    assert sysconfig.get_platform().split("-")[-1] in policy
+    # the kernels' glibc floor (memcpy@GLIBC_2.14): a newer libc symbol (dlopen is 2.34) would
+    # shut the wheel out of older systems; raise this only on purpose (docs/dev/RELEASING.md)
+    assert policy == f"manylinux_2_17_{sysconfig.get_platform().split('-')[-1]}"
 
 
 def test_pure_wheel_has_no_compiled_file(dist: Dist) -> None:
@@ -140,7 +142,7 @@ def test_wheels_install_beside_pyspark_and_agree(dist: Dist, venv: Venv) -> None
 
 def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -> None:
     venv.pip("uninstall", "-y", "kafka_pyspark")
-    venv.pip("install", "--no-deps", str(dist.pure))
+    venv.pip("install", str(dist.pure))  # its dependencies too, when run alone
     venv.pip("uninstall", "-y", "pyspark")
     plain = venv.run("-c", "import kafka_pyspark.client, kafka_pyspark.testing.broker, "
                      "kafka_pyspark.registry; from kafka_pyspark import encode_message_set, "
@@ -149,6 +151,10 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
     cli = venv.run("--help", program="kafka07")
     assert cli.returncode == 0 and "kafka07" in cli.stdout, cli.stderr
+    produce = venv.run("produce", "--broker-list", "0:127.0.0.1:9", "--topic", "t",
+                       program="kafka07")
+    assert produce.returncode == 2 and "Traceback" not in produce.stderr, produce.stderr
+    assert "pip install 'kafka_pyspark[spark]'" in produce.stderr
     for what in ("import kafka_pyspark.spark.source",
                  "from kafka_pyspark import Kafka07DataSource",
                  "import pyspark_kafka07"):

@@ -1,4 +1,4 @@
-"""The writer's request and message-set size arithmetic (pure; issue 8 defect 1)."""
+"""The writer's request and message-set size arithmetic (pure): every set fits one request."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ wrong and where, and never quotes the password."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +24,9 @@ from kafka_pyspark.zk_auth import (
     credentials_from_options,
     credentials_from_text,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SECRET = "s3cr3t-Pa55"
 ZK = {"zk.connect": "127.0.0.1:2181"}
@@ -114,6 +119,16 @@ def test_zk_connect_user_info_is_refused_never_repeated(connect: str) -> None:
         assert info.value.option == "zk.connect"
         assert "user info" in str(info.value) and "zk.auth.password" in str(info.value)
         assert SECRET not in str(info.value) and "spark" not in str(info.value)
+
+
+def test_an_at_sign_in_a_chroot_is_refused_saying_why() -> None:
+    """A chroot ``/kafka@dc1`` cannot be told from user info whose password holds '/'
+    (``spark:a/b@h:2181``): the error says a chroot cannot hold '@' either."""
+    with pytest.raises(OptionError) as info:
+        parse_cluster_options({"zk.connect": "127.0.0.1:2181/kafka@dc1"})
+    assert "nor an '@' in a chroot (a password holding '/' would pass for one)" in str(
+        info.value)
+    assert "dc1" not in str(info.value)
 
 
 def test_python_api_takes_the_parsed_pair() -> None:
@@ -210,28 +225,48 @@ def test_options_reject_what_the_text_form_rejects() -> None:
     assert credentials_from_options(CREDS) == credentials_from_text(f"spark:{SECRET}", "t")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        # a Spark Connect plan's options, as text (protobuf text format escapes quotes)
-        f'options {{\n  key: "zk.auth.password"\n  value: "{SECRET}"\n}}',
-        f'options {{\n  key: "ZK.AUTH.PASSWORD"\n  value: "{SECRET}\\"x"\n}}',
-        # SQL as typed: quoted or dotted key, with or without '='
-        f"OPTIONS ('zk.auth.password' '{SECRET}', 'subscribe' 't')",
-        f"OPTIONS (zk.auth.password '{SECRET}', subscribe 't')",
-        f"OPTIONS (zk.auth.password = '{SECRET}')",
-        f"OPTIONS (`zk.auth.password` '{SECRET}')",
-        # SQL inside a Spark Connect plan's text: its quotes escaped
-        f"query: \"CREATE TEMP VIEW v USING kafka07 OPTIONS (zk.auth.password \\'{SECRET}\\', "
-        "\\'subscribe\\' \\'t\\')\"",
-    ],
-)
+#: texts holding SECRET as Spark shows them (a Python ``re`` and a Java regex read each alike)
+STATEMENT_TEXTS = [
+    # a Spark Connect plan's options, as text (protobuf text format escapes quotes)
+    f'options {{\n  key: "zk.auth.password"\n  value: "{SECRET}"\n}}',
+    f'options {{\n  key: "ZK.AUTH.PASSWORD"\n  value: "{SECRET}\\"x"\n}}',
+    # SQL as typed: quoted or dotted key, with or without '=', any string literal
+    f"OPTIONS ('zk.auth.password' '{SECRET}', 'subscribe' 't')",
+    f"OPTIONS (zk.auth.password '{SECRET}', subscribe 't')",
+    f"OPTIONS (zk.auth.password = '{SECRET}')",
+    f"OPTIONS (`zk.auth.password` '{SECRET}')",
+    f'OPTIONS (zk.auth.password "{SECRET}", subscribe "t")',
+    f"OPTIONS (zk.auth.password r'{SECRET}', subscribe 't')",
+    f"OPTIONS (zk.auth.password\n  'x\\'{SECRET}', subscribe 't')",
+    # SQL inside a Spark Connect plan's text: its quotes, backslashes and line breaks escaped
+    f"query: \"CREATE TEMP VIEW v USING kafka07 OPTIONS (zk.auth.password \\'{SECRET}\\', "
+    "\\'subscribe\\' \\'t\\')\"",
+    f'query: "CREATE TEMP VIEW v USING kafka07 OPTIONS (zk.auth.password \\"{SECRET}\\", '
+    'subscribe \\"t\\")"',
+    f"query: \"... OPTIONS (zk.auth.password \\'x\\\\\\'{SECRET}\\', subscribe \\'t\\')\"",
+    f'query: "... OPTIONS (zk.auth.password \\"x\\\\\\"{SECRET}\\", subscribe \\"t\\")"',
+    f"query: \"... OPTIONS (\\n  zk.auth.password\\n  \\'{SECRET}\\',\\n  subscribe \\'t\\')\"",
+    f"query: \"... OPTIONS (\\'zk.auth.password\\' = \\'{SECRET}\\\\\\\\\\', subscribe \\'t\\')\"",
+]
+
+
+@pytest.mark.parametrize("text", STATEMENT_TEXTS)
 def test_the_statement_redaction_pattern_hides_the_password(text: str) -> None:
     """The pattern register() gives spark.sql.redaction.string.regex (a Java regex; this one
     means the same in Python's re): the password's value goes, what follows stays."""
-    import re
-
     redacted = re.sub(PASSWORD_STATEMENT_REGEX, "*********(redacted)", text)
     assert SECRET not in redacted
     assert "*********(redacted)" in redacted
     assert ("subscribe" in redacted) == ("subscribe" in text)
+
+
+@pytest.mark.spark
+def test_the_statement_redaction_pattern_means_the_same_in_java(spark: SparkSession) -> None:
+    """Spark compiles the pattern with java.util.regex: it hides the password in every text."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pattern = jvm.java.util.regex.Pattern.compile(PASSWORD_STATEMENT_REGEX)
+    for text in STATEMENT_TEXTS:
+        redacted = pattern.matcher(text).replaceAll("*********(redacted)")
+        assert redacted == re.sub(PASSWORD_STATEMENT_REGEX, "*********(redacted)", text), text
+        assert SECRET not in redacted, text

@@ -25,6 +25,7 @@ from kafka_pyspark.cli.common import (
     zk_credentials,
 )
 from kafka_pyspark.cli.output import Progress, error, json_document, plural, summary
+from kafka_pyspark.errors import INSTALL_SPARK
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -127,7 +128,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         from kafka_pyspark.spark.writer import TaskWriter
     except ImportError as e:
         raise CliError(f"produce writes through the connector's Spark writer and needs PySpark "
-                       f"installed ({e})") from None
+                       f"installed ({e}): {INSTALL_SPARK}") from None
     sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
     if sep is not None and not sep:
         raise CliError("--key-separator must not be empty")

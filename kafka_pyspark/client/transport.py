@@ -11,7 +11,7 @@ buffers to the fetch size) is read into one ``bytearray`` kept by the transport,
 refers to the previous answer in it any more (its reference count says so, and it can change
 size: a bytearray cannot while a view of it is alive, however the interpreter counts references);
 else, and for larger answers, into a fresh one. Allocating and zeroing a fresh megabyte
-per FETCH cost about a tenth of an uncompressed read's CPU. Memory stays bounded by that
+per FETCH would be a large share of an uncompressed read. Memory stays bounded by that
 buffer plus the answers the caller still holds.
 
 Deadlines: ``timeout`` bounds the connect and every single send; a whole answer (length and

@@ -170,6 +170,6 @@ LOG_SCHEMA = pa.schema(
         pa.field("headers", HEADERS_TYPE, True),  # null for magic 0/1 (no headers)
     ]
 )
-# immutable: shared (not from_pylist: that imports pandas, ~0.2 CPU-s per fresh Python worker)
+# immutable: shared (not from_pylist: that imports pandas in every fresh Python worker)
 EMPTY_LOG_BATCH = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in LOG_SCHEMA],
                                              schema=LOG_SCHEMA)

@@ -1,8 +1,8 @@
 """Arrow arrays from numpy buffers and Python strings, without ``pa.array``.
 
 ``pa.array`` (and ``RecordBatch.from_pylist``, ``Schema.empty_table``) import pandas on first
-use: about 0.2 CPU-s in every fresh Python worker, which Spark starts without pandas. Wrapping
-the numpy buffer also costs less per call.
+use, a heavy import in every fresh Python worker, which Spark starts without pandas
+(docs/dev/ARCHITECTURE.md). Wrapping the numpy buffer also costs less per call.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ I64 = npt.NDArray[np.int64]
 # --- assembly ------------------------------------------------------------------------------
 
 # Constant columns, cached per value (Arrow arrays are immutable: slices are safe to share);
-# building the topic column cost about a tenth of the read's CPU. A few values at a time.
+# building the topic column per batch would be a large share of the read. A few values at a time.
 _CONSTANTS: dict[str | int, pa.Array] = {}
 _CONSTANTS_KEPT = 16
 _CONSTANT_ROWS = 1 << 16

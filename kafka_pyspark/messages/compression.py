@@ -25,7 +25,7 @@ Every decompression is bounded: ``limit`` bytes of output at most, checked befor
 produced (snappy announces each block's size; gzip is inflated with ``max_length``).
 
 Engines: gzip is inflated by ISA-L (python-isal's ``isal_zlib.decompressobj``, same API and
-the same ``max_length`` bound as zlib's, ~3x faster here) when :mod:`.crc`'s probe found it, else
+the same ``max_length`` bound as zlib's, and faster) when :mod:`.crc`'s probe found it, else
 by stdlib ``zlib``; :data:`GZIP_ENGINE` names the one in use (here: the fast lane of
 :mod:`.flat` inflates most gzip wrappers with libdeflate instead, when its optional gzip module,
 ``_gzip.c``, is built; whatever it leaves comes here). Compression always uses stdlib

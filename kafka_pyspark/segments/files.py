@@ -154,32 +154,63 @@ def discover(fs: pafs.FileSystem, path: str, option_path: str | None = None) -> 
     return sorted(files)
 
 
-def _identity(fs: pafs.FileSystem, path: str) -> tuple[str, str]:
-    """One file or directory, however it was reached (a local symlink resolves)."""
-    local = fs.type_name == "local"
-    return fs.type_name, os.path.realpath(path) if local else path.rstrip("/")
+def _identity(fs: pafs.FileSystem, path: str) -> tuple[int, object]:
+    """One file or directory, however it was reached. A local one is its device and inode (a
+    symlink, a hard link, a bind mount or another spelling on a case-insensitive disk is the
+    same file); anywhere else its path, on ``fs``, which :func:`discover_paths` made the one
+    object of all the equal filesystems (the same S3 endpoint, the same HDFS namenode)."""
+    if fs.type_name != "local":
+        return id(fs), path.rstrip("/")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise OptionError("path", f"cannot read {path!r}: {e.strerror}") from e
+    return id(fs), (st.st_dev, st.st_ino)
+
+
+def _canonical(fs: pafs.FileSystem, known: list[pafs.FileSystem]) -> pafs.FileSystem:
+    """The filesystem of ``known`` equal to ``fs`` (same kind and options), else ``fs``, added
+    to ``known`` (a handful: one per endpoint the paths name)."""
+    for other in known:
+        if other.equals(fs):
+            return other
+    known.append(fs)
+    return fs
 
 
 def discover_paths(paths: Sequence[str]) -> list[tuple[pafs.FileSystem, SegmentFile]]:
     """Every segment file under every path (:func:`discover`), each once however the paths
-    overlap (the same path twice, a directory and a file or directory inside it, a symlink),
-    sorted by (topic, partition, base offset)."""
-    seen: dict[tuple[str, str], tuple[pafs.FileSystem, SegmentFile]] = {}
-    for path in paths:
-        fs, inner = open_filesystem(path)
-        for f in discover(fs, inner, path):
+    overlap (the same path twice, a directory and a file or directory inside it, a link),
+    sorted by (topic, partition, base offset). Files of two filesystems (two S3 endpoints, two
+    HDFS namenodes) are two files, whatever their paths."""
+    return discover_opened((*open_filesystem(path), path) for path in paths)
+
+
+def discover_opened(
+    opened: Iterable[tuple[pafs.FileSystem, str, str]],
+) -> list[tuple[pafs.FileSystem, SegmentFile]]:
+    """:func:`discover_paths` of paths already opened: ``(filesystem, path inside it, path as
+    the user gave it)``."""
+    known: list[pafs.FileSystem] = []
+    seen: dict[tuple[int, object], tuple[pafs.FileSystem, SegmentFile]] = {}
+    for fs_given, inner, shown in opened:
+        fs = _canonical(fs_given, known)
+        for f in discover(fs, inner, shown):
             seen.setdefault(_identity(fs, f.path), (fs, f))
     return sorted(seen.values(), key=lambda found: found[1])
 
 
 def check_one_log(files: Sequence[tuple[pafs.FileSystem, SegmentFile]]) -> None:
-    """The files of one partition form one log: one directory, one format. Otherwise rows'
-    (topic, broker, partition, offset, inner_index) would collide (two directories: two
-    brokers' copies, or two copies of one; ``.kafka`` byte offsets and ``.log`` logical
-    offsets overlap). Raises :class:`SegmentPathError` naming both directories or files."""
+    """The files of one partition (as :func:`discover_paths` found them) form one log: one
+    directory, one format. Otherwise rows' (topic, broker, partition, offset, inner_index)
+    would collide (two directories: two brokers' copies, or two copies of one; ``.kafka`` byte
+    offsets and ``.log`` logical offsets overlap). Raises :class:`SegmentPathError` naming
+    both directories or files."""
     first_fs, first = files[0]
+    home = _identity(first_fs, _parent(first.path))
     for fs, f in files[1:]:
-        if _identity(fs, _parent(f.path)) != _identity(first_fs, _parent(first.path)):
+        elsewhere = _parent(f.path) != _parent(first.path) or fs is not first_fs
+        if elsewhere and _identity(fs, _parent(f.path)) != home:  # stat only another spelling
             raise SegmentPathError(
                 _parent(first.path),
                 f"partition {f.partition} of topic {f.topic} is also in {_parent(f.path)}: "

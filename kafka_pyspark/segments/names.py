@@ -35,13 +35,22 @@ def segment_file_name(base_offset: int, kind: SegmentKind = "kafka07") -> str:
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
+def _segment_shape(name: str) -> tuple[str, SegmentKind] | None:
+    """``(stem, kind)`` of a name shaped like a segment file name (an integer, legal or not,
+    and ``.kafka``/``.log``); None for a name of any other shape."""
+    stem, dot, suffix = name.rpartition(".")
+    kind = SUFFIX_KINDS.get(dot + suffix)
+    return (stem, kind) if kind is not None and _INTEGER.fullmatch(stem) else None
+
+
 def segment_name_problem(name: str) -> str:
     """Why ``name``, shaped like a segment file name (an integer and ``.kafka``/``.log``),
     names no legal base offset (a sign, or outside ``0..INT64_MAX``); ``""`` for a legal name
     and for a name of any other shape."""
-    stem, dot, suffix = name.rpartition(".")
-    if SUFFIX_KINDS.get(dot + suffix) is None or not _INTEGER.fullmatch(stem):
+    shape = _segment_shape(name)
+    if shape is None:
         return ""
+    stem = shape[0]
     if int(stem) < 0:
         return f"its base offset {stem} is negative"
     if not stem.isdigit():
@@ -53,18 +62,16 @@ def segment_name_problem(name: str) -> str:
 
 def is_segment_shaped(name: str) -> bool:
     """Whether ``name`` is a segment file name, legal or not (see :func:`segment_name_problem`)."""
-    stem, dot, suffix = name.rpartition(".")
-    return dot + suffix in SUFFIX_KINDS and _INTEGER.fullmatch(stem) is not None
+    return _segment_shape(name) is not None
 
 
 def parse_any_segment_name(name: str) -> tuple[int, SegmentKind] | None:
     """``(base offset, kind)`` named by a legal segment file name, or None if ``name`` is not
     one (:func:`segment_name_problem` says why a segment-shaped name is not legal)."""
-    stem, dot, suffix = name.rpartition(".")
-    kind = SUFFIX_KINDS.get(dot + suffix)
-    if kind is None or not stem.isdigit() or not stem.isascii() or int(stem) > INT64_MAX:
+    shape = _segment_shape(name)
+    if shape is None or segment_name_problem(name):
         return None
-    return int(stem), kind
+    return int(shape[0]), shape[1]
 
 
 def parse_segment_file_name(name: str) -> int | None:
@@ -85,17 +92,24 @@ def partition_dir_name(topic: str, partition: int) -> str:
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     """``("my-topic", 3)`` for ``my-topic-3`` (split at the last ``-``, as 0.7.2), or None if
     ``name`` is not a legal partition directory name (:func:`partition_dir_problem`: why)."""
-    topic, sep, part = name.rpartition("-")
-    if not sep or not topic or not part.isdigit() or not part.isascii() or int(part) > INT32_MAX:
+    shape = _partition_shape(name)
+    if shape is None or partition_dir_problem(name):
         return None
-    return topic, int(part)
+    return shape[0], int(shape[1])
+
+
+def _partition_shape(name: str) -> tuple[str, str] | None:
+    """``(topic, digits)`` of a name shaped like ``topic-partition`` (any number of ASCII
+    digits after the last ``-``); None otherwise."""
+    topic, sep, part = name.rpartition("-")
+    return (topic, part) if sep and topic and part.isdigit() and part.isascii() else None
 
 
 def partition_dir_problem(name: str) -> str:
     """Why ``name``, shaped like ``topic-partition``, names no legal partition (a partition
     id larger than ``INT32_MAX``: ids are int32 on the wire and in the ``partition`` column);
     ``""`` otherwise. A sign cannot occur: ``t--1`` is partition 1 of topic ``t-``."""
-    topic, sep, part = name.rpartition("-")
-    if sep and topic and part.isdigit() and part.isascii() and int(part) > INT32_MAX:
-        return f"its partition {part} is larger than {INT32_MAX} (int32)"
+    shape = _partition_shape(name)
+    if shape is not None and int(shape[1]) > INT32_MAX:
+        return f"its partition {shape[1]} is larger than {INT32_MAX} (int32)"
     return ""

@@ -9,10 +9,12 @@ the embedded broker never import it.
 
 from __future__ import annotations
 
+from kafka_pyspark.errors import INSTALL_SPARK
+
 #: the oldest pyspark the connector runs on (``docs/running.md``: what needs a later one)
 MIN_PYSPARK = (4, 0)
 
-_INSTALL = "pip install 'kafka_pyspark[spark]' (or run where Spark is installed)"
+_INSTALL = f"{INSTALL_SPARK} (or run where Spark is installed)"
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -93,8 +93,8 @@ class FetchSettings:
     socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
     socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     # Arrow batches handed to Spark: fetch answers of one range are combined up to these
-    # bounds (Spark pays per batch: realistic rows read in 4k-row batches, one 1 MiB fetch,
-    # ran at 0.4-0.7 M rows/s where 64k-row batches ran at 1.1 M, same run); an answer of
+    # bounds (Spark pays a fixed cost per batch, which batches of one fetch answer, a few
+    # thousand rows each, would pay far too often); an answer of
     # batch_rows // 4 rows or more (big compressed fetches) goes alone. Combining copies no
     # value (the decoder writes them into one buffer, reader._Coalescer.sink). Memory per task
     # stays bounded by them and the fetch size.

@@ -150,7 +150,7 @@ def _join(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 
 # What RecordBatch.nbytes counts for a decoded batch, from its string columns' offsets (Arrow's
-# own builds an array of byte ranges per call: about 4% of an uncompressed read's CPU): the
+# own builds an array of byte ranges per call, a visible share of an uncompressed read): the
 # fixed-width columns' bytes, and per string column 4 bytes a row plus the bytes its rows span
 # (and of its validity bitmap). The decoder's integer columns have no validity bitmap.
 _FIXED_BYTES: int = sum(f.type.bit_width // 8 for f in MESSAGE_SCHEMA
@@ -175,8 +175,8 @@ def _nbytes(batch: pa.RecordBatch) -> int:
 
 def _connect(partition: Kafka07InputPartition) -> BrokerConnection:
     """The executor's connection. Its socket buffers hold at least one fetch answer
-    (``fetch.size``): with 0.7's 64 KiB ``socket.buffersize`` a 1 MiB answer crossed loopback
-    in about sixteen sender/receiver hand-offs, and receiving it cost about three times the
+    (``fetch.size``): with 0.7's 64 KiB ``socket.buffersize`` a 1 MiB answer would cross
+    loopback in sixteen sender/receiver hand-offs, each a wake-up and a copy, several times the
     system time of one that the broker can hand over at once."""
     from kafka_pyspark.client import BrokerConnection
 

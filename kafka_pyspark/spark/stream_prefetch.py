@@ -3,8 +3,8 @@
 With ``maxBytesPerTrigger``, choosing a micro-batch's ends means walking the message headers of
 the byte windows it admits (:mod:`.admission`, ``docs/streaming.md``): the driver fetches about
 the bytes the micro-batch will read. Spark asks for the next ends only when the current
-micro-batch is done, so that fetch sat between micro-batches (about 100 ms per 64 MB on a
-2-core machine). Now, after a ``latestOffset`` that cut partitions short, the stream reader
+micro-batch is done; a fetch made then would sit between micro-batches (its cost:
+``docs/streaming.md``). So after a ``latestOffset`` that cut partitions short, the stream reader
 starts :class:`Prefetch`: one background thread that scans the windows the next
 micro-batch's first water-filling round asks for if no data arrives in between
 (:func:`predict_windows`). The next ``latestOffset`` takes its answers (:meth:`Prefetch.take`)

@@ -2,26 +2,25 @@
 
 The read path itself triggers no collection: per fetch it allocates a few dozen GC-tracked
 objects and frees them (or hands them to Spark, which frees them) before the next, so the
-generation-0 count never gets near its threshold (measured over 4M rows of each codec with
-the collector off: within 30 objects of where it started at every batch, back there at the
-end; in Spark's workers, no collection during a read after a worker's first task).
+generation-0 count never gets near its threshold, and no collection runs during a read after
+a worker's first task.
 
 What costs is Spark's: a reused Python worker (``spark.python.worker.reuse``, on by default)
 runs a full ``gc.collect()`` after every task (``pyspark/daemon.py``), and that traverses every
-object the worker holds, mostly the modules of pyspark, pyarrow, numpy and this package: about
-56,000 objects, 15..25 CPU-ms per task on the bench machine. A stream's micro-batch of a few
-thousand rows per partition reads in less than that.
+object the worker holds, mostly the modules of pyspark, pyarrow, numpy and this package, so
+its cost per task does not shrink with the task: for a stream's small micro-batches it can
+exceed the read itself (figures: docs/running.md).
 
 :func:`settle` freezes the worker's heap (``gc.freeze()``) once per worker process, at its first
 kafka07 read: what is alive then (the imports, and the objects of that one task) moves to the
 permanent generation, which collections skip, so Spark's per-task collection only traverses
-what was created since (about 0.3 CPU-ms). Why that is safe for other code in the worker:
+what was created since. Why that is safe for other code in the worker:
 
 - nothing else changes: thresholds, ``gc.isenabled()`` and callbacks stay as they are, and
   objects created later (every later task's, any user code's) are collected as before;
 - frozen objects are still freed by reference counting; what a freeze keeps is only cyclic
   garbage made of objects that were alive at that moment. Module objects are never garbage; the
-  first task's own cycles (about 50 small objects, measured) stay for the worker's lifetime,
+  first task's own cycles (a few small objects) stay for the worker's lifetime,
   once per worker process, never per task: memory stays bounded;
 - only in a worker Spark reuses (``SPARK_REUSE_WORKER`` set, the daemon's own condition for
   that collection); a one-task worker, the driver or any other process is left alone.

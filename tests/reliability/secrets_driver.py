@@ -5,7 +5,8 @@ port of Spark's choosing) and the event log on, which reads, streams and writes 
 ZooKeeper digest ACLs with ``zk.auth.user`` + ``zk.auth.password``, provokes every credentials
 error it can, and writes what Spark showed of it to ``<out>/texts.json``: plan strings
 (``explain``, ``queryExecution``), temp views, streaming progress, error texts and the UI's
-REST answers. Its event log (``<out>/events``) and checkpoint (``<out>/cp``) stay on disk.
+REST answers, with the row counts and the values (as text) the batch read and the stream
+got. Its event log (``<out>/events``) and checkpoint (``<out>/cp``) stay on disk.
 
 The config holds ``zk`` (connect string), ``topic`` (2 partitions, readable only with the
 credentials), ``group``, ``user``, ``password``, ``out``; ``legacy: true`` passes the former
@@ -32,15 +33,17 @@ def main(config_path: str) -> None:
     spark = _session(out, cfg.get("redaction_regex"))
     texts: dict[str, str] = {}
     counts: dict[str, int] = {}
+    got: dict[str, list[str]] = {}
     try:
-        _batch(spark, cfg, texts, counts)
+        got["batch"] = _batch(spark, cfg, texts, counts)
         _views(spark, cfg, texts, counts)
-        _stream(spark, cfg, out, texts, counts)
+        got["stream"] = _stream(spark, cfg, out, texts, counts)
         _write(spark, cfg, texts, counts)
         _errors(spark, cfg, texts)
         _rest(spark, texts)
     finally:
-        (out / "texts.json").write_text(json.dumps({"texts": texts, "counts": counts}))
+        (out / "texts.json").write_text(
+            json.dumps({"texts": texts, "counts": counts, "values": got}))
         spark.stop()
 
 
@@ -90,11 +93,16 @@ def _plans(df: DataFrame, name: str, texts: dict[str, str]) -> None:
         texts[f"{name}: {part} json"] = plan.toJSON()
 
 
+def _values(df: DataFrame) -> list[str]:
+    return sorted(r.v for r in df.selectExpr("CAST(value AS STRING) AS v").collect())
+
+
 def _batch(spark: SparkSession, cfg: dict[str, Any], texts: dict[str, str],
-           counts: dict[str, int]) -> None:
+           counts: dict[str, int]) -> list[str]:
     df = spark.read.format("kafka07").options(**_options(cfg), subscribe=cfg["topic"]).load()
     counts["batch"] = df.count()
     _plans(df, "batch", texts)
+    return _values(df)
 
 
 def _views(spark: SparkSession, cfg: dict[str, Any], texts: dict[str, str],
@@ -115,7 +123,7 @@ def _views(spark: SparkSession, cfg: dict[str, Any], texts: dict[str, str],
 
 
 def _stream(spark: SparkSession, cfg: dict[str, Any], out: Path, texts: dict[str, str],
-            counts: dict[str, int]) -> None:
+            counts: dict[str, int]) -> list[str]:
     q = (spark.readStream.format("kafka07").options(**_options(cfg), subscribe=cfg["topic"])
          .option("startingOffsets", "earliest").option("commitToGroup", "true")
          .option("group.id", cfg["group"]).load()
@@ -127,6 +135,7 @@ def _stream(spark: SparkSession, cfg: dict[str, Any], out: Path, texts: dict[str
     texts["stream: status"] = json.dumps(q.status)
     texts["stream: explain"] = q._jsq.explainInternal(True)
     counts["stream"] = spark.read.parquet(str(out / "sink")).count()
+    return _values(spark.read.parquet(str(out / "sink")))
 
 
 def _write(spark: SparkSession, cfg: dict[str, Any], texts: dict[str, str],
@@ -147,6 +156,8 @@ def _errors(spark: SparkSession, cfg: dict[str, Any], texts: dict[str, str]) -> 
     legacy = {"zk.connect": cfg["zk"], "zk.auth": f"digest:{cfg['user']}:{cfg['password']}"}
     at = {"zk.connect": f"{cfg['user']}:{cfg['password']}@{cfg['zk']}"}
     cases: dict[str, Callable[[], object]] = {
+        "read, no credentials": lambda: spark.read.format("kafka07")
+        .option("zk.connect", cfg["zk"]).option("subscribe", topic).load().collect(),
         "read, wrong password": lambda: spark.read.format("kafka07")
         .options(**wrong, subscribe=topic).load().collect(),
         "read, password without user": lambda: spark.read.format("kafka07")

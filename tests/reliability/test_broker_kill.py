@@ -1,4 +1,4 @@
-"""A broker SIGKILLed and restarted during a batch read, a stream and a write (issue 8).
+"""A broker SIGKILLed and restarted during a batch read, a stream and a write.
 
 The broker runs as a subprocess (its CLI) so that it can be killed with SIGKILL; it keeps its
 port and log directory across the restart (``broker.list`` mode, no ZooKeeper involved). The

@@ -1,5 +1,5 @@
 """The driver SIGKILLed mid-stream and restarted from its checkpoint; a torn tail in the
-embedded broker's newest segment (issue 8).
+embedded broker's newest segment.
 
 The driver is a subprocess (``stream_driver.py``: its own Spark JVM) killed with SIGKILL as a
 process group; the query is then started again on the same checkpoint (in the test's own Spark

@@ -1,4 +1,4 @@
-"""Fuzzed decoders (issue 8): the message-set codec (compiled kernel and pure-Python path), the
+"""Fuzzed decoders: the message-set codec (compiled kernel and pure-Python path), the
 gzip/snappy decompressors and the wire decoders, fed random and mutated valid buffers.
 
 Bad input must end in a typed domain error raised *deliberately*: an internal error

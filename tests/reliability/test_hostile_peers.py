@@ -1,4 +1,4 @@
-"""Hostile peers on both sides of the wire (issue 8), no Spark needed.
+"""Hostile peers on both sides of the wire, no Spark needed.
 
 - The embedded broker fed malformed and slow requests keeps serving everyone else, and never
   writes outside its log directory whatever topic name a raw PRODUCE carries.

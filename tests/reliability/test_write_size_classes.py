@@ -1,4 +1,4 @@
-"""Writes of every size class, every codec, keyed and not (issue 8): exact rows read back.
+"""Writes of every size class, every codec, keyed and not: exact rows read back.
 
 Size classes, against the default ``max.message.size`` (1,000,000, the writer's and the
 broker's): tiny (30 B), 20 KB (200 rows: 4 MB, more than one request may carry), 500 KB (5

@@ -1,4 +1,4 @@
-"""A ZooKeeper outage during a stream (issue 8, defect 7): the stream goes on, bounded.
+"""A ZooKeeper outage during a stream: the stream goes on, bounded.
 
 ZooKeeper is stopped (JVM terminated), paused (SIGSTOP: connections open, nothing answered)
 or restarted while a query runs, for longer than the stream's ZooKeeper session timeout (2 s
