@@ -1,7 +1,8 @@
 """One kazoo session, started lazily, whose every call is bounded in time and fails typed.
 
 :class:`~kafka_pyspark.registry.Registry` knows 0.7's nodes; this module knows how to talk to
-ZooKeeper: starting the session within ``connection_timeout_ms``, sending many requests at
+ZooKeeper: starting the session within ``connection_timeout_ms`` (TCP connect and handshake,
+however long the session timeout), sending many requests at
 once and collecting their answers (pipelined), retrying those lost with the connection (a lost
 connection or an expired session: the registry holds no ephemeral nodes, so a new session is
 as good as the old one) until ZooKeeper has answered none of them for
@@ -143,27 +144,34 @@ class ZkSession:
 
     def _start(self) -> Any:
         from kazoo.client import KazooClient
+        from kazoo.handlers.threading import SequentialThreadingHandler
         from kazoo.retry import KazooRetry
 
+        handler = _ConnectDeadline(SequentialThreadingHandler())
         client = KazooClient(
             hosts=self.zk_connect,
             timeout=self.session_timeout_ms / 1000.0,
             # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
+            handler=handler,
             auth_data=self._auth_data or None,
             logger=KAZOO_LOG,
         )
+        timeout = self.connection_timeout_ms / 1000.0
+        handler.deadline = time.monotonic() + timeout
         try:
             with warnings.catch_warnings():
                 # kazoo warns when the chroot does not exist; the registry reports missing nodes
                 warnings.simplefilter("ignore")
-                client.start(timeout=self.connection_timeout_ms / 1000.0)
+                client.start(timeout=timeout)
         except Exception as e:
             _stop_quietly(client)
             raise RegistryUnavailableError(
                 f"ZooKeeper {self.zk_connect}: could not connect within "
                 f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
             ) from e
+        finally:
+            handler.deadline = None  # connected (or stopped): kazoo's own timing from now on
         return client
 
     # --- the requests (each a kazoo method called directly) ----------------------------------
@@ -329,6 +337,40 @@ class ZkSession:
         err = RegistryPermissionError(f"{denied} ({how})")
         err.denied, err.credentials_given = denied, self.has_auth
         return err
+
+
+class _ConnectDeadline:
+    """kazoo's threading handler, every socket wait of the first connect ending by
+    ``deadline`` (monotonic) while it is set.
+
+    kazoo gives each connect attempt's TCP connect and handshake read the *session* timeout,
+    and ``start(timeout)``, once it gives up, stops the client by joining kazoo's thread, which
+    is still in that wait: a ZooKeeper that accepts the connection and never answers (or one
+    whose SYNs are lost) would hold the connect for the session timeout. kazoo makes all its
+    socket waits through its handler, so bounding them here bounds the whole connect by the
+    connection timeout without changing the session timeout ZooKeeper is asked for. Unset
+    once connected: pings and reconnects keep kazoo's own timing."""
+
+    def __init__(self, handler: Any) -> None:
+        self._handler = handler
+        self.deadline: float | None = None
+
+    def __getattr__(self, name: str) -> Any:  # the rest of kazoo's handler interface
+        return getattr(self._handler, name)
+
+    def _bounded(self, timeout: float | None) -> float | None:
+        deadline = self.deadline
+        if deadline is None:
+            return timeout
+        left = max(deadline - time.monotonic(), 0.001)  # 0 would mean "do not wait at all"
+        return left if timeout is None else min(timeout, left)
+
+    def select(self, rlist: Any, wlist: Any, xlist: Any, timeout: float | None = None) -> Any:
+        return self._handler.select(rlist, wlist, xlist, self._bounded(timeout))
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["timeout"] = self._bounded(kwargs.get("timeout"))
+        return self._handler.create_connection(*args, **kwargs)
 
 
 def _describe(e: BaseException | None) -> str:

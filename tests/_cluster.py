@@ -32,14 +32,21 @@ def kazoo_client(connect: str, **options: Any) -> KazooClient:
 
 
 @contextlib.contextmanager
-def unanswering_broker(zk_connect: str, broker_id: int, topic: str = "t") -> Iterator[int]:
-    """Broker ``broker_id`` registered with one partition of ``topic`` at a port (yielded)
-    that accepts connections and never answers: the kernel completes the handshake, nobody
-    reads."""
+def silent_peer() -> Iterator[int]:
+    """A loopback port (yielded) that accepts connections and never answers: the kernel
+    completes the TCP handshake, nobody reads."""
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))
         srv.listen(16)
-        port = srv.getsockname()[1]
+        port: int = srv.getsockname()[1]
+        yield port
+
+
+@contextlib.contextmanager
+def unanswering_broker(zk_connect: str, broker_id: int, topic: str = "t") -> Iterator[int]:
+    """Broker ``broker_id`` registered with one partition of ``topic`` at a
+    :func:`silent_peer` port (yielded)."""
+    with silent_peer() as port:
         zk = kazoo_client(zk_connect)
         try:
             zk.create(f"/brokers/ids/{broker_id}", f"h-{broker_id}:127.0.0.1:{port}".encode(),

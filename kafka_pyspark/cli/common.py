@@ -79,7 +79,6 @@ _ARGUMENT_OF_OPTION = {
     "broker.list": "--broker-list",
     "zk.connectiontimeout.ms": "--timeout-ms",
     "socket.timeout.ms": "--timeout-ms",
-    "zk.sessiontimeout.ms": "--timeout-ms",
     "topic": "--topic",
     "group.id": "--group",
     "compression.codec": "--codec",
@@ -192,12 +191,11 @@ def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
 def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
     """The connector's cluster options the arguments stand for (credentials aside:
     :func:`zk_credentials`). ``--timeout-ms`` bounds each broker request and the ZooKeeper
-    connection; it is the session timeout too, because kazoo waits out the handshake of a
-    ZooKeeper that does not answer for the session timeout, whatever the connection timeout."""
+    connect (handshake included)."""
     where = {"zk.connect": args.zk, "broker.list": getattr(args, "broker_list", None)}
     timeout = str(args.timeout_ms)
     return {**{k: v for k, v in where.items() if v is not None}, "socket.timeout.ms": timeout,
-            "zk.connectiontimeout.ms": timeout, "zk.sessiontimeout.ms": timeout}
+            "zk.connectiontimeout.ms": timeout}
 
 
 def open_cluster(args: argparse.Namespace) -> Cluster:
