@@ -16,7 +16,9 @@ ROWS = 60
 def run(local: Any) -> dict[str, Any]:
     spark, zk = local.spark, local.zk_connect
     rows = [(f"k{i % 7}", f"value-{i:04d}".encode()) for i in range(ROWS)]
-    (spark.createDataFrame(rows, "key string, value binary").write.format("kafka07")
+    # one write task: two would append to a broker-partition in either order, and the offsets
+    # of the binary and the pure run are compared
+    (spark.createDataFrame(rows, "key string, value binary").coalesce(1).write.format("kafka07")
      .option("zk.connect", zk).option("topic", TOPIC).option("compression.codec", "gzip")
      .mode("append").save())
     read = (spark.read.format("kafka07").option("zk.connect", zk).option("subscribe", TOPIC)
