@@ -16,9 +16,11 @@ ROWS = 60
 def run(local: Any) -> dict[str, Any]:
     spark, zk = local.spark, local.zk_connect
     rows = [(f"k{i % 7}", f"value-{i:04d}".encode()) for i in range(ROWS)]
-    # one write task: two would append to a broker-partition in either order, and the offsets
+    # one write task, its rows in one order: two tasks would append to a broker-partition in
+    # either order, and coalesce(1) may join its input partitions in either order; the offsets
     # of the binary and the pure run are compared
-    (spark.createDataFrame(rows, "key string, value binary").coalesce(1).write.format("kafka07")
+    (spark.createDataFrame(rows, "key string, value binary").coalesce(1)
+     .sortWithinPartitions("value").write.format("kafka07")
      .option("zk.connect", zk).option("topic", TOPIC).option("compression.codec", "gzip")
      .mode("append").save())
     read = (spark.read.format("kafka07").option("zk.connect", zk).option("subscribe", TOPIC)
