@@ -15,7 +15,9 @@ message set therefore has to fit in one such request: uncompressed sets are cut 
 well as by ``batch.size`` (:func:`cut_runs`); a compressed wrapper is at most
 ``max.message.size`` + its header, which always fits. A single message that cannot fit in a
 request at all (only possible with ``max.message.size`` near 100 MiB) is an error naming its
-row, never an error about a "message set".
+row, never an error about a "message set". :class:`SizeLimits` is the one place that decides
+that a message or a set is too large, and words the error. Request sizes come from the wire
+layer's structs (:func:`kafka_pyspark.wire.produce_item_size`).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ _MAX_TOPIC_CHARS = 2**15 - 1  # int16 TOPIC_LENGTH
 #: a MULTIPRODUCE body before its items: REQUEST_TYPE, TOPICPARTITION_COUNT
 MULTIPRODUCE_HEADER_SIZE = _INT16.size + _INT16.size
 #: a PRODUCE/MULTIPRODUCE item besides its topic and messages: TOPIC_LENGTH, PARTITION,
-#: MESSAGES_LENGTH (a lone PRODUCE has REQUEST_TYPE before it instead of the count: same size)
+#: MESSAGES_LENGTH (a lone PRODUCE body is REQUEST_TYPE and one item)
 PRODUCE_ITEM_OVERHEAD = _INT16.size + _PART_LEN.size
 
 
