@@ -79,7 +79,7 @@ def test_one_decision_and_one_text_for_a_message_too_large() -> None:
     assert not small.message_over(1000, "t") and small.message_over(1001, "t")
     assert not small.message_over(1000) and small.message_over(1001)
     assert str(small.too_large("row 3 of task 1", "its message", 1001)) == (
-        "row 3 of task 1: its message has a 1001-byte payload, over max.message.size (1000); "
+        "row 3 of task 1: its message has a payload of 1001 bytes, over max.message.size (1000); "
         "a 0.7 broker would drop the whole message set silently"
     )
     # max.message.size beyond what one request can carry: the request is the limit, and it
@@ -91,7 +91,7 @@ def test_one_decision_and_one_text_for_a_message_too_large() -> None:
     assert huge.payload_limit() == room_t - (MAX_TOPIC_BYTES - 1)
     assert not huge.message_over(room_t, "t") and huge.message_over(room_t + 1, "t")
     assert str(huge.too_large("row 0 of t", "its message", room_t + 1, "t")) == (
-        f"row 0 of t: its message has a {room_t + 1}-byte payload, over {room_t}, the most one "
+        f"row 0 of t: its message has a payload of {room_t + 1} bytes, over {room_t}, the most one "
         "request can carry within a 0.7 broker's max.socket.request.bytes "
         f"({BROKER_MAX_REQUEST_BYTES})"
     )

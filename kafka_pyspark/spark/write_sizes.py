@@ -101,7 +101,7 @@ class SizeLimits:
             else f"over {limit}, the most one request can carry within a 0.7 broker's "
             f"max.socket.request.bytes ({BROKER_MAX_REQUEST_BYTES})"
         )
-        return MessageTooLargeError(f"{where}: {message} has a {payload}-byte payload, {why}")
+        return MessageTooLargeError(f"{where}: {message} has a payload of {payload} bytes, {why}")
 
 
 def cut_runs(
