@@ -70,10 +70,9 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
 
     def _log_ends(self) -> dict[str, Any]:
         """Every registered broker-partition at its log end (start unknown: a restart)."""
-        tps, brokers = self._view()
-        bounds = self._lookup_bounds(self._lookup(brokers), tps)
-        self._latest = {tp: b.latest for tp, b in bounds.items()}
-        self._guessed = dict(self._latest)
+        tps, _ = self.offsets.view()
+        bounds = self.offsets.bounds(tps)
+        self._guessed = {tp: b.latest for tp, b in bounds.items()}
         return to_offset_dict(self._guessed)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
@@ -88,7 +87,7 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
         """Each broker-partition whose checkpointed start lies past its log end: fail
         (``failOnDataLoss``), else warn that the query goes on from the log end."""
         for tp, s in sorted(begin.items()):
-            b = self._bounds.get(tp)
+            b = self.offsets.known_bounds(tp)
             if b is None or tp not in guessed or s <= guessed[tp]:
                 continue
             if self.options.fail_on_data_loss:
