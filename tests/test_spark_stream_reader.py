@@ -142,7 +142,9 @@ def test_max_bytes_cuts_at_message_boundaries(
         if end == start:
             break
         scans.append(list(asked))
-        assert r.last_admission.scanned_bytes == sum(n for rt in asked for _, _, n in rt)
+        admission = r.last_admission
+        assert admission is not None
+        assert admission.scanned_bytes == sum(n for rt in asked for _, _, n in rt)
         e, s = end[topic], start[topic]
         moved = {k: e[k] - s[k] for k in e if e[k] != s[k]}
         total = sum(moved.values())
@@ -209,7 +211,9 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
             break
         batches += 1
         main = [parts for name, parts in where if name == threading.current_thread().name]
-        rounds = fetched.last_admission.windows
+        admission = fetched.last_admission
+        assert admission is not None
+        rounds = admission.windows
         sizes.append(sum(e - starts[0][topic][k] for k, e in ends[0][topic].items()))
         if rounds:
             first = [(tp[2], lo, hi - lo) for tp, (lo, hi) in sorted(rounds[0].items())]

@@ -184,6 +184,7 @@ class Prefetch:
         # so two scans never share one
         self._lookup: OffsetLookup | None = None
         self._running: tuple[Future[Scanned], OffsetLookup] | None = None
+        self._given_up = False  # a scan was given up on (the thread may still run it)
         self.started = 0  # prefetches started (tests, debugging)
 
     def start(self, brokers: Mapping[int, BrokerAddress], windows: Windows) -> None:
@@ -211,11 +212,14 @@ class Prefetch:
         except FutureTimeout:
             self._lookup = None  # still in use: closed when that scan ends
             future.add_done_callback(lambda _: lookup.close())
+            self._given_up = True
             return {}
 
     def close(self) -> None:
+        """Ends the thread and the connections; a scan still running after
+        ``socket.timeout.ms`` is not waited for (it ends at its own timeouts)."""
         self.take()
-        self._thread.shutdown(wait=True)
+        self._thread.shutdown(wait=not self._given_up)
         lookup, self._lookup = self._lookup, None
         if lookup is not None:
             lookup.close()
