@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 from kafka_pyspark.errors import SchemaError, data_loss_error, data_loss_skipped
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark import worker_gc
-from kafka_pyspark.spark.admission import Admission, admit, cap_to_target, next_ages
+from kafka_pyspark.spark.admission import Admission, Limits, cap_to_target, next_ages
 from kafka_pyspark.spark.compat import (
     ReadAllAvailable,
     ReadLimit,
@@ -50,7 +50,6 @@ from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.start_end import resolve_starts
 from kafka_pyspark.spark.stream_checkpoint import OffsetDicts, Offsets, to_offset_dict
 from kafka_pyspark.spark.stream_offset_reader import StreamOffsetReader
-from kafka_pyspark.spark.stream_prefetch import predict_windows
 
 __all__ = ["Kafka07StreamReader", "Memory"]
 
@@ -149,7 +148,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         2. OFFSETS per current broker-partition (latest, earliest, segment starts); a broker
            that does not answer keeps its offsets. Data loss is checked here.
         3. ``Trigger.AvailableNow``: ends capped at the recorded target.
-        4. ``ReadMaxBytes``: :func:`~.admission.admit` chooses ends at message boundaries.
+        4. Admission control (``ReadMaxBytes``, :class:`~.admission.Limits`) chooses ends at
+           message boundaries.
         """
         begin = self.memory.dicts.parse(start)
         self._commit_previous(start)
@@ -162,13 +162,14 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         added = self._enter_new(new, bounds)
         self._note_missing(change.missing)
         positions, reset = self._positions(begin, bounds)
-        chosen = self._choose_ends(positions, bounds, limit)
+        limits = Limits.of(self.options, limit)
+        chosen = self._choose_ends(positions, bounds, limits)
         ends: Offsets = merge_topology(begin, added)
         for tp, (s, _) in positions.items():
             # an offset skipped for data loss (s > begin) is kept even with nothing new
             ends[tp] = max(chosen.get(tp, s), s)
         ends.update(reset)
-        self._prefetch_next(positions, ends, limit)
+        self._prefetch_next(positions, ends, limits)
         return self.memory.dicts.make(ends)
 
     def _commit_previous(self, start: dict[str, Any]) -> None:
@@ -227,16 +228,14 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self,
         positions: Mapping[TopicPartition, tuple[int, int]],
         bounds: Mapping[TopicPartition, LogBounds],
-        limit: ReadLimit,
+        limits: Limits | None,
     ) -> Mapping[TopicPartition, int]:
-        """Step 4: every log end, or with ``ReadMaxBytes`` what admission control admits."""
-        budget = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
-        if budget is None:
+        """Step 4: every log end, or within ``limits`` what admission control admits."""
+        if limits is None:
             return {tp: lt for tp, (_, lt) in positions.items()}
         memory = self.memory
-        result = admit(
+        result = limits.admit(
             positions,
-            budget,
             self.offsets.scanner(bounds),
             segment_starts={tp: bounds[tp].segment_starts for tp in positions},
             ages=memory.ages,
@@ -248,7 +247,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info(
                 "kafka07 stream: %s: the next message (%d bytes) is larger than "
                 "maxBytesPerTrigger=%d; this micro-batch is that message alone",
-                describe_tp(tp), result.ends[tp] - positions[tp][0], budget,
+                describe_tp(tp), result.ends[tp] - positions[tp][0], limits.max_bytes,
             )
         return result.ends
 
@@ -272,14 +271,14 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self,
         positions: Mapping[TopicPartition, tuple[int, int]],
         ends: Mapping[TopicPartition, int],
-        limit: ReadLimit,
+        limits: Limits | None,
     ) -> None:
-        """With ``ReadMaxBytes``, start scanning what the next micro-batch will scan if no data
+        """Within ``limits``, start scanning what the next micro-batch will scan if no data
         arrives meanwhile (:mod:`.stream_prefetch`; only a guess, never trusted blindly)."""
-        if not isinstance(limit, ReadMaxBytes) or not self.prefetch_scans:
+        if limits is None or not self.prefetch_scans:
             return
         after = {tp: (ends[tp], lt) for tp, (_, lt) in positions.items() if tp in ends}
-        self.offsets.prefetch(predict_windows(after, limit.max_bytes))
+        self.offsets.prefetch(limits.first_windows(after))
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The log ends seen by the last ``latestOffset`` (no extra I/O)."""

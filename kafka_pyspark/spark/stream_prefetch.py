@@ -5,10 +5,11 @@ the byte windows it admits (:mod:`.admission`, ``docs/streaming.md``): the drive
 the bytes the micro-batch will read. Spark asks for the next ends only when the current
 micro-batch is done; a fetch made then would sit between micro-batches (its cost:
 ``docs/streaming.md``). So after a ``latestOffset`` that cut partitions short, the stream reader
-starts :class:`Prefetch`: one background thread that scans the windows the next
-micro-batch's first water-filling round asks for if no data arrives in between
-(:func:`predict_windows`). The next ``latestOffset`` takes its answers (:meth:`Prefetch.take`)
-and asks the brokers only for the windows they do not cover (:func:`answer_from`).
+starts :class:`Prefetch`: a background thread scans the windows the next micro-batch's first
+water-filling round asks for if no data arrives in between
+(:meth:`.admission.Limits.first_windows`). The next ``latestOffset`` takes its answers
+(:meth:`Prefetch.take`) and asks the brokers only for the windows they do not cover
+(:func:`answer_from`).
 
 Correctness never depends on the guess. A prefetched scan answers a window only when it covers
 it (the window starts at a boundary the prefetched scan saw and ends inside it) and the log
@@ -33,7 +34,7 @@ import numpy as np
 
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
 from kafka_pyspark.names import TopicPartition, describe_tp
-from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window, water_fill
+from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ __all__ = [
     "Prefetch",
     "Scanned",
     "answer_from",
-    "predict_windows",
     "restrict",
     "scan_windows",
 ]
@@ -115,25 +115,6 @@ def _scan_broker(
                 "the micro-batch at a message boundary (maxBytesPerTrigger)",
                 then=". Is the stream offset a message boundary?",
             ) from e
-    return out
-
-
-def predict_windows(
-    positions: Mapping[TopicPartition, tuple[int, int]], budget: int
-) -> dict[TopicPartition, tuple[int, int]]:
-    """The windows the first water-filling round of :func:`~.admission.admit` scans for
-    ``positions`` (``{tp: (start, latest)}``) and ``budget``, from each start (a window that
-    :func:`~.admission.admit` starts later, at a segment start, lies inside it): none when
-    everything pending fits."""
-    pending = {tp: lt - s for tp, (s, lt) in positions.items() if lt > s}
-    if sum(pending.values()) <= budget:
-        return {}
-    share = water_fill(pending, budget)
-    out: dict[TopicPartition, tuple[int, int]] = {}
-    for tp, n in share.items():
-        s, lt = positions[tp]
-        if n > 0 and s + n < lt:
-            out[tp] = (s, min(lt, s + n + HEADER))
     return out
 
 
