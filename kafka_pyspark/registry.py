@@ -47,7 +47,7 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any, NoReturn, TypeVar
@@ -303,10 +303,19 @@ class Registry(Closing):
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
         thread id; a node whose name is not ``[bid]-[pid]`` is left out (nobody reads it)."""
-        base = self._group_topic_path(group, topic, "owners")
-        out = {key: raw.decode("utf-8", "replace")
-               for _name, key, raw in self._partition_nodes(base) if key is not None}
-        return dict(sorted(out.items()))
+        return self.group_owners_of(group, [topic])[topic]
+
+    def group_owners_of(
+        self, group: str, topics: Sequence[str]
+    ) -> dict[str, dict[tuple[int, int], str]]:
+        """:meth:`group_owners` of each of ``topics``, in two pipelined rounds (every
+        listing, then every value) whatever the number of topics."""
+        bases = [self._group_topic_path(group, t, "owners") for t in topics]
+        return {
+            topic: dict(sorted((key, raw.decode("utf-8", "replace"))
+                               for _name, key, raw in nodes if key is not None))
+            for topic, nodes in zip(topics, self._partition_nodes_of(bases), strict=True)
+        }
 
     def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
         """Committed offsets ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` (decimal
@@ -354,14 +363,11 @@ class Registry(Closing):
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
-    def _partition_nodes(self, base: str) -> Iterable[tuple[str, tuple[int, int] | None, bytes]]:
-        """(name, ``[bid]-[pid]`` key or None, value) of every child of ``base`` still there."""
-        return self._partition_nodes_of([base])[0]
-
     def _partition_nodes_of(
         self, bases: Sequence[str]
     ) -> list[list[tuple[str, tuple[int, int] | None, bytes]]]:
-        """:meth:`_partition_nodes` of each of ``bases``, in two pipelined rounds."""
+        """(name, ``[bid]-[pid]`` key or None, value) of every child still there of each of
+        ``bases``, in two pipelined rounds."""
         if not bases:
             return []
         where = bases[0].rsplit("/", 1)[0] + "/*"

@@ -255,3 +255,24 @@ def test_multi_from_the_srvr_answer(srvr: str, multi: bool) -> None:
     from kafka_pyspark.zk_session import multi_supported
 
     assert multi_supported(srvr) is multi
+
+
+def test_lag_rounds_do_not_grow_with_topics(
+    cluster: str, rounds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kafka07 lag`` reads the group's offsets and owners and the topics' partitions in the
+    same ZooKeeper rounds for 1 topic as for 50."""
+    from kafka_pyspark.cli import main
+
+    seen = []
+    for topics in (TOPICS[:1], TOPICS):
+        rounds.clear()
+        assert main(["lag", "--zk", cluster, "--group", "g", "--topic", ",".join(topics),
+                     "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["partitions"]
+        assert [(r["topic"], r["node"], r["offset"], r["latest"], r["status"]) for r in rows] == [
+            (t, f"{b}-{p}", 0, SIZE if p == 0 else 0, "ok")
+            for t in topics for b, n in ((0, 2), (1, 3)) for p in range(n)]
+        seen.append(list(rounds))
+    assert seen[0] == seen[1]
+    assert len(seen[0]) <= 7, seen[0]
