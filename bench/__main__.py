@@ -2,7 +2,8 @@
 
 To add a benchmark, create ``bench/<name>.py`` with ``def run(recorder: Recorder) -> None``
 recording rows via ``recorder.record(name, value, unit, limit=..., target=...)``; it is picked
-up automatically. Rows are merged by name into ``bench-results.json`` at the repo root.
+up automatically (unless it sets ``RUN_BY_NAME_ONLY = True``: then only when named). Rows are
+merged by name into ``bench-results.json`` at the repo root.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main(argv: list[str]) -> int:
             continue
         module = importlib.import_module(f"bench.{name}")
         run = getattr(module, "run", None)
-        if run is None:
+        if run is None or (not wanted and getattr(module, "RUN_BY_NAME_ONLY", False)):
             continue
         print(f"== bench.{name}", flush=True)
         start = time.perf_counter()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ from _cluster import kazoo_client
 from kazoo.client import KazooClient
 from test_broker_helpers import THREE, Conn, wait_until
 
+from kafka_pyspark.cli import main
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError
 
 pytestmark = pytest.mark.zk
@@ -43,6 +47,71 @@ def test_broker_id_node(broker: EmbeddedBroker, kz: KazooClient) -> None:
     assert re.fullmatch(rb"127\.0\.0\.1-\d{13}:127\.0\.0\.1:%d" % broker.port, data)
     assert stat.ephemeralOwner != 0
     assert kz.get_children("/brokers/ids") == ["0"]
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    for s in (src, dst):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+
+
+@contextlib.contextmanager
+def forwarder(port: int) -> Iterator[tuple[int, list[socket.socket]]]:
+    """A TCP forwarder to 127.0.0.1:``port``: yields its own port and the connections it
+    accepted."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                accepted.append(client)
+                server = socket.create_connection(("127.0.0.1", port), timeout=10.0)
+                for a, b in ((client, server), (server, client)):
+                    threading.Thread(target=_copy, args=(a, b), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1], accepted
+    finally:
+        listener.close()
+        for c in accepted:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+        thread.join(10)
+
+
+def test_advertised_address_is_registered_and_reaches_the_broker(
+    tmp_path: Path, zk_connect: str, kz: KazooClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    with forwarder(port) as (advertised, accepted), EmbeddedBroker(
+        4, port=port, advertised_host="localhost", advertised_port=advertised,
+        log_dir=tmp_path, zk_connect=zk_connect,
+    ) as b:
+        # 0.7.2 registers its `hostname` setting in both places: creator and host
+        data = kz.get("/brokers/ids/4")[0]
+        assert re.fullmatch(rb"localhost-\d{13}:localhost:%d" % advertised, data)
+        assert (b.host, b.port) == ("127.0.0.1", port)
+        assert (b.advertised_host, b.advertised_port) == ("localhost", advertised)
+        assert b.broker_list_entry == f"4:localhost:{advertised}"
+        produce(b, "t")  # straight to the listening port
+        b.wait_for_topic("t")
+        assert accepted == []
+        # a client finds the broker in ZooKeeper and reaches it through the forwarder
+        assert main(["consume", "--zk", zk_connect, "--topic", "t"]) == 0
+        assert capsys.readouterr().out == "value-0\nvalue-1\nvalue-2\n"
+        assert len(accepted) >= 1
+
+
+def test_advertised_address_defaults_to_the_listening_one(broker: EmbeddedBroker) -> None:
+    assert (broker.advertised_host, broker.advertised_port) == (broker.host, broker.port)
+    assert broker.broker_list_entry == f"0:127.0.0.1:{broker.port}"
 
 
 def test_topic_node_on_first_produce(broker: EmbeddedBroker, kz: KazooClient) -> None:

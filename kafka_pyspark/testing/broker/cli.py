@@ -33,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=9092)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--advertised-host", default=None,
+                        help="host registered in ZooKeeper (default: --host)")
+    parser.add_argument("--advertised-port", type=int, default=None,
+                        help="port registered in ZooKeeper (default: the listening port)")
     parser.add_argument("--log-dir", required=True)
     parser.add_argument("--broker-id", type=int, default=0)
     parser.add_argument("--zk", default=None, help="HOST:PORT[,HOST:PORT][/chroot]")
@@ -65,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.broker_id,
             host=args.host,
             port=args.port,
+            advertised_host=args.advertised_host,
+            advertised_port=args.advertised_port,
             log_dir=args.log_dir,
             zk_connect=args.zk,
             num_partitions=args.partitions,

@@ -49,6 +49,7 @@ def _checked_settings(
     *,
     broker_id: int,
     port: int,
+    advertised_port: int | None,
     num_partitions: int,
     topic_partitions: Mapping[str, int] | None,
     log_file_size: int,
@@ -63,6 +64,8 @@ def _checked_settings(
         raise OptionError("broker_id", f"must be >= 0, got {broker_id}")
     if not 0 <= port <= 65535:
         raise OptionError("port", f"must be 0..65535, got {port}")
+    if advertised_port is not None and not 1 <= advertised_port <= 65535:
+        raise OptionError("advertised_port", f"must be 1..65535, got {advertised_port}")
     if num_partitions < 1:
         raise OptionError("num_partitions", f"must be >= 1, got {num_partitions}")
     overrides = dict(topic_partitions or {})
@@ -92,6 +95,11 @@ class EmbeddedBroker(RequestHandlers, Service):
     the object is collected). ``zk_connect`` (``host:port[,host:port][/chroot]``; the chroot
     must exist) registers the broker and its topics in ZooKeeper as 0.7.2 does.
 
+    ``advertised_host`` / ``advertised_port``: the address registered in ZooKeeper (and in
+    :attr:`broker_list_entry`) when clients must reach the broker through another one, e.g. a
+    proxy; by default the listening address. 0.7.2's ``hostname`` property is the first; it
+    has no second (its broker registers the port it listens on).
+
     Beyond the contract: ``flush_interval_ms`` (time-based flush when ``flush_interval > 1``,
     0.7.2's ``log.default.flush.interval.ms``), ``max_request_size`` (0.7.2's
     ``max.socket.request.bytes``), ``socket_timeout`` (seconds for one request to arrive
@@ -106,6 +114,8 @@ class EmbeddedBroker(RequestHandlers, Service):
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        advertised_host: str | None = None,
+        advertised_port: int | None = None,
         log_dir: str | Path | None = None,
         zk_connect: str | None = None,
         num_partitions: int = 1,
@@ -121,7 +131,8 @@ class EmbeddedBroker(RequestHandlers, Service):
         fsync: bool = False,
     ) -> None:
         overrides = _checked_settings(
-            broker_id=broker_id, port=port, num_partitions=num_partitions,
+            broker_id=broker_id, port=port, advertised_port=advertised_port,
+            num_partitions=num_partitions,
             topic_partitions=topic_partitions, log_file_size=log_file_size,
             flush_interval=flush_interval, max_request_size=max_request_size,
             max_message_size=max_message_size, flush_interval_ms=flush_interval_ms,
@@ -129,6 +140,7 @@ class EmbeddedBroker(RequestHandlers, Service):
         self._broker_id = broker_id
         self._host = host
         self._port = port
+        self._advertised = (advertised_host or None, advertised_port)
         self._zk_connect = zk_connect
         self._num_partitions = num_partitions
         self._topic_partitions = overrides
@@ -176,13 +188,24 @@ class EmbeddedBroker(RequestHandlers, Service):
 
     @property
     def host(self) -> str:
-        """The address the broker listens on and registers (``127.0.0.1`` by default)."""
-        return self._advertised_host()
+        """The address the broker listens on (``127.0.0.1`` by default; this machine's address
+        when listening on all interfaces)."""
+        return self._listen_host()
 
     @property
     def port(self) -> int:
         """The listening port (the picked one after the first start when built with 0)."""
         return self._port
+
+    @property
+    def advertised_host(self) -> str:
+        """The host registered in ZooKeeper: ``advertised_host``, else :attr:`host`."""
+        return self._advertised[0] or self.host
+
+    @property
+    def advertised_port(self) -> int:
+        """The port registered in ZooKeeper: ``advertised_port``, else :attr:`port`."""
+        return self._advertised[1] or self._port
 
     @property
     def log_dir(self) -> Path:
@@ -202,14 +225,14 @@ class EmbeddedBroker(RequestHandlers, Service):
 
     @property
     def broker_list_entry(self) -> str:
-        """``id:host:port``, as 0.7's ``broker.list`` expects."""
-        return f"{self._broker_id}:{self.host}:{self._port}"
+        """``id:host:port`` (the advertised address), as 0.7's ``broker.list`` expects."""
+        return f"{self._broker_id}:{self.advertised_host}:{self.advertised_port}"
 
     def partitions_for(self, topic: str) -> int:
         """This broker's partition count for ``topic`` (override or ``num_partitions``)."""
         return self._topic_partitions.get(topic, self._num_partitions)
 
-    def _advertised_host(self) -> str:
+    def _listen_host(self) -> str:
         if self._host in ("", "0.0.0.0"):
             try:
                 return socket.gethostbyname(socket.gethostname())
@@ -238,8 +261,8 @@ class EmbeddedBroker(RequestHandlers, Service):
                     self._zk = ZkRegistrar(
                         self._zk_connect,
                         broker_id=self._broker_id,
-                        host=self._advertised_host(),
-                        port=self._port,
+                        host=self.advertised_host,
+                        port=self.advertised_port,
                         session_timeout=self._zk_session_timeout,
                         connection_timeout=self._zk_connection_timeout,
                     )
