@@ -61,7 +61,7 @@ from kafka_pyspark.spark.options import (
     ReadOptions,
     parse_read_options,
 )
-from kafka_pyspark.spark.planning import FetchSettings, OffsetRange, plan_partitions
+from kafka_pyspark.spark.planning import OffsetRange, fetch_settings, plan_partitions
 from kafka_pyspark.spark.reader import read_partition
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.start_end import resolve_starts
@@ -100,7 +100,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"next_offset, inner_index, compression, value); do not pass .schema(): got "
                 f"{schema.simpleString()}"
             )
-        self.settings = FetchSettings.from_options(self.options)
+        self.settings = fetch_settings(self.options)
         # driver-side state, never pickled (see __getstate__); none of it decides which data
         # a micro-batch holds: that is all in the offsets
         self._cluster: Cluster | None = None
