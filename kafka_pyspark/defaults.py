@@ -28,6 +28,12 @@ FETCH_SIZE = 1 << 20
 MAX_FETCH_SIZE = 100 << 20
 #: ``max.decompressed.size``: the most one compressed wrapper may inflate to
 MAX_DECOMPRESSED_SIZE = 64 << 20
+#: Arrow batches an executor hands to Spark: consecutive fetch answers of one range are combined
+#: up to this many rows (Spark pays a fixed cost per batch; an answer of a quarter of it or more
+#: goes alone)
+BATCH_ROWS = 65536
+#: ... and up to this many bytes, which with the fetch size bounds a task's memory
+BATCH_BYTES = 16 << 20
 #: ``zk.outage.max.ms``: how long a stream goes on without ZooKeeper (docs/streaming.md)
 ZK_OUTAGE_MAX_MS = 600_000
 

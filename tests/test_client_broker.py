@@ -17,6 +17,8 @@ from kafka_pyspark import wire
 from kafka_pyspark.client import (
     BrokerConnection,
     DeliveryCount,
+    FetchSettings,
+    OffsetRange,
     Producer,
     before_time,
     earliest,
@@ -92,14 +94,14 @@ def test_range_larger_than_one_fetch_and_one_segment(tmp_path: Path) -> None:
         assert earliest(c, "big", 0) == 0 and latest(c, "big", 0) == end
         assert before_time(c, "big", 0, int(time.time() * 1000) + 60_000) == end
         assert before_time(c, "big", 0, 0) is None
-        results = list(iter_range(c, "big", 0, 0, end, fetch_size=256))
+        results = list(iter_range(c, "big", 0, 0, end, FetchSettings(fetch_size=256)))
         assert values_of(results) == vals
         offsets = [o for r in results for o in r.batch.column("offset").to_pylist()]
         assert offsets == sorted(offsets) and offsets[0] == 0
         assert all(x in offsets for x in starts)  # segment starts are message boundaries
         assert results[-1].next_offset == end
         # A range between two segment starts reads exactly that segment's messages.
-        seg = list(iter_range(c, "big", 0, starts[1], starts[2], fetch_size=100))
+        seg = list(iter_range(c, "big", 0, starts[1], starts[2], FetchSettings(fetch_size=100)))
         first = [o for r in seg for o in r.batch.column("offset").to_pylist()]
         assert first[0] == starts[1] and seg[-1].next_offset == starts[2]
 
@@ -109,11 +111,12 @@ def test_fetch_size_doubling_and_ceiling(eb: EmbeddedBroker) -> None:
     with connect(eb) as c:
         data = b"".join(encode_message_set([v]) for v in vals)
         produce_confirmed(c, "large", 0, data)
-        results = list(iter_range(c, "large", 0, 0, len(data), fetch_size=1024,
-                                  max_fetch_size=1 << 20))
+        results = list(iter_range(c, "large", 0, 0, len(data), FetchSettings(fetch_size=1024,
+                                  max_fetch_size=1 << 20)))
         assert values_of(results) == vals
         with pytest.raises(FetchSizeTooSmallError) as ei:
-            list(iter_range(c, "large", 0, 0, len(data), fetch_size=1024, max_fetch_size=8192))
+            list(iter_range(c, "large", 0, 0, len(data),
+                            FetchSettings(fetch_size=1024, max_fetch_size=8192)))
         msg = str(ei.value)
         first = len(encode_message_set([vals[0]]))
         assert "topic 'large', broker 0, partition 0" in msg and f"offset {first}" in msg
@@ -159,8 +162,9 @@ def test_multifetch_layout(eb: EmbeddedBroker) -> None:
             (0, a), (0, b), (3, b""), (1, b"")
         ]
         per: dict[int, list[bytes]] = {0: [], 1: []}
-        for i, r in iter_multi_range(c, [("m", 0, 0, len(a)), ("m", 1, 0, len(b))],
-                                     fetch_size=8):
+        for i, r in iter_multi_range(c, [OffsetRange("m", eb.broker_id, 0, 0, len(a)),
+                                         OffsetRange("m", eb.broker_id, 1, 0, len(b))],
+                                     FetchSettings(fetch_size=8)):
             per[i] += r.batch.column("value").to_pylist()
         assert per == {0: [b"1", b"22", b"333"], 1: [b"x"]}
 

@@ -20,7 +20,8 @@ from test_client_servers import FakeBroker, FakeLog, ScriptedServer, read_reques
 from kafka_pyspark import wire
 from kafka_pyspark.client import (
     BrokerConnection,
-    PartitionRange,
+    FetchSettings,
+    OffsetRange,
     before_time,
     earliest,
     iter_multi_range,
@@ -87,7 +88,7 @@ def test_range_across_segments_and_fetches(fake: Fake) -> None:
     segs, offsets = log_of(values, 7)
     broker.log("t", 1).segments = segs
     end = sum(map(len, segs))
-    results = list(iter_range(conn, "t", 1, 0, end, fetch_size=64))
+    results = list(iter_range(conn, "t", 1, 0, end, FetchSettings(fetch_size=64)))
     assert rows(results) == list(zip(offsets, values, strict=True))
     assert results[-1].next_offset == end
     for a, b in itertools.pairwise(results):
@@ -103,10 +104,10 @@ def test_sub_ranges_stop_at_end(fake: Fake) -> None:
     segs, offsets = log_of(values, 4)
     broker.log("t", 0).segments = segs
     # Exact boundaries.
-    got = rows(iter_range(conn, "t", 0, offsets[2], offsets[7], fetch_size=1000))
+    got = rows(iter_range(conn, "t", 0, offsets[2], offsets[7], FetchSettings(fetch_size=1000)))
     assert got == list(zip(offsets[2:7], values[2:7], strict=True))
     # An end inside message 7: it starts before the end, so it is read whole.
-    got = rows(iter_range(conn, "t", 0, offsets[3], offsets[7] + 3, fetch_size=1000))
+    got = rows(iter_range(conn, "t", 0, offsets[3], offsets[7] + 3, FetchSettings(fetch_size=1000)))
     assert got == list(zip(offsets[3:8], values[3:8], strict=True))
     assert list(iter_range(conn, "t", 0, offsets[5], offsets[5])) == []
 
@@ -117,7 +118,7 @@ def test_partial_tails_are_refetched(fake: Fake) -> None:
     segs, offsets = log_of(values, 25)
     broker.log("t", 2).segments = segs
     for fetch_size in (37, 50, 101):  # never aligned with message boundaries
-        got = rows(iter_range(conn, "t", 2, 0, len(segs[0]), fetch_size=fetch_size))
+        got = rows(iter_range(conn, "t", 2, 0, len(segs[0]), FetchSettings(fetch_size=fetch_size)))
         assert got == list(zip(offsets, values, strict=True))
 
 
@@ -126,7 +127,8 @@ def test_big_message_doubles_the_fetch_size_then_returns(fake: Fake) -> None:
     values = [b"a" * 10, b"B" * 1000, b"c" * 10, b"d" * 10]
     segs, offsets = log_of(values, 10)
     broker.log("t", 0).segments = segs
-    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]), fetch_size=64, max_fetch_size=4096))
+    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]),
+                          FetchSettings(fetch_size=64, max_fetch_size=4096)))
     assert got == list(zip(offsets, values, strict=True))
     # 64 (a + part of B) -> 64 (B: 1010 bytes) -> 1024 -> back to 64 (40 left).
     assert broker.fetch_sizes == [64, 64, 1024, 40]
@@ -137,7 +139,8 @@ def test_tiny_fetch_size_still_works(fake: Fake) -> None:
     values = payloads(3)
     segs, offsets = log_of(values, 3)
     broker.log("t", 0).segments = segs
-    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]), fetch_size=1, max_fetch_size=64))
+    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]),
+                          FetchSettings(fetch_size=1, max_fetch_size=64)))
     assert got == list(zip(offsets, values, strict=True))
 
 
@@ -145,7 +148,8 @@ def test_message_over_max_fetch_size(fake: Fake) -> None:
     broker, _, conn = fake
     segs, offsets = log_of([b"a" * 10, b"Z" * 5000], 10)
     broker.log("big", 1).segments = segs
-    it = iter_range(conn, "big", 1, 0, len(segs[0]), fetch_size=64, max_fetch_size=1024)
+    it = iter_range(conn, "big", 1, 0, len(segs[0]),
+                    FetchSettings(fetch_size=64, max_fetch_size=1024))
     assert rows([next(it)]) == [(0, b"a" * 10)]
     with pytest.raises(FetchSizeTooSmallError) as ei:
         next(it)
@@ -181,10 +185,11 @@ def test_every_fetch_error_code_is_mapped(code: int, cls: type[BrokerError]) -> 
         while read_request(sock) is not None:
             sock.sendall(wire.encode_fetch_response(code, b""))
 
-    with ScriptedServer(handler) as srv, BrokerConnection(srv.host, srv.port, timeout=2) as c:
+    with ScriptedServer(handler) as srv, BrokerConnection(srv.host, srv.port, timeout=2,
+                                                             broker_id=1) as c:
         assert c.fetch("t", 0, 0, 10).error == code  # fetch() keeps the code
         with pytest.raises(cls) as ei:
-            list(iter_range(c, "t", 0, 0, 10, broker_id=1))
+            list(iter_range(c, "t", 0, 0, 10))
         assert ei.value.code == code
         assert "topic 't', broker 1, partition 0, offset 0" in str(ei.value)
 
@@ -195,7 +200,7 @@ def test_empty_answer_before_end_fails_after_bounded_retries(fake: Fake) -> None
     segs, offsets = log_of(values, 4)
     broker.log("t", 0).segments = segs
     broker.log("t", 0).visible = offsets[2]  # flushed up to message 2 only
-    it = iter_range(conn, "t", 0, 0, len(segs[0]), empty_retries=2)
+    it = iter_range(conn, "t", 0, 0, len(segs[0]), FetchSettings(empty_retries=2))
     with pytest.raises(DataNotAvailableError) as ei:
         rows(it)
     msg = str(ei.value)
@@ -220,7 +225,7 @@ def test_data_becoming_visible_is_read(fake: Fake) -> None:
     lg = Flushing(segs)
     lg.visible = offsets[1]
     broker.logs[("t", 0)] = lg
-    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]), fetch_size=1000))
+    got = rows(iter_range(conn, "t", 0, 0, len(segs[0]), FetchSettings(fetch_size=1000)))
     assert got == list(zip(offsets, values, strict=True))
 
 
@@ -229,7 +234,8 @@ def test_offset_inside_a_message_fails_clearly(fake: Fake) -> None:
     segs, _ = log_of([b"x" * 40, b"y" * 40], 10)
     broker.log("t", 0).segments = segs
     with pytest.raises((MessageError, FetchSizeTooSmallError)) as ei:
-        list(iter_range(conn, "t", 0, 5, len(segs[0]), fetch_size=1000, max_fetch_size=4096))
+        list(iter_range(conn, "t", 0, 5, len(segs[0]),
+                        FetchSettings(fetch_size=1000, max_fetch_size=4096)))
     assert "topic 't', broker 4, partition 0" in str(ei.value)
 
 
@@ -238,7 +244,8 @@ def test_short_answer_inside_a_message_is_not_waited_for(fake: Fake) -> None:
     broker.log("t", 0).segments = [message(b"x" * 100)]
     # From offset 1 the "length" is 00 00 6a 01 = 27137: past everything the broker has.
     with pytest.raises(InvalidMessageSizeError, match="not the start of a message") as ei:
-        list(iter_range(conn, "t", 0, 1, 110, fetch_size=1000, max_fetch_size=1 << 20))
+        list(iter_range(conn, "t", 0, 1, 110,
+                        FetchSettings(fetch_size=1000, max_fetch_size=1 << 20)))
     assert ei.value.offset == 1
     assert "announces 27141 bytes" in str(ei.value)
     assert len(srv.requests) == 2  # the first answer was full (doubling), the second short
@@ -254,13 +261,13 @@ def test_multi_range(fake: Fake) -> None:
     broker.log("b", 1).segments = sb
     broker.log("a", 2).segments = sc
     ranges = [
-        PartitionRange("a", 0, 0, sum(map(len, sa))),
-        ("b", 1, 0, len(sb[0])),
-        PartitionRange("a", 2, oc[3], oc[9]),
-        PartitionRange("a", 2, oc[9], oc[9]),  # empty
+        OffsetRange("a", 4, 0, 0, sum(map(len, sa))),
+        OffsetRange("b", 4, 1, 0, len(sb[0])),
+        OffsetRange("a", 4, 2, oc[3], oc[9]),
+        OffsetRange("a", 4, 2, oc[9], oc[9]),  # empty
     ]
     per: dict[int, list[Any]] = {0: [], 1: [], 2: [], 3: []}
-    for i, r in iter_multi_range(conn, ranges, fetch_size=100, max_fetch_size=1000):
+    for i, r in iter_multi_range(conn, ranges, FetchSettings(fetch_size=100, max_fetch_size=1000)):
         per[i].append(r)
     assert rows(per[0]) == list(zip(oa, va, strict=True))
     assert rows(per[1]) == list(zip(ob, vb, strict=True))  # each message > fetch size
@@ -275,8 +282,8 @@ def test_multi_range_respects_the_response_limit(fake: Fake) -> None:
     for p in range(3):
         broker.log("m", p).segments = log_of(vals, 10)[0]
     n = len(broker.log("m", 0).segments[0])
-    ranges = [("m", p, 0, n) for p in range(3)]
-    got = list(iter_multi_range(conn, ranges, fetch_size=60, max_response_size=130))
+    ranges = [OffsetRange("m", 4, p, 0, n) for p in range(3)]
+    got = list(iter_multi_range(conn, ranges, FetchSettings(fetch_size=60, max_response_size=130)))
     for p in range(3):
         assert rows(r for i, r in got if i == p) == list(
             zip(log_of(vals, 10)[1], vals, strict=True)
@@ -290,7 +297,7 @@ def test_multi_range_errors_are_typed(fake: Fake) -> None:
     broker, _, conn = fake
     broker.log("t", 0).segments = [message(b"x")]
     with pytest.raises(OffsetOutOfRangeError, match="partition 0, offset 50"):
-        list(iter_multi_range(conn, [("t", 0, 0, 5), ("t", 0, 50, 60)]))
+        list(iter_multi_range(conn, [OffsetRange("t", 4, 0, 0, 5), OffsetRange("t", 4, 0, 50, 60)]))
 
 
 def test_probe_partition_count_uses_fetch_only(fake: Fake) -> None:

@@ -121,11 +121,11 @@ def _not_a_message(conn: BrokerConnection, topic: str, partition: int, offset: i
                    ) -> str | None:
     """Why no whole message with a right CRC starts at ``offset`` (None if one does): 0.7's
     consumer fails on an offset that is not a message's start."""
-    from kafka_pyspark.client import iter_range
+    from kafka_pyspark.client import FetchSettings, iter_range
 
     try:
         for _ in iter_range(conn, topic, partition, offset, offset + 1,
-                            fetch_size=BOUNDARY_FETCH_SIZE):
+                            FetchSettings(fetch_size=BOUNDARY_FETCH_SIZE)):
             break
     except MessageError as e:
         return str(e)

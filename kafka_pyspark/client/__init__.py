@@ -5,8 +5,8 @@ Importing this package does not import pyarrow; the fetch loop imports the messa
 """
 
 from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.client.fetch_types import FetchSettings, OffsetRange
 from kafka_pyspark.client.fetcher import (
-    PartitionRange,
     iter_multi_range,
     iter_range,
     probe_partition_count,
@@ -26,7 +26,8 @@ __all__ = [
     "DEFAULT_MAX_REQUEST_SIZE",
     "BrokerConnection",
     "DeliveryCount",
-    "PartitionRange",
+    "FetchSettings",
+    "OffsetRange",
     "Producer",
     "SegmentStarts",
     "before_time",

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, TypedDict, Unpack
+from typing import TYPE_CHECKING
 
-from kafka_pyspark import defaults, wire
+from kafka_pyspark import wire
 from kafka_pyspark.client.connection import BrokerConnection
+from kafka_pyspark.client.fetch_types import FetchSettings, OffsetRange
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerError,
@@ -61,47 +61,8 @@ if TYPE_CHECKING:
     from kafka_pyspark.messages.flat import ValueSink
 
 
-class PartitionRange(NamedTuple):
-    """``[start, end)`` of one broker-partition's log (byte offsets)."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-
-def _check_sizes(fetch_size: int, max_fetch_size: int) -> None:
-    if not 1 <= fetch_size <= max_fetch_size <= wire.INT32_MAX:
-        raise ValueError(
-            f"need 1 <= fetch_size ({fetch_size}) <= max_fetch_size ({max_fetch_size}) "
-            f"<= {wire.INT32_MAX}"
-        )
-
-
-class RangeOptions(TypedDict, total=False):
-    """The keyword options of :func:`iter_range`; their defaults are
-    :func:`iter_multi_range`'s."""
-
-    fetch_size: int
-    max_fetch_size: int
-    verify_crc: bool
-    max_decompressed_size: int
-    broker_id: int | None
-    empty_retries: int | None
-    sink: ValueSink | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Limits:
-    """What every range of one read shares (the options, checked)."""
-
-    fetch_size: int
-    max_fetch_size: int
-    verify_crc: bool
-    max_decompressed_size: int
-    broker_id: int | None
-    empty_retries: int
-    sink: ValueSink | None = None
+#: the settings of a read that names none (frozen: one value serves every call)
+_DEFAULT = FetchSettings()
 
 
 class _RangeReader:
@@ -109,33 +70,43 @@ class _RangeReader:
 
     __slots__ = (
         "attempts_empty",
-        "broker_id",
         "conn",
+        "empty_retries",
         "end",
         "first_empty",
         "grown",
-        "limits",
         "offset",
         "partition",
         "retry_at",
+        "settings",
+        "sink",
         "size",
         "topic",
     )
 
-    def __init__(self, conn: BrokerConnection, rng: PartitionRange, limits: _Limits) -> None:
-        topic, partition, start, end = rng
+    def __init__(
+        self,
+        conn: BrokerConnection,
+        where: tuple[str, int, int, int],
+        settings: FetchSettings,
+        sink: ValueSink | None,
+    ) -> None:
+        topic, partition, start, end = where
         if start < 0 or end < start:
             raise ValueError(f"bad range for topic {topic!r} partition {partition}: "
                              f"[{start}, {end})")
         self.conn = conn
-        self.limits = limits
+        self.settings = settings
+        self.sink = sink
+        self.empty_retries = (
+            conn.retries if settings.empty_retries is None else settings.empty_retries
+        )
         self.topic = topic
         self.partition = partition
         self.offset = start
         self.end = end
-        self.size = limits.fetch_size
+        self.size = settings.fetch_size
         self.grown = False
-        self.broker_id = limits.broker_id if limits.broker_id is not None else conn.broker_id
         self.attempts_empty = 0
         self.first_empty = 0.0
         self.retry_at = 0.0
@@ -145,7 +116,7 @@ class _RangeReader:
         return self.offset >= self.end
 
     def where(self) -> str:
-        broker = "?" if self.broker_id is None else str(self.broker_id)
+        broker = "?" if self.conn.broker_id is None else str(self.conn.broker_id)
         return (
             f"topic {self.topic!r}, broker {broker}, partition {self.partition}, "
             f"offset {self.offset}"
@@ -153,7 +124,7 @@ class _RangeReader:
 
     def request(self) -> wire.FetchRequest:
         """The next FETCH; asks for no more than the rest of the range (unless doubling)."""
-        size = self.size if self.grown else min(self.limits.fetch_size, self.end - self.offset)
+        size = self.size if self.grown else min(self.settings.fetch_size, self.end - self.offset)
         return wire.FetchRequest(self.topic, self.partition, self.offset, size)
 
     def handle(self, resp: wire.FetchResponse, requested: int) -> DecodeResult | None:
@@ -170,10 +141,10 @@ class _RangeReader:
             result = decode_message_set(
                 body,
                 self.offset,
-                verify_crc=self.limits.verify_crc,
-                max_decompressed_size=self.limits.max_decompressed_size,
+                verify_crc=self.settings.verify_crc,
+                max_decompressed_size=self.settings.max_decompressed_size,
                 stop_at=self.end,
-                sink=self.limits.sink,
+                sink=self.sink,
             )
         except MessageError as e:
             raise with_context(e, f"{self.where()} on {self.conn.address}") from e
@@ -181,7 +152,7 @@ class _RangeReader:
             if result.next_offset <= self.offset:  # pragma: no cover - decoder invariant
                 raise ProtocolError(f"{self.where()}: decoder made no progress")
             self.offset = result.next_offset
-            self.size = self.limits.fetch_size
+            self.size = self.settings.fetch_size
             self.grown = False
             self.attempts_empty = 0
             return result
@@ -220,7 +191,7 @@ class _RangeReader:
             " (if the offset is not the start of a message, that size is garbage: offsets "
             "must come from OFFSETS answers or a previous message's next_offset)"
         )
-        ceiling = self.limits.max_fetch_size
+        ceiling = self.settings.max_fetch_size
         if (needed is not None and needed > ceiling) or requested >= ceiling:
             raise FetchSizeTooSmallError(
                 f"{self.where()} on {self.conn.address}: the message there is {size_note}, "
@@ -237,7 +208,7 @@ class _RangeReader:
         if self.attempts_empty == 0:
             self.first_empty = now
         self.attempts_empty += 1
-        if self.attempts_empty > self.limits.empty_retries:
+        if self.attempts_empty > self.empty_retries:
             raise DataNotAvailableError(
                 f"{self.where()} on {self.conn.address}: no complete message before the range "
                 f"end {self.end}: {what} ({self.attempts_empty} fetches over "
@@ -269,45 +240,54 @@ def iter_range(
     partition: int,
     start: int,
     end: int,
-    **options: Unpack[RangeOptions],
+    settings: FetchSettings = _DEFAULT,
+    *,
+    sink: ValueSink | None = None,
 ) -> Iterator[DecodeResult]:
-    """Yield every message with ``start <= offset < end`` as decoded results, in order.
+    """Yield every message with ``start <= offset < end`` of the connection's broker as
+    decoded results, in order.
 
-    See the module docstring for the loop, the fetch-size doubling and empty answers. The
-    options and their defaults are :func:`iter_multi_range`'s. ``broker_id`` (default: the
-    connection's) only names the broker in errors.
+    See the module docstring for the loop, the fetch-size doubling and empty answers, and
+    :func:`iter_multi_range` for ``settings`` and ``sink``. Errors name the connection's
+    ``broker_id``.
     """
-    for _, result in iter_multi_range(conn, [PartitionRange(topic, partition, start, end)],
-                                      **options):
+    reader = _RangeReader(conn, (topic, partition, start, end), settings, sink)
+    for _, result in _read(conn, [reader], settings):
         yield result
 
 
 def iter_multi_range(
     conn: BrokerConnection,
-    ranges: Sequence[PartitionRange | tuple[str, int, int, int]],
+    ranges: Sequence[OffsetRange],
+    settings: FetchSettings = _DEFAULT,
     *,
-    fetch_size: int = defaults.FETCH_SIZE,
-    max_fetch_size: int = defaults.MAX_FETCH_SIZE,
-    verify_crc: bool = True,
-    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE,
-    broker_id: int | None = None,
-    empty_retries: int | None = None,
-    max_response_size: int | None = None,
     sink: ValueSink | None = None,
 ) -> Iterator[tuple[int, DecodeResult]]:
-    """Read several ranges of one broker with MULTIFETCH; yield ``(range_index, result)``.
+    """Read several ranges of the connection's broker; yield ``(range_index, result)``.
 
     Same semantics per range as :func:`iter_range`. Each round trip fetches every range that
     is not finished and not waiting out an empty answer, as many as fit in
-    ``max_response_size`` bytes (default ``max_fetch_size``; at least one range per request),
-    so memory stays bounded by that, not by the number of ranges. Results of one range come
-    in offset order; ranges interleave. ``sink``: the decoder's (``decode_message_set``).
+    ``settings.max_response_size`` bytes (default ``max_fetch_size``; at least one range per
+    request): FETCH for one, MULTIFETCH for several. Memory stays bounded by that, not by the
+    number of ranges. Results of one range come in offset order; ranges interleave. ``sink``:
+    the decoder's (``decode_message_set``). Errors name the connection's ``broker_id``.
     """
-    _check_sizes(fetch_size, max_fetch_size)
-    limits = _Limits(fetch_size, max_fetch_size, verify_crc, max_decompressed_size, broker_id,
-                     conn.retries if empty_retries is None else empty_retries, sink)
-    limit = max_fetch_size if max_response_size is None else max_response_size
-    readers = [_RangeReader(conn, PartitionRange(*rng), limits) for rng in ranges]
+    where = [(r.topic, r.partition, r.start, r.end) for r in ranges]
+    yield from _read(conn, [_RangeReader(conn, w, settings, sink) for w in where], settings)
+
+
+def _read(
+    conn: BrokerConnection, readers: Sequence[_RangeReader], settings: FetchSettings
+) -> Iterator[tuple[int, DecodeResult]]:
+    """The FETCH/MULTIFETCH loop over ``readers`` (the ranges' read positions)."""
+    if not 1 <= settings.fetch_size <= settings.max_fetch_size <= wire.INT32_MAX:
+        raise ValueError(
+            f"need 1 <= fetch_size ({settings.fetch_size}) <= max_fetch_size "
+            f"({settings.max_fetch_size}) <= {wire.INT32_MAX}"
+        )
+    limit = settings.max_fetch_size
+    if settings.max_response_size is not None:
+        limit = settings.max_response_size
     active = [i for i, r in enumerate(readers) if not r.done]
     while active:
         batch = _next_requests(readers, active, limit)

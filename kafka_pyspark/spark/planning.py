@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from kafka_pyspark import defaults
-from kafka_pyspark.names import TopicPartition, describe_tp
+from kafka_pyspark.client.fetch_types import FetchSettings, OffsetRange
+from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.compat import (
     EqualTo,
     Filter,
@@ -52,6 +52,7 @@ __all__ = [
     "Kafka07InputPartition",
     "OffsetRange",
     "PlanFilter",
+    "fetch_settings",
     "pack_ranges",
     "plan_filter",
     "plan_partitions",
@@ -59,64 +60,23 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, order=True)
-class OffsetRange:
-    """``[start, end)`` of one broker-partition's log."""
-
-    topic: str
-    broker: int
-    partition: int
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-    @property
-    def key(self) -> TopicPartition:
-        return (self.topic, self.broker, self.partition)
-
-    def describe(self) -> str:
-        return f"{describe_tp(self.key)}, offsets [{self.start}, {self.end})"
-
-
-@dataclass(frozen=True)
-class FetchSettings:
-    """How executors fetch and decode; primitives only (travels inside every partition)."""
-
-    fetch_size: int = defaults.FETCH_SIZE
-    max_fetch_size: int = defaults.MAX_FETCH_SIZE
-    verify_crc: bool = True
-    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
-    fail_on_data_loss: bool = True
-    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
-    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
-    # Arrow batches handed to Spark: fetch answers of one range are combined up to these
-    # bounds (Spark pays a fixed cost per batch, which batches of one fetch answer, a few
-    # thousand rows each, would pay far too often); an answer of
-    # batch_rows // 4 rows or more (big compressed fetches) goes alone. Combining copies no
-    # value (the decoder writes them into one buffer, reader._Coalescer.sink). Memory per task
-    # stays bounded by them and the fetch size.
-    batch_rows: int = 65536
-    batch_bytes: int = 16 << 20
-
-    @classmethod
-    def from_options(cls, options: ReadOptions) -> FetchSettings:
-        return cls(
-            fetch_size=options.fetch_size,
-            max_fetch_size=options.max_fetch_size,
-            verify_crc=options.verify_checksums,
-            max_decompressed_size=options.max_decompressed_size,
-            fail_on_data_loss=options.fail_on_data_loss,
-            socket_timeout_ms=options.cluster.socket_timeout_ms,
-            socket_buffer_size=options.cluster.socket_buffer_size,
-        )
+def fetch_settings(options: ReadOptions) -> FetchSettings:
+    """What every input partition of a read carries to its executor."""
+    return FetchSettings(
+        fetch_size=options.fetch_size,
+        max_fetch_size=options.max_fetch_size,
+        verify_crc=options.verify_checksums,
+        max_decompressed_size=options.max_decompressed_size,
+        fail_on_data_loss=options.fail_on_data_loss,
+        socket_timeout_ms=options.cluster.socket_timeout_ms,
+        socket_buffer_size=options.cluster.socket_buffer_size,
+    )
 
 
 @dataclass(frozen=True)
 class Kafka07InputPartition(InputPartition):
-    """One Spark task: ranges of one broker (several only when packed for MULTIFETCH)."""
+    """One Spark task: ranges of one broker (several only when packed for MULTIFETCH), and
+    the settings its executor hands to the fetcher as they are."""
 
     broker: int
     host: str

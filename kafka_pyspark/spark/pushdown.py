@@ -10,7 +10,7 @@ behaves; both are version-dependent, and both live here so that the reader stays
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from pyspark.sql.datasource import DataSourceReader
 
@@ -40,21 +40,24 @@ def split(filters: Iterable[Filter]) -> tuple[PlanFilter | None, list[Filter]]:
 
 
 class PushFilters:
-    """``reader.pushFilters`` as a callable that Spark's planner does not see as an override.
+    """``reader.pushFilters`` as a callable that Spark's planner does not see as an override;
+    it keeps what planning may use (:attr:`plan`).
 
     Spark 4 refuses to plan a Python data source whose reader overrides ``pushFilters`` while
     ``spark.sql.python.filterPushdown.enabled`` is false (``DATA_SOURCE_PUSHDOWN_DISABLED``),
     and it tells by ``reader.pushFilters.__func__ is DataSourceReader.pushFilters``. The reader
     is correct without pushdown (every filter is optional to it), so it must keep working with
     the default configuration: the attribute carries the base ``__func__`` and, when pushdown
-    is on and Spark calls it, does the real work (``push``). Spark 4.0 has no filter pushdown
-    (:data:`.compat.FILTER_PUSHDOWN`) and never calls it.
+    is on and Spark calls it, records the plan filter (:func:`split`) and returns the filters
+    Spark must still apply. Spark 4.0 has no filter pushdown (:data:`.compat.FILTER_PUSHDOWN`)
+    and never calls it. Both batch readers (brokers, segment files) hold one.
     """
 
     __func__ = staticmethod(getattr(DataSourceReader, "pushFilters", lambda *_: ()))
 
-    def __init__(self, push: Callable[[list[Filter]], Iterable[Filter]]) -> None:
-        self._push = push
+    def __init__(self) -> None:
+        self.plan: PlanFilter | None = None
 
     def __call__(self, filters: list[Filter]) -> Iterable[Filter]:
-        return self._push(filters)
+        self.plan, rest = split(filters)
+        return rest

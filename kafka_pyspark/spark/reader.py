@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -45,10 +46,10 @@ from kafka_pyspark.spark.discovery import discover_view, group_start
 from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark.spark.planning import (
-    FetchSettings,
     Kafka07InputPartition,
     OffsetRange,
     PlanFilter,
+    fetch_settings,
     plan_partitions,
 )
 from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
@@ -57,7 +58,6 @@ from kafka_pyspark.spark.start_end import resolve_ends, resolve_starts
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.messages import DecodeResult
 
 __all__ = ["Kafka07BatchReader", "plan_batch", "read_partition", "with_source_columns"]
 
@@ -210,99 +210,67 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         conn.close()
 
 
-class _Cursor:
-    """Where one range stands: the next offset to read, and its end."""
-
-    __slots__ = ("end", "offset", "partition", "topic")
-
-    def __init__(self, r: OffsetRange) -> None:
-        self.topic = r.topic
-        self.partition = r.partition
-        self.offset = r.start
-        self.end = r.end
-
-    def as_tuple(self) -> tuple[str, int, int, int]:
-        return (self.topic, self.partition, self.offset, self.end)
-
-
 def _read_ranges(
     conn: BrokerConnection, partition: Kafka07InputPartition
 ) -> Iterator[pa.RecordBatch]:
-    from kafka_pyspark.client import iter_multi_range, iter_range
+    from kafka_pyspark.client import iter_multi_range
 
     s = partition.settings
-    kwargs: dict[str, Any] = {
-        "fetch_size": s.fetch_size,
-        "max_fetch_size": s.max_fetch_size,
-        "verify_crc": s.verify_crc,
-        "max_decompressed_size": s.max_decompressed_size,
-        "broker_id": partition.broker,
-    }
     out = _Coalescer(partition.broker, s.batch_rows, s.batch_bytes)
-    kwargs["sink"] = out.sink
-    pending = [_Cursor(r) for r in partition.ranges if r.size > 0]
+    pending = [r for r in partition.ranges if r.size > 0]
     while pending:
+        reached = [r.start for r in pending]  # each range's next offset to read
         try:
-            if len(pending) == 1:
-                c = pending[0]
-                for result in iter_range(conn, *c.as_tuple(), **kwargs):
-                    c.offset = result.next_offset
-                    if result.batch.num_rows:
-                        yield from out.add(c.topic, c.partition, result.batch)
-            else:
-                results: Iterator[tuple[int, DecodeResult]] = iter_multi_range(
-                    conn, [c.as_tuple() for c in pending], **kwargs
-                )
-                for i, result in results:
-                    c = pending[i]
-                    c.offset = result.next_offset
-                    if result.batch.num_rows:
-                        yield from out.add(c.topic, c.partition, result.batch)
+            for i, result in iter_multi_range(conn, pending, s, sink=out.sink):
+                reached[i] = result.next_offset
+                if result.batch.num_rows:
+                    yield from out.add(pending[i].topic, pending[i].partition, result.batch)
             break
         except OffsetOutOfRangeError as e:
-            pending = _recover(conn, partition, pending, e)
+            rest = [replace(r, start=at) for r, at in zip(pending, reached, strict=True)]
+            pending = _recover(conn, partition, rest, e)
     yield from out.flush()
 
 
 def _recover(
     conn: BrokerConnection,
     partition: Kafka07InputPartition,
-    pending: list[_Cursor],
+    pending: list[OffsetRange],
     error: OffsetOutOfRangeError,
-) -> list[_Cursor]:
-    """After OffsetOutOfRange: move unfinished ranges to the log's bounds (or fail)."""
+) -> list[OffsetRange]:
+    """After OffsetOutOfRange: the unfinished rest of each range (``pending``: from where it
+    stopped) moved to the log's bounds (or fail)."""
     from kafka_pyspark.client import earliest, latest
 
     moved = False
-    out: list[_Cursor] = []
-    for c in pending:
-        if c.offset >= c.end:
+    out: list[OffsetRange] = []
+    for r in pending:
+        if r.start >= r.end:
             continue
-        first = earliest(conn, c.topic, c.partition)
-        last = latest(conn, c.topic, c.partition)
-        where = describe_tp((c.topic, partition.broker, c.partition))
-        if first <= c.offset <= last:
-            out.append(c)
+        first = earliest(conn, r.topic, r.partition)
+        last = latest(conn, r.topic, r.partition)
+        where = describe_tp(r.key)
+        if first <= r.start <= last:
+            out.append(r)
             continue
         moved = True
-        if c.offset < first:
-            lost_to = min(first, c.end)
+        if r.start < first:
+            lost_to = min(first, r.end)
             what = (
-                f"{where}: offsets [{c.offset}, {lost_to}) are no longer on the broker "
+                f"{where}: offsets [{r.start}, {lost_to}) are no longer on the broker "
                 f"(deleted by retention; earliest is now {first})"
             )
         else:
-            lost_to = c.end
+            lost_to = r.end
             what = (
-                f"{where}: offsets [{c.offset}, {c.end}) are past the log end {last} "
+                f"{where}: offsets [{r.start}, {r.end}) are past the log end {last} "
                 "(the log was truncated or recreated)"
             )
         if partition.settings.fail_on_data_loss:
             raise data_loss_error(what, "skip lost data instead") from error
         log.warning("kafka07: %s", data_loss_skipped(what, "skipping them"))
-        if lost_to < c.end:
-            c.offset = lost_to
-            out.append(c)
+        if lost_to < r.end:
+            out.append(replace(r, start=lost_to))
     if not moved:
         raise error
     return out
@@ -359,7 +327,7 @@ def plan_batch(
     return plan_partitions(
         ranges,
         {b: (a.host, a.port) for b, a in brokers.items()},
-        FetchSettings.from_options(options),
+        fetch_settings(options),
         segment_starts={tp: bounds[tp].segment_starts for tp in tps},
         min_partitions=options.min_partitions,
         pushed=pushed,
@@ -377,20 +345,14 @@ class Kafka07BatchReader(DataSourceReader):
                 f"next_offset, inner_index, compression, value); do not pass .schema(): got "
                 f"{schema.simpleString()}"
             )
-        self.pushed: PlanFilter | None = None
+        self.pushed = pushdown.PushFilters()
 
     @property
     def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
-        return pushdown.PushFilters(self.push_filters)
-
-    def push_filters(self, filters: list[Filter]) -> list[Filter]:
-        """Record what planning can use (:func:`.pushdown.split`); return the filters Spark
-        must still apply."""
-        self.pushed, rest = pushdown.split(filters)
-        return rest
+        return self.pushed
 
     def partitions(self) -> list[InputPartition]:
-        return list(plan_batch(self.options, self.pushed))
+        return list(plan_batch(self.options, self.pushed.plan))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         worker_gc.settle()

@@ -14,13 +14,13 @@ boundaries found by a header-only walk). Executors:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import groupby, pairwise
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from pyspark.sql.datasource import InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
@@ -33,9 +33,9 @@ from kafka_pyspark.segments.files import (
 )
 from kafka_pyspark.segments.index import start_position
 from kafka_pyspark.segments.read import ReadSettings, ReadStop, SegmentSplit, iter_split
-from kafka_pyspark.spark import worker_gc
+from kafka_pyspark.spark import pushdown, worker_gc
+from kafka_pyspark.spark.compat import Filter
 from kafka_pyspark.spark.planning import PlanFilter
-from kafka_pyspark.spark.reader import Kafka07BatchReader
 from kafka_pyspark.spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
 from kafka_pyspark.spark.segment_options import SegmentOptions, parse_segment_options
 
@@ -152,8 +152,9 @@ def _read(partition: SegmentInputPartition) -> Iterator[pa.RecordBatch]:
                         f.path, item.position, item.error)
 
 
-class SegmentBatchReader(Kafka07BatchReader):
-    """The batch reader for ``path``: filters are pushed as for the live reader."""
+class SegmentBatchReader(DataSourceReader):
+    """The batch reader for ``path``: filters are pushed as for the live reader (the same
+    :class:`.pushdown.PushFilters`)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.segment_options = parse_segment_options(options)
@@ -162,10 +163,14 @@ class SegmentBatchReader(Kafka07BatchReader):
                 "kafka07 with path has a fixed read schema (docs/segments.md); do not pass "
                 f".schema(): got {schema.simpleString()}"
             )
-        self.pushed = None
+        self.pushed = pushdown.PushFilters()
+
+    @property
+    def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
+        return self.pushed
 
     def partitions(self) -> list[InputPartition]:
-        return list(plan_segments(self.segment_options, self.pushed))
+        return list(plan_segments(self.segment_options, self.pushed.plan))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         worker_gc.settle()
