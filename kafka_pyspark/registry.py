@@ -47,7 +47,7 @@ kazoo's own log lines go to :data:`kafka_pyspark.zk_auth.KAZOO_LOG` with credent
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any, NoReturn, TypeVar
@@ -303,10 +303,19 @@ class Registry(Closing):
     def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
         """Current owners ``/consumers/[group]/owners/[topic]/[bid]-[pid]`` -> consumer
         thread id; a node whose name is not ``[bid]-[pid]`` is left out (nobody reads it)."""
-        base = self._group_topic_path(group, topic, "owners")
-        out = {key: raw.decode("utf-8", "replace")
-               for _name, key, raw in self._partition_nodes(base) if key is not None}
-        return dict(sorted(out.items()))
+        return self.group_owners_of(group, [topic])[topic]
+
+    def group_owners_of(
+        self, group: str, topics: Sequence[str]
+    ) -> dict[str, dict[tuple[int, int], str]]:
+        """:meth:`group_owners` of each of ``topics``, in two pipelined rounds (every
+        listing, then every value) whatever the number of topics."""
+        bases = [self._group_topic_path(group, t, "owners") for t in topics]
+        return {
+            topic: dict(sorted((key, raw.decode("utf-8", "replace"))
+                               for _name, key, raw in nodes if key is not None))
+            for topic, nodes in zip(topics, self._partition_nodes_of(bases), strict=True)
+        }
 
     def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
         """Committed offsets ``/consumers/[group]/offsets/[topic]/[bid]-[pid]`` (decimal
@@ -354,14 +363,11 @@ class Registry(Closing):
         validate_topic_name(topic)
         return f"{CONSUMERS}/{group}/{kind}/{topic}"
 
-    def _partition_nodes(self, base: str) -> Iterable[tuple[str, tuple[int, int] | None, bytes]]:
-        """(name, ``[bid]-[pid]`` key or None, value) of every child of ``base`` still there."""
-        return self._partition_nodes_of([base])[0]
-
     def _partition_nodes_of(
         self, bases: Sequence[str]
     ) -> list[list[tuple[str, tuple[int, int] | None, bytes]]]:
-        """:meth:`_partition_nodes` of each of ``bases``, in two pipelined rounds."""
+        """(name, ``[bid]-[pid]`` key or None, value) of every child still there of each of
+        ``bases``, in two pipelined rounds."""
         if not bases:
             return []
         where = bases[0].rsplit("/", 1)[0] + "/*"
@@ -402,11 +408,11 @@ class Registry(Closing):
         listed: bool = False,
     ) -> None:
         """:meth:`commit_group_offsets` of several topics (``{topic: offsets}``) at once: one
-        pipelined round of writes; only when nodes are missing, the rounds that create them
-        (the group's parents one by one, then every topic's, then the nodes), whatever the
-        number of topics and nodes. ``listed``: list the topics' nodes first (one round) and
-        write only those there, so that a first commit, which creates most of its nodes,
-        does not first try to write every one of them."""
+        pipelined round of writes; only when nodes are missing, one round that creates them
+        and the parents they lack (:meth:`_create_missing`), whatever the number of topics
+        and nodes. ``listed``: list the topics' nodes first (one round) and write only those
+        there, so that a first commit, which creates most of its nodes, does not first try
+        to write every one of them."""
         if not isinstance(creator, str) or not creator:
             raise OptionError("creator", "the committer id must be a non-empty string")
         bases = {t: self._group_topic_path(group, t, "offsets") for t in sorted(offsets)}
@@ -423,68 +429,49 @@ class Registry(Closing):
             items = [it for it in items if it[0] in there]
         written = self._zk.set_values(items, where) if items else []
         missing += [it for it, ok in zip(items, written, strict=True) if not ok]
-        if not missing:
-            return
-        under = sorted({path.rsplit("/", 1)[0] for path, _ in missing})
-        acls = self._inherited_acls(under)
-        value = creator.encode("utf-8")
-        self._ensure_parents(under[0].rsplit("/", 1)[0], value, acls[under[0]])
-        self._create_all([(b, value) for b in under], acls, "its parent vanished")
-        raced = self._create_all(missing, acls, "its parent vanished while committing offsets")
+        if missing:
+            self._create_missing(group, missing, creator.encode("utf-8"), where)
+
+    def _create_missing(self, group: str, missing: Sequence[tuple[str, bytes]], value: bytes,
+                        where: str) -> None:
+        """Create the offset nodes ``missing`` and the parents they lack (holding ``value``),
+        each with the ACL of its nearest existing ancestor, in one pipelined round (plus one
+        to read the ACLs, with ``auth``): parents first, then the nodes in ``multi``
+        transactions. A node another committer created meanwhile is overwritten."""
+        group_base = f"{CONSUMERS}/{check_group_id(group)}/offsets"
+        parts = group_base.strip("/").split("/")
+        parents = ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        parents += sorted({path.rsplit("/", 1)[0] for path, _ in missing})
+        acls = self._inherited_acls(parents)
+        done = self._zk.create(
+            [(p, value, acls[p]) for p in parents], where,
+            together=[(path, v, acls[path.rsplit("/", 1)[0]]) for path, v in missing])
+        for path, result in zip(parents, done[:len(parents)], strict=True):
+            if result is Created.NO_PARENT:
+                there = f"chroot {self.chroot!r}" if self.chroot else "parent"
+                raise self._bad(path, f"cannot create it: the {there} does not exist")
+        raced = []
+        for (path, v), result in zip(missing, done[len(parents):], strict=True):
+            if result is Created.NO_PARENT:
+                raise self._bad(path, "its parent vanished while committing offsets")
+            if result is Created.EXISTS:
+                raced.append((path, v))
         if raced:
             self._zk.set_values(raced, where)
 
-    def _create_all(self, items: Sequence[tuple[str, bytes]],
-                    acls: Mapping[str, list[Any] | None], vanished: str) -> list[tuple[str, bytes]]:
-        """Create the nodes (their parents exist), each with the ACL ``acls`` gives it, else
-        the one it gives its parent: one round per distinct ACL. Returns the ones that existed
-        already."""
-        by_acl: dict[tuple[Any, ...] | None, list[tuple[str, bytes]]] = {}
-        for path, value in items:
-            acl = acls[path if path in acls else path.rsplit("/", 1)[0]]
-            by_acl.setdefault(None if acl is None else tuple(acl), []).append((path, value))
-        existed = []
-        for key, group in by_acl.items():
-            done = self._zk.create(group, None if key is None else list(key), group[0][0])
-            for (path, v), result in zip(group, done, strict=True):
-                if result is Created.NO_PARENT:
-                    raise self._bad(path, vanished)
-                if result is Created.EXISTS:
-                    existed.append((path, v))
-        return existed
-
     def _inherited_acls(self, paths: Sequence[str]) -> dict[str, list[Any] | None]:
-        """:meth:`_inherited_acl` of each of ``paths``, which share one parent: their own
-        ACLs in one round, the parent's for those that do not exist."""
+        """With ``auth``: for each of ``paths`` (each one's parent is ``/`` or listed before
+        it), its own ACL, or, if it does not exist, the one it inherits from its parent: the
+        ACLs of all of them and of ``/`` read in one round. Without: None for each
+        (ZooKeeper's default open ACL)."""
         if not self._zk.has_auth:
             return dict.fromkeys(paths)
-        own = self._zk.acls_of(paths, paths[0].rsplit("/", 1)[0] + "/*")
-        parent: list[Any] | None = None
-        if any(acl is None for acl in own):
-            parent = self._inherited_acl(paths[0].rsplit("/", 1)[0] or "/")
-        return {p: parent if acl is None else acl for p, acl in zip(paths, own, strict=True)}
-
-    def _inherited_acl(self, path: str) -> list[Any] | None:
-        """With ``auth``: the ACL of ``path``'s nearest existing ancestor (or itself), for the
-        nodes created under it. Without: None (ZooKeeper's default open ACL)."""
-        if not self._zk.has_auth:
-            return None
-        node = path
-        while True:
-            acl = self._zk.acls(node)
-            if acl is not None:
-                return acl
-            if node == "/":
-                return None
-            node = node.rsplit("/", 1)[0] or "/"
-
-    def _ensure_parents(self, base: str, value: bytes, acl: list[Any] | None = None) -> None:
-        parts = base.strip("/").split("/")
-        for i in range(1, len(parts) + 1):
-            path = "/" + "/".join(parts[:i])
-            if self._zk.create([(path, value)], acl, path)[0] is Created.NO_PARENT:
-                where = f"chroot {self.chroot!r}" if self.chroot else "parent"
-                raise self._bad(path, f"cannot create it: the {where} does not exist")
+        own = self._zk.acls_of(["/", *paths], f"{CONSUMERS}/*")
+        out: dict[str, list[Any] | None] = {"/": own[0]}
+        for path, acl in zip(paths, own[1:], strict=True):
+            out[path] = acl if acl is not None else out[path.rsplit("/", 1)[0] or "/"]
+        del out["/"]
+        return out
 
 
 def _decimal_problem(raw: bytes, what: str) -> str | None:

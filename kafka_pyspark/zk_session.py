@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import re
 import threading
 import time
 import warnings
@@ -33,10 +34,19 @@ from typing import Any
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
 
-__all__ = ["Created", "ZkSession"]
+__all__ = ["Created", "NewNode", "ZkSession"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
+#: nodes per ``multi`` transaction: kazoo's cost is per request, ZooKeeper's per node; a few
+#: hundred small creates stay far below the server's request size limit (jute.maxbuffer, 1 MiB)
+MULTI_SIZE = 500
+#: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
+MULTI_SINCE = (3, 4)
+_SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
+
+#: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
+NewNode = tuple[str, bytes, "list[Any] | None"]
 
 
 class Created(enum.Enum):
@@ -89,6 +99,28 @@ def _create(path: str, value: bytes, acl: list[Any] | None) -> _Request:
     return _Request(path, lambda client: client.create_async(path, value, acl))
 
 
+def _multi_create(nodes: Sequence[NewNode]) -> _Request:
+    """One ``multi`` transaction creating ``nodes``: all of them, or none (its answer lists
+    an exception per node then)."""
+
+    def send(client: Any) -> Any:
+        transaction = client.transaction()
+        for path, value, acl in nodes:
+            transaction.create(path, value, acl)
+        return transaction.commit_async()
+
+    return _Request(nodes[0][0], send)
+
+
+def multi_supported(srvr: str) -> bool:
+    """Whether the server whose ``srvr`` four-letter-word answer is ``srvr`` runs ``multi``.
+    A server that refuses the word has a four-letter-word whitelist: 3.4.10 or later."""
+    if "not in the whitelist" in srvr:
+        return True
+    found = _SRVR_VERSION.search(srvr)
+    return found is not None and (int(found[1]), int(found[2])) >= MULTI_SINCE
+
+
 class ZkSession:
     """A kazoo session to ``zk_connect`` (may carry a chroot). Thread-safe; idempotent close.
 
@@ -112,6 +144,7 @@ class ZkSession:
         self._client: Any = None
         self._lock = threading.Lock()
         self._closed = False
+        self._multi: bool | None = None  # the server answers multi (asked on first need)
 
     def __repr__(self) -> str:
         return f"ZkSession({self.zk_connect!r})"
@@ -207,18 +240,51 @@ class ZkSession:
         return [a is not False for a in answers]
 
     def create(
-        self, items: Sequence[tuple[str, bytes]], acl: list[Any] | None, where: str
+        self, nodes: Sequence[NewNode], where: str, *, together: Sequence[NewNode] = ()
     ) -> list[Created]:
-        """Create each node (persistent) with its value and ``acl`` (None: ZooKeeper's default
-        open ACL)."""
+        """Create each of ``nodes``, then each of ``together`` (persistent), in one pipelined
+        round: ZooKeeper applies a session's requests in order, so a node may follow its
+        parent. ``together`` (nodes expected not to exist) go in ``multi`` transactions of
+        :data:`MULTI_SIZE` when the server has them; a transaction that fails (a node existed,
+        a parent vanished) creates its nodes one by one in a second round. What happened to
+        each node, ``nodes`` first."""
+        chunks = ([together[i:i + MULTI_SIZE] for i in range(0, len(together), MULTI_SIZE)]
+                  if together and self.has_multi() else [[n] for n in together])
+        singles = len(nodes)
+        answers = self._creating(
+            where, [_create(*n) for n in nodes]
+            + [_create(*c[0]) if len(c) == 1 else _multi_create(c) for c in chunks])
+        out = answers[:singles]
+        redo: list[NewNode] = []
+        for chunk, answer in zip(chunks, answers[singles:], strict=True):
+            if len(chunk) > 1 and any(isinstance(a, Exception) for a in answer):
+                redo.extend(chunk)
+                out.extend([Created.EXISTS] * len(chunk))  # placeholders, replaced below
+            else:
+                out.extend([answer] if len(chunk) == 1 else [Created.CREATED] * len(chunk))
+        if redo:
+            again = iter(self._creating(where, [_create(*n) for n in redo]))
+            failed = {n[0] for n in redo}
+            out[singles:] = [next(again) if n[0] in failed else c
+                             for n, c in zip(together, out[singles:], strict=True)]
+        return [a if isinstance(a, Created) else Created.CREATED for a in out]
+
+    def _creating(self, where: str, requests: Sequence[_Request]) -> list[Any]:
         from kazoo.exceptions import NodeExistsError, NoNodeError
 
-        reqs = [_create(p, v, acl) for p, v in items]
-        answers = self._pipeline(
-            "creating", where, reqs,
-            {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS},
-        )
-        return [a if isinstance(a, Created) else Created.CREATED for a in answers]
+        return self._pipeline("creating", where, requests,
+                              {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS})
+
+    def has_multi(self) -> bool:
+        """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word,
+        asked once per session; a server that does not answer it is assumed not to."""
+        if self._multi is None:
+            client = self._zk()
+            try:
+                self._multi = multi_supported(client.command(b"srvr"))
+            except Exception:  # no answer (a closed port, a reset): one node per request
+                self._multi = False
+        return self._multi
 
     def acls(self, path: str) -> list[Any] | None:
         """The ACL of ``path``; None if it does not exist."""

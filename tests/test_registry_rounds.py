@@ -121,9 +121,9 @@ def test_group_commits_write_what_moved_in_rounds_that_do_not_grow_with_topics(
         written.append(len(items))
         return real_set(self, items, where)
 
-    def spy_create(self: ZkSession, items: Any, acl: Any, where: str) -> Any:
-        created.append(len(items))
-        return real_create(self, items, acl, where)
+    def spy_create(self: ZkSession, nodes: Any, where: str, *, together: Any = ()) -> Any:
+        created.append(len(nodes) + len(together))
+        return real_create(self, nodes, where, together=together)
 
     monkeypatch.setattr(ZkSession, "set_values", spy_set)
     monkeypatch.setattr(ZkSession, "create", spy_create)
@@ -139,8 +139,9 @@ def test_group_commits_write_what_moved_in_rounds_that_do_not_grow_with_topics(
         first, _ = counted(rounds, partial(reader.commit, end))
         first_commits.append(first)
         # listed first: none there yet, so nothing is written before the 2 + 3 partitions of
-        # each topic are created (after /consumers, the group, offsets, the topics' nodes)
-        assert written == [] and created == [1, 1, 1, n, 5 * n]
+        # each topic are created, with /consumers, the group, offsets and the topics' nodes
+        assert written == [] and created == [3 + n + 5 * n]
+        assert first == ["listing", "creating"]
         with Registry(cluster) as registry:
             assert registry.group_offsets_of(group, TOPICS[:n]) == {
                 t: ({(0, 0): SIZE, (0, 1): 0, (1, 0): SIZE, (1, 1): 0, (1, 2): 0}, {})
@@ -168,3 +169,110 @@ def test_group_commits_write_what_moved_in_rounds_that_do_not_grow_with_topics(
         assert registry.group_offsets("c50", TOPICS[7]) == {
             (0, 0): SIZE, (0, 1): SIZE, (1, 0): SIZE, (1, 1): SIZE, (1, 2): 0}
     reader.stop()
+
+
+@pytest.fixture
+def requests_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The type of every request kazoo sends to ZooKeeper (``Create``, ``Transaction``, ...)."""
+    from kazoo.client import KazooClient
+
+    sent: list[str] = []
+    real = KazooClient._call
+
+    def spy(self: KazooClient, request: Any, async_object: Any) -> Any:
+        sent.append(type(request).__name__)
+        return real(self, request, async_object)
+
+    monkeypatch.setattr(KazooClient, "_call", spy)
+    yield sent
+
+
+MANY = {(b, p): 1000 * b + p for b in range(4) for p in range(600)}  # 2,400 offsets
+
+
+def without_multi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session as against a 3.3 server, which has no ``multi``."""
+    monkeypatch.setattr(ZkSession, "has_multi", lambda self: False)
+
+
+@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+def test_first_commit_of_many_offsets_takes_two_rounds(
+    zk_connect: str, rounds: list[str], requests_sent: list[str], multi: bool,
+    monkeypatch: pytest.MonkeyPatch, kz: Any,
+) -> None:
+    """Listing, then one round creating the parents and every node: with ``multi`` (3.4+)
+    a few hundred nodes per request; without it (3.3), one request per node."""
+    if not multi:
+        without_multi(monkeypatch)
+    with Registry(zk_connect) as registry:
+        registry.children(["/"])  # connected (and the server asked about multi) before counting
+        rounds.clear()
+        requests_sent.clear()
+        registry.commit_group_offsets_of("g", {"t": MANY, "u": MANY}, creator="me",
+                                         listed=True)
+        sent = list(requests_sent)
+        assert rounds == ["listing", "creating"]
+        assert registry.group_offsets_of("g", ["t", "u"]) == {t: (MANY, {}) for t in "tu"}
+    # 2 listings; 5 parents (/consumers, g, offsets, t, u); 2,400 nodes per topic
+    per_node = ["Transaction"] * 10 if multi else ["Create"] * (2 * len(MANY))
+    assert sent == ["GetChildren"] * 2 + ["Create"] * 5 + per_node
+    assert kz.get("/consumers/g/offsets/u")[0] == b"me"
+
+
+@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+def test_a_node_another_committer_created_meanwhile_is_overwritten(
+    zk_connect: str, rounds: list[str], multi: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
+) -> None:
+    """Another committer creates a node between the listing and the creates: its transaction
+    fails as a whole, so its nodes are created one by one, and that node is written."""
+    if not multi:
+        without_multi(monkeypatch)
+    real = ZkSession.children_of
+
+    def listing_then_other_committer(self: ZkSession, paths: Any, where: str) -> Any:
+        listed = real(self, paths, where)
+        kz.create("/consumers/g/offsets/t/2-17", b"5", makepath=True)
+        return listed
+
+    monkeypatch.setattr(ZkSession, "children_of", listing_then_other_committer)
+    with Registry(zk_connect) as registry:
+        registry.commit_group_offsets_of("g", {"t": MANY}, creator="me", listed=True)
+        recreated = ["creating"] if multi else []
+        assert rounds == ["listing", "creating", *recreated, "writing"]
+        monkeypatch.setattr(ZkSession, "children_of", real)
+        assert registry.group_offsets("g", "t") == MANY
+    assert kz.get("/consumers/g/offsets/t/2-17")[0] == b"2017"
+
+
+@pytest.mark.parametrize(("srvr", "multi"), [
+    ("Zookeeper version: 3.3.6-1366786, built on 07/29/2012 06:22 GMT\nLatency", False),
+    ("Zookeeper version: 3.4.14-4c25d480e66aadd371de8bd2fd8da255ac140bcf, built on", True),
+    ("Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC", True),
+    ("srvr is not executed because it is not in the whitelist.\n", True),
+    ("", False),
+])
+def test_multi_from_the_srvr_answer(srvr: str, multi: bool) -> None:
+    from kafka_pyspark.zk_session import multi_supported
+
+    assert multi_supported(srvr) is multi
+
+
+def test_lag_rounds_do_not_grow_with_topics(
+    cluster: str, rounds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kafka07 lag`` reads the group's offsets and owners and the topics' partitions in the
+    same ZooKeeper rounds for 1 topic as for 50."""
+    from kafka_pyspark.cli import main
+
+    seen = []
+    for topics in (TOPICS[:1], TOPICS):
+        rounds.clear()
+        assert main(["lag", "--zk", cluster, "--group", "g", "--topic", ",".join(topics),
+                     "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["partitions"]
+        assert [(r["topic"], r["node"], r["offset"], r["latest"], r["status"]) for r in rows] == [
+            (t, f"{b}-{p}", 0, SIZE if p == 0 else 0, "ok")
+            for t in topics for b, n in ((0, 2), (1, 3)) for p in range(n)]
+        seen.append(list(rounds))
+    assert seen[0] == seen[1]
+    assert len(seen[0]) <= 7, seen[0]

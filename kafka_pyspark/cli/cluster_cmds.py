@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster import Cluster
+    from kafka_pyspark.cluster_options import BrokerAddress
+    from kafka_pyspark.registry import Registry
 
 # lag statuses (the same words in the text table and in --json)
 OK = "ok"
@@ -128,17 +130,26 @@ def broker_offsets(
     conn: BrokerConnection, topic: str, partitions: list[int] | None
 ) -> list[tuple[int, int, int]]:
     """``(partition, earliest, latest)`` of each partition, the requests pipelined."""
-    from kafka_pyspark import wire
     from kafka_pyspark.client import probe_partition_count
-    from kafka_pyspark.client.offsets import log_bound_request, parse_log_bound
 
     if partitions is None:  # broker.list: probe, as the reader does
         partitions = list(range(probe_partition_count(conn, topic)))
-    requests = [log_bound_request(topic, p, time) for p in partitions
+    return broker_offsets_of(conn, {topic: partitions})[topic]
+
+
+def broker_offsets_of(
+    conn: BrokerConnection, partitions: Mapping[str, list[int]]
+) -> dict[str, list[tuple[int, int, int]]]:
+    """:func:`broker_offsets` of several topics ({topic: partitions}), all the requests
+    pipelined in one call."""
+    from kafka_pyspark import wire
+    from kafka_pyspark.client.offsets import log_bound_request, parse_log_bound
+
+    requests = [log_bound_request(t, p, time) for t, ps in partitions.items() for p in ps
                 for time in (wire.OFFSETS_EARLIEST, wire.OFFSETS_LATEST)]
-    got = [parse_log_bound(answer, conn.address, r)
-           for r, answer in zip(requests, conn.offsets_pipelined(requests), strict=True)]
-    return [(p, got[2 * i], got[2 * i + 1]) for i, p in enumerate(partitions)]
+    got = iter([parse_log_bound(answer, conn.address, r)
+                for r, answer in zip(requests, conn.offsets_pipelined(requests), strict=True)])
+    return {t: [(p, next(got), next(got)) for p in ps] for t, ps in partitions.items()}
 
 
 def offsets_requests(partitions: Mapping[int, list[int]]) -> dict[int, int]:
@@ -221,34 +232,71 @@ def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
     return hi - offset, OK
 
 
-def _topic_lag(cluster: Cluster, group: str, topic: str, timeout_ms: int) -> list[LagRow]:
-    registry = cluster.registry()
-    assert registry is not None
-    committed, malformed = registry.group_offsets_checked(group, topic)
-    owners = registry.group_owners(group, topic)
-    bad = {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
-    brokers = cluster.brokers()
-    counts = registry.topic_partitions(topic)
-    keys = set(committed) | set(bad) | {
-        (b, p) for b, n in counts.items() if b in brokers for p in range(n)
-    }
-    askable = {k for k in keys if k[0] in brokers and k[1] < counts.get(k[0], 0)}
-    asked = by_broker(askable)
+@dataclass(frozen=True)
+class _GroupView:
+    """What ``lag`` reads from ZooKeeper about a group's topics, all topics at once."""
+
+    committed: dict[str, tuple[dict[tuple[int, int], int], dict[str, str]]]
+    owners: dict[str, dict[tuple[int, int], str]]
+    brokers: dict[int, BrokerAddress]
+    counts: dict[str, dict[int, int]]
+
+    def keys(self, topic: str) -> set[tuple[int, int]]:
+        """The rows of ``topic``: committed (or malformed) and live broker-partitions."""
+        committed, malformed = self.committed[topic]
+        bad = {k for k in (parse_partition_key(n) for n in malformed) if k}
+        return set(committed) | bad | {(b, p) for b, n in self.counts[topic].items()
+                                       if b in self.brokers for p in range(n)}
+
+    def askable(self, topic: str) -> list[tuple[int, int]]:
+        counts = self.counts[topic]
+        return [k for k in self.keys(topic)
+                if k[0] in self.brokers and k[1] < counts.get(k[0], 0)]
+
+
+def _group_view(registry: Registry, group: str, topics: list[str]) -> _GroupView:
+    """:class:`_GroupView` in a fixed number of pipelined ZooKeeper rounds, whatever the
+    number of topics."""
+    live, counts = registry.topology(topics)
+    return _GroupView(registry.group_offsets_of(group, topics),
+                      registry.group_owners_of(group, topics),
+                      {b: info.address for b, info in live.items()}, counts)
+
+
+def _bounds(view: _GroupView, topics: list[str], timeout_ms: int
+            ) -> dict[tuple[str, int, int], tuple[int, int] | BrokerFailure]:
+    """Earliest and latest offset of every askable broker-partition of ``topics``: one
+    pipelined call per broker, all brokers at once."""
+    asked: dict[int, dict[str, list[int]]] = {}
+    for topic in topics:
+        for b, ps in by_broker(view.askable(topic)).items():
+            asked.setdefault(b, {})[topic] = ps
     answers = per_broker(
-        {b: brokers[b] for b in asked},
-        lambda conn, b: broker_offsets(conn, topic, asked[b]),
+        {b: view.brokers[b] for b in asked},
+        lambda conn, b: broker_offsets_of(conn, asked[b]),
         timeout_ms,
-        offsets_requests(asked),
+        offsets_requests({b: [p for ps in by_topic.values() for p in ps]
+                          for b, by_topic in asked.items()}),
     )
-    bounds: dict[tuple[int, int], tuple[int, int] | BrokerFailure] = {}
+    bounds: dict[tuple[str, int, int], tuple[int, int] | BrokerFailure] = {}
     for b, got in answers.items():
-        if isinstance(got, BrokerFailure):
-            bounds.update({(b, p): got for p in asked[b]})
-        else:
-            bounds.update({(b, p): (lo, hi) for p, lo, hi in got})
-    rows = [_lag_row(group, topic, key, committed.get(key), bounds.get(key), key[0] in brokers,
-                     bad.get(key), owners.get(key))
-            for key in sorted(keys)]
+        for topic, ps in asked[b].items():
+            if isinstance(got, BrokerFailure):
+                bounds.update({(topic, b, p): got for p in ps})
+            else:
+                bounds.update({(topic, b, p): (lo, hi) for p, lo, hi in got[topic]})
+    return bounds
+
+
+def _topic_lag(view: _GroupView, group: str, topic: str,
+               bounds: Mapping[tuple[str, int, int], tuple[int, int] | BrokerFailure]
+               ) -> list[LagRow]:
+    committed, malformed = view.committed[topic]
+    bad = {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
+    owners = view.owners[topic]
+    rows = [_lag_row(group, topic, key, committed.get(key), bounds.get((topic, *key)),
+                     key[0] in view.brokers, bad.get(key), owners.get(key))
+            for key in sorted(view.keys(topic))]
     rows.extend(LagRow(group, topic, None, None, None, None, None, None, BAD_NODE, e, node=n)
                 for n, e in sorted(malformed.items()) if parse_partition_key(n) is None)
     return rows
@@ -286,9 +334,11 @@ def group_lag(
             if not cluster.brokers():
                 live_brokers(cluster)  # raises the chroot hint
             raise CliError(f"group {group!r} has no committed offsets", EXIT_DATA)
+    view = _group_view(registry, group, topics)
+    bounds = _bounds(view, topics, timeout_ms)
     rows: list[LagRow] = []
     for topic in topics:
-        part = _topic_lag(cluster, group, topic, timeout_ms)
+        part = _topic_lag(view, group, topic, bounds)
         if not part:
             if not cluster.brokers():
                 live_brokers(cluster)
