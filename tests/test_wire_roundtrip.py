@@ -16,6 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_pyspark import wire
+from kafka_pyspark.client.framing import (
+    fetch_answer_bound,
+    multifetch_answer_bound,
+    offsets_answer_bound,
+)
 from kafka_pyspark.errors import ProtocolError
 from kafka_pyspark.wire import (
     FetchRequest,
@@ -303,3 +308,12 @@ def test_largest_encodable_values_round_trip() -> None:
 def test_unencodable_responses_are_protocol_errors(encode: Callable[[], bytes]) -> None:
     with pytest.raises(ProtocolError):
         encode()
+
+
+def test_answer_bounds_are_the_largest_encoded_answers() -> None:
+    """The client's answer bounds come from the same wire sizes the answers are encoded with."""
+    assert len(wire.encode_fetch_response(0, b"m" * 300)) - 4 == fetch_answer_bound(300)
+    assert len(wire.encode_offsets_response(0, [5, 4, 3])) - 4 == offsets_answer_bound(3)
+    fetches = (wire.FetchRequest("a", 0, 0, 100), wire.FetchRequest("bb", 1, 7, 20))
+    full = wire.encode_multifetch_response([(0, b"x" * 100), (0, b"y" * 20)])
+    assert len(full) - 4 == multifetch_answer_bound(fetches)

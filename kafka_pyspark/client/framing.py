@@ -9,11 +9,6 @@ from kafka_pyspark import wire
 #: the connection without appending anything.
 BROKER_MAX_REQUEST_BYTES = 100 * 1024 * 1024
 
-# Responses: FETCH = int16 error + messages; OFFSETS = int16 error + int32 n + n * int64;
-# MULTIFETCH = int16 error + per part (int32 length + int16 error + messages).
-_FETCH_OVERHEAD = 2
-_OFFSETS_OVERHEAD = 2 + 4
-_MULTIFETCH_PART_OVERHEAD = 4 + 2
 _MAX_OFFSETS_RESPONSE = 64 << 20
 
 
@@ -39,17 +34,20 @@ def describe(req: wire.Request) -> str:
 
 def fetch_answer_bound(max_size: int) -> int:
     """The largest FETCH answer body a broker may send for ``max_size``."""
-    return _FETCH_OVERHEAD + max_size
+    return wire.FETCH_RESPONSE_HEADER_SIZE + max_size
 
 
 def multifetch_answer_bound(fetches: tuple[wire.FetchRequest, ...]) -> int:
     """The largest MULTIFETCH answer body for these fetches."""
-    return _FETCH_OVERHEAD + sum(_MULTIFETCH_PART_OVERHEAD + f.max_size for f in fetches)
+    return wire.FETCH_RESPONSE_HEADER_SIZE + sum(
+        wire.MULTIFETCH_PART_HEADER_SIZE + f.max_size for f in fetches
+    )
 
 
 def offsets_answer_bound(max_number: int) -> int:
     """The largest OFFSETS answer body for ``max_number`` offsets (capped)."""
-    return min(_OFFSETS_OVERHEAD + 8 * max(max_number, 0), _MAX_OFFSETS_RESPONSE)
+    body = wire.OFFSETS_RESPONSE_HEADER_SIZE + wire.OFFSET_SIZE * max(max_number, 0)
+    return min(body, _MAX_OFFSETS_RESPONSE)
 
 
 def check_int32(name: str, value: int) -> None:

@@ -69,6 +69,12 @@ MULTIPRODUCE_HEADER_SIZE = _INT16.size + _INT16.size
 #: a PRODUCE/MULTIPRODUCE item besides its topic and messages: TOPIC_LENGTH, PARTITION,
 #: MESSAGES_LENGTH (a lone PRODUCE body is REQUEST_TYPE and one item)
 PRODUCE_ITEM_OVERHEAD = _INT16.size + _PART_LEN.size
+#: answer bodies before their data: FETCH (and MULTIFETCH) ERROR_CODE; OFFSETS ERROR_CODE and
+#: NUMBER_OFFSETS; a MULTIFETCH part's length and ERROR_CODE; then one OFFSETS offset (int64)
+FETCH_RESPONSE_HEADER_SIZE = _INT16.size
+OFFSETS_RESPONSE_HEADER_SIZE = _INT16.size + _INT32.size
+MULTIFETCH_PART_HEADER_SIZE = _INT32.size + _INT16.size
+OFFSET_SIZE = struct.calcsize(">q")
 
 
 @dataclass(frozen=True)
@@ -342,7 +348,7 @@ def encode_fetch_response_header(error: int, message_bytes: int) -> bytes:
     Lets a broker send the header and then ``sendfile`` the message bytes.
     """
     try:
-        return _LEN_ERR.pack(2 + message_bytes, error)
+        return _LEN_ERR.pack(FETCH_RESPONSE_HEADER_SIZE + message_bytes, error)
     except struct.error as e:
         raise ProtocolError(f"cannot encode FETCH response header: {e}") from e
 
@@ -355,7 +361,7 @@ def encode_offsets_response(error: int, offsets: Sequence[int]) -> bytes:
     n = len(offsets)
     try:
         return (
-            _LEN_ERR.pack(2 + 4 + 8 * n, error)
+            _LEN_ERR.pack(OFFSETS_RESPONSE_HEADER_SIZE + OFFSET_SIZE * n, error)
             + _INT32.pack(n)
             + struct.pack(f">{n}q", *offsets)
         )
@@ -368,7 +374,8 @@ def encode_multifetch_response(parts: Sequence[tuple[int, bytes | memoryview]]) 
     chunks = [_INT16.pack(0)]
     try:
         for error, messages in parts:
-            chunks.append(_LEN_ERR.pack(2 + len(messages), error))
+            # a part's length counts its ERROR_CODE, as a FETCH answer's does
+            chunks.append(_LEN_ERR.pack(FETCH_RESPONSE_HEADER_SIZE + len(messages), error))
             chunks.append(bytes(messages))
         return _frame(b"".join(chunks))
     except struct.error as e:
@@ -393,7 +400,7 @@ def decode_offsets_response(body: bytes | memoryview) -> OffsetsResponse:
     (n,) = r.unpack(_INT32, "NUMBER_OFFSETS")
     if n < 0:
         raise ProtocolError(f"OFFSETS response: negative NUMBER_OFFSETS {n}")
-    raw = r.take(8 * n, "OFFSETS")
+    raw = r.take(OFFSET_SIZE * n, "OFFSETS")
     r.done()
     return OffsetsResponse(error, struct.unpack(f">{n}q", raw))
 
