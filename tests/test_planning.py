@@ -28,12 +28,13 @@ from pyspark.sql.datasource import (
 from kafka_pyspark.errors import DataLossError, OptionError
 from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.log_bounds import LogBounds
-from kafka_pyspark.spark.options import OffsetSpec
+from kafka_pyspark.spark.options import OffsetSpec, parse_read_options
 from kafka_pyspark.spark.planning import (
     FetchSettings,
     Kafka07InputPartition,
     OffsetRange,
     PlanFilter,
+    fetch_settings,
     pack_ranges,
     plan_filter,
     plan_partitions,
@@ -259,6 +260,27 @@ def test_partition_is_picklable_input_partition() -> None:
     assert pickle.loads(pickle.dumps(p)) == p
     assert p.size == 5
     assert PlanFilter() == pickle.loads(pickle.dumps(PlanFilter()))
+
+
+def test_partition_pickles_its_settings_and_ranges_as_values() -> None:
+    # Spark ships one pickled input partition per task: the settings and every range go as
+    # their values, not as dicts naming each field again
+    ranges = tuple(R("a", 0, p, 0, 5) for p in range(8))
+    data = pickle.dumps(Kafka07InputPartition(0, "h", 1, ranges, SETTINGS))
+    for name in ("fetch_size", "verify_crc", "batch_rows", "topic", "start", "end"):
+        assert name.encode() not in data
+
+
+def test_fetch_settings_from_the_parsed_options() -> None:
+    options = parse_read_options({
+        "broker.list": "0:h:1", "subscribe": "t", "fetch.size": "4096",
+        "max.fetch.size": "8192", "verifyChecksums": "false", "max.decompressed.size": "100",
+        "failOnDataLoss": "false", "socket.timeout.ms": "250", "socket.buffersize": "1024",
+    })
+    assert fetch_settings(options) == FetchSettings(
+        fetch_size=4096, max_fetch_size=8192, verify_crc=False, max_decompressed_size=100,
+        fail_on_data_loss=False, socket_timeout_ms=250, socket_buffer_size=1024,
+    )
 
 
 # --- offset resolution -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from kafka_pyspark.spark.admission import HEADER, MAX_ROUNDS
 from kafka_pyspark.spark.compat import ReadAllAvailable, ReadMaxBytes
 from kafka_pyspark.spark.schema import READ_SCHEMA
 from kafka_pyspark.spark.stream import Kafka07StreamReader
+from kafka_pyspark.spark.stream_prefetch import THREAD_NAME
 from kafka_pyspark.testing.broker import EmbeddedBroker
 from kafka_pyspark.wire import FetchRequest, FetchResponse
 
@@ -141,7 +142,9 @@ def test_max_bytes_cuts_at_message_boundaries(
         if end == start:
             break
         scans.append(list(asked))
-        assert r.last_admission.scanned_bytes == sum(n for rt in asked for _, _, n in rt)
+        admission = r.last_admission
+        assert admission is not None
+        assert admission.scanned_bytes == sum(n for rt in asked for _, _, n in rt)
         e, s = end[topic], start[topic]
         moved = {k: e[k] - s[k] for k in e if e[k] != s[k]}
         total = sum(moved.values())
@@ -208,7 +211,9 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
             break
         batches += 1
         main = [parts for name, parts in where if name == threading.current_thread().name]
-        rounds = fetched.last_admission.windows
+        admission = fetched.last_admission
+        assert admission is not None
+        rounds = admission.windows
         sizes.append(sum(e - starts[0][topic][k] for k, e in ends[0][topic].items()))
         if rounds:
             first = [(tp[2], lo, hi - lo) for tp, (lo, hi) in sorted(rounds[0].items())]
@@ -220,10 +225,10 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
         starts = ends
     # round 1: 500 bytes each, cut at 480 (12 messages); the 40 left: one more message
     assert sizes == [1000, 1000, 1000, 1000, 800]
-    assert fetched._prefetch.started == 3  # after micro-batches 1-3: more left than fits
+    assert fetched.offsets.prefetches == 3  # after micro-batches 1-3: more left than fits
     fetched.stop()
     plain.stop()
-    assert not [t for t in threading.enumerate() if t.name == "kafka07-stream-prefetch"]
+    assert not [t for t in threading.enumerate() if t.name.startswith(THREAD_NAME)]
 
 
 def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
@@ -233,11 +238,13 @@ def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
     from kafka_pyspark.testing.zookeeper import free_port
 
     opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
+    conns: list[BrokerConnection] = []
     real = kafka_pyspark.cluster.connect
 
     def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
         opened.append((broker_id, address.port))
-        return real(broker_id, address, *args)
+        conns.append(real(broker_id, address, *args))
+        return conns[-1]
 
     monkeypatch.setattr(kafka_pyspark.cluster, "connect", spy)
     log_dir = tmp_path / "b0"
@@ -257,8 +264,9 @@ def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
         send(b0, topic, 0, encode_message_set(values("c", 1)))
         assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0-0": 360}}
         assert opened == [(0, first), (0, second)]
+        assert [c.connected for c in conns] == [False, True]  # the moved one closed
         r.stop()
-        assert r._offsets is None
+        assert [c.connected for c in conns] == [False, False]
 
 
 def test_offsets_of_several_brokers_asked_at_the_same_time(
@@ -268,14 +276,14 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
 
     from kafka_pyspark.wire import OffsetsRequest
 
-    asked: dict[int, list[tuple[str, int]]] = {}  # broker id -> (thread, requests) per call
+    # broker id -> (thread, requests) per call
+    asked: dict[int, list[tuple[threading.Thread, int]]] = {}
     real = BrokerConnection.offsets_pipelined
 
     def spy(self: BrokerConnection, requests: Sequence[OffsetsRequest],
             answers: list[list[int]] | None = None) -> list[list[int]]:
         assert self.broker_id is not None
-        asked.setdefault(self.broker_id, []).append(
-            (threading.current_thread().name, len(requests)))
+        asked.setdefault(self.broker_id, []).append((threading.current_thread(), len(requests)))
         return real(self, requests, answers)
 
     for b in brokers:
@@ -286,12 +294,15 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
     assert end == {topic: {"0-0": 80, "0-1": 0, "1-0": 80, "1-1": 0, "1-2": 0}}
     monkeypatch.setattr(BrokerConnection, "offsets_pipelined", spy)
     assert r.latestOffset(end, ReadAllAvailable()) == end
+    assert r.latestOffset(end, ReadAllAvailable()) == end
     # one thread per broker, all of a broker's partitions pipelined on it in one call, never
-    # the caller's thread
-    assert [n for _, n in asked[0]] == [2] and [n for _, n in asked[1]] == [3]
-    threads = {asked[0][0][0], asked[1][0][0]}
-    assert len(threads) == 2 and threading.current_thread().name not in threads
+    # the caller's thread; the same threads in every micro-batch, until stop()
+    assert [n for _, n in asked[0]] == [2, 2] and [n for _, n in asked[1]] == [3, 3]
+    threads = {t for calls in asked.values() for t, _ in calls}
+    assert len(threads) == 2 and threading.current_thread() not in threads
+    assert all(t.is_alive() for t in threads)
     r.stop()
+    assert not any(t.is_alive() for t in threads)
     # maxBytesPerTrigger's boundary scans too: one MULTIFETCH per broker, on its own thread
     scans: dict[int, set[str]] = {}
     real_multifetch = BrokerConnection.multifetch

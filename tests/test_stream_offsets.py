@@ -425,7 +425,7 @@ def test_answer_from_only_while_the_log_holds_the_window() -> None:
 def test_predicted_windows_are_the_first_round(
     sizes: dict[TopicPartition, list[int]], starts: dict[TopicPartition, int], budget: int
 ) -> None:
-    from kafka_pyspark.spark.stream_prefetch import predict_windows
+    from kafka_pyspark.spark.admission import predict_windows
 
     log = FakeLog(sizes)
     positions = {tp: (s, log.latest(tp)) for tp, s in starts.items()}

@@ -1,8 +1,10 @@
 """Admission control of a stream: ``maxBytesPerTrigger`` (Spark's ``ReadMaxBytes``). Pure.
 
-:func:`admit` chooses each micro-batch's end offsets at message boundaries within the byte
-budget; :func:`next_ages` keeps the starvation ages it uses for fairness; :func:`cap_to_target`
-caps ends at a ``Trigger.AvailableNow`` target. The only I/O admission needs, reading message
+:class:`Limits` is a micro-batch's admission rules, set up from the options and Spark's read
+limit; :func:`admit` chooses each micro-batch's end offsets at message boundaries within the
+byte budget and :func:`predict_windows` the windows its first round scans (for the prefetch);
+:func:`next_ages` keeps the starvation ages it uses for fairness; :func:`cap_to_target` caps
+ends at a ``Trigger.AvailableNow`` target. The only I/O admission needs, reading message
 headers in byte windows of the logs, is injected as a callable (:data:`ScanFn`; the stream
 reader's one MULTIFETCH per broker, each answer read by :func:`scan_window`), so the whole
 algorithm is tested with synthetic logs (``tests/test_stream_offsets.py``) and driven against
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -22,16 +25,21 @@ from kafka_pyspark.errors import InvalidMessageSizeError
 from kafka_pyspark.names import TopicPartition, describe_tp
 from kafka_pyspark.spark.stream_checkpoint import Offsets
 
+if TYPE_CHECKING:
+    from kafka_pyspark.spark.options import ReadOptions
+
 I64 = npt.NDArray[np.int64]
 
 __all__ = [
     "Admission",
+    "Limits",
     "Scan",
     "ScanFn",
     "Windows",
     "admit",
     "cap_to_target",
     "next_ages",
+    "predict_windows",
     "scan_window",
     "water_fill",
 ]
@@ -388,6 +396,66 @@ def _check_head(tp: TopicPartition, start: int, size: int, latest: int) -> int:
             offset=start,
         )
     return size
+
+
+def predict_windows(
+    positions: Mapping[TopicPartition, tuple[int, int]], budget: int
+) -> dict[TopicPartition, tuple[int, int]]:
+    """The windows the first water-filling round of :func:`~.admission.admit` scans for
+    ``positions`` (``{tp: (start, latest)}``) and ``budget``, from each start (a window that
+    :func:`~.admission.admit` starts later, at a segment start, lies inside it): none when
+    everything pending fits."""
+    pending = {tp: lt - s for tp, (s, lt) in positions.items() if lt > s}
+    if sum(pending.values()) <= budget:
+        return {}
+    share = water_fill(pending, budget)
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for tp, n in share.items():
+        s, lt = positions[tp]
+        if n > 0 and s + n < lt:
+            out[tp] = (s, min(lt, s + n + HEADER))
+    return out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What admission control holds one micro-batch to: the one place the stream reader's
+    admission rules are set up (from the options and the read limit Spark passes) and
+    applied (:meth:`admit`, and :meth:`first_windows` for the prefetch)."""
+
+    max_bytes: int
+    """``maxBytesPerTrigger`` (Spark's ``ReadMaxBytes``): bytes per micro-batch."""
+
+    @staticmethod
+    def options_set(options: ReadOptions) -> list[str]:
+        """The admission options ``options`` sets (Spark < 4.2 has no admission control)."""
+        return ["maxBytesPerTrigger"] if options.max_bytes_per_trigger is not None else []
+
+    @classmethod
+    def of(cls, options: ReadOptions, limit: object) -> Limits | None:
+        """The limits of one ``latestOffset`` call; None: every log end (``ReadAllAvailable``).
+        ``options`` are where a rule of this reader's own (not Spark's limit) comes from."""
+        from kafka_pyspark.spark.compat import ReadMaxBytes
+
+        del options  # every rule today comes from Spark's read limit
+        return cls(limit.max_bytes) if isinstance(limit, ReadMaxBytes) else None
+
+    def admit(
+        self,
+        positions: Mapping[TopicPartition, tuple[int, int]],
+        scan: ScanFn,
+        *,
+        segment_starts: Mapping[TopicPartition, Sequence[int]],
+        ages: Mapping[TopicPartition, int],
+    ) -> Admission:
+        """:func:`admit` within these limits."""
+        return admit(positions, self.max_bytes, scan, segment_starts=segment_starts, ages=ages)
+
+    def first_windows(
+        self, positions: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """:func:`predict_windows` within these limits."""
+        return predict_windows(positions, self.max_bytes)
 
 
 def next_ages(

@@ -14,8 +14,8 @@ everything written at or after ``ts`` plus possibly older messages of that one s
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster_options import BrokerAddress
 
-__all__ = ["LogBounds", "OffsetLookup", "per_broker"]
+__all__ = ["WORKER_PREFIX", "BrokerWorkers", "LogBounds", "OffsetLookup", "per_broker"]
+
+#: the name of a broker's worker thread is this and the broker id (then ``_0``)
+WORKER_PREFIX = "kafka07-broker-"
 
 _W = TypeVar("_W")
 _R = TypeVar("_R")
@@ -43,30 +46,52 @@ def _raise_first(tps: Sequence[TopicPartition], found: Mapping[TopicPartition, o
             raise down[tp[1]]
 
 
-def per_broker(work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
-    """``fn(broker, work[broker])`` for every broker at the same time, one thread each (a
-    single broker in the caller's thread). Every request ``fn`` makes has its socket timeout,
-    so every thread ends; then the first error raised in a thread is raised here."""
+def per_broker(
+    work: Mapping[int, _W], fn: Callable[[int, _W], _R], workers: BrokerWorkers | None = None
+) -> dict[int, _R]:
+    """``fn(broker, work[broker])`` for every broker at the same time, each on its broker's
+    thread: one of ``workers`` (kept for the next call), else a thread started for this call;
+    a single broker runs in the caller's thread. Every request ``fn`` makes has its socket
+    timeout, so every call ends; then the first error raised on a worker is raised here."""
     if len(work) <= 1:
         return {broker: fn(broker, w) for broker, w in work.items()}
-    out: dict[int, _R] = {}
-    errors: list[BaseException] = []
+    if workers is not None:
+        return workers.run(work, fn)
+    with BrokerWorkers() as once:
+        return once.run(work, fn)
 
-    def run(broker: int, w: _W) -> None:
-        try:
-            out[broker] = fn(broker, w)
-        except BaseException as e:  # handed to the caller's thread, raised there
-            errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(broker, w), name=f"kafka07-broker-{broker}",
-                                daemon=True) for broker, w in work.items()]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return {broker: out[broker] for broker in work}
+class BrokerWorkers(Closing):
+    """One long-lived thread per broker, started at its broker's first call and ended by
+    :meth:`close`: a broker's connection is only ever used by its own thread, and a driver
+    that asks every micro-batch starts no thread after the first one. Context manager."""
+
+    def __init__(self) -> None:
+        self._pools: dict[int, ThreadPoolExecutor] = {}
+
+    def run(self, work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
+        """``fn(broker, work[broker])`` on each broker's thread, all at once; waits for every
+        one, then raises the first error (in ``work``'s order) or returns the results."""
+        futures = {broker: self._pool(broker).submit(fn, broker, w) for broker, w in work.items()}
+        wait(futures.values())
+        for f in futures.values():
+            error = f.exception()
+            if error is not None:
+                raise error
+        return {broker: f.result() for broker, f in futures.items()}
+
+    def _pool(self, broker: int) -> ThreadPoolExecutor:
+        pool = self._pools.get(broker)
+        if pool is None:
+            pool = self._pools[broker] = ThreadPoolExecutor(
+                1, thread_name_prefix=f"{WORKER_PREFIX}{broker}"
+            )
+        return pool
+
+    def close(self) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.shutdown(wait=True)
 
 
 @dataclass(frozen=True)
@@ -83,25 +108,32 @@ class LogBounds:
 
 
 class OffsetLookup(Closing):
-    """Driver-side OFFSETS requests: one lazily opened connection per broker. Context manager.
+    """Driver-side OFFSETS requests: one lazily opened connection per broker, each used by
+    its broker's thread (:class:`BrokerWorkers`). Context manager.
 
     Ask only about broker-partitions that exist (from :func:`discover`): a 0.7.2 broker closes
     the connection instead of answering OFFSETS for a partition it does not have.
 
     A stream keeps one lookup for the whole query (:meth:`update` when brokers move): its
-    connections are reused from micro-batch to micro-batch (a connection the broker closed
-    while idle is reopened by :class:`~kafka_pyspark.client.BrokerConnection`).
+    connections and threads are reused from micro-batch to micro-batch (a connection the
+    broker closed while idle is reopened by :class:`~kafka_pyspark.client.BrokerConnection`).
     """
 
     def __init__(self, brokers: Mapping[int, BrokerAddress], options: ClusterOptions) -> None:
         self._brokers = dict(brokers)
         self._options = options
         self._conns: dict[int, BrokerConnection] = {}
+        self._workers = BrokerWorkers()
 
     def close(self) -> None:
+        self._workers.close()
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             conn.close()
+
+    def per_broker(self, work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
+        """:func:`per_broker` on this lookup's broker threads (kept until :meth:`close`)."""
+        return per_broker(work, fn, self._workers)
 
     def update(self, brokers: Mapping[int, BrokerAddress]) -> None:
         """Brokers as the registry lists them now: the connection to a broker that moved
@@ -203,7 +235,7 @@ class OffsetLookup(Closing):
 
         out: dict[TopicPartition, _R] = {}
         down: dict[int, BrokerConnectionError] = {}
-        for broker, (found, err) in per_broker(by_broker, ask).items():
+        for broker, (found, err) in self.per_broker(by_broker, ask).items():
             out.update(found)
             if err is not None:
                 down[broker] = err

@@ -4,7 +4,7 @@ Their Python streaming API calls ``latestOffset()`` without the micro-batch's st
 without a read limit (:data:`.compat.ADMISSION_CONTROL` is false). The reader keeps the start
 itself: a fresh query's initial offset, then the end it returned last (Spark's next
 micro-batch starts there), and computes the end with :class:`.stream.Kafka07StreamReader`'s
-own steps and no limit. ``maxBytesPerTrigger`` is refused at ``start()``.
+own steps and no limit. Admission options (``maxBytesPerTrigger``) are refused at ``start()``.
 ``Trigger.AvailableNow`` needs nothing here: Spark asks for ``latestOffset()`` once when the
 query starts and runs to that end.
 
@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from kafka_pyspark.errors import OptionError, data_loss_skipped
 from kafka_pyspark.names import describe_tp
+from kafka_pyspark.spark.admission import Limits
 from kafka_pyspark.spark.compat import ReadAllAvailable, ReadLimit, needs_spark
 from kafka_pyspark.spark.stream import Kafka07StreamReader
 from kafka_pyspark.spark.stream_checkpoint import Offsets, from_offset_dict, to_offset_dict
@@ -43,10 +44,8 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         super().__init__(options, schema)
-        if self.options.max_bytes_per_trigger is not None:
-            raise OptionError("maxBytesPerTrigger",
-                              needs_spark("maxBytesPerTrigger (admission control)",
-                                          ADMISSION_SPARK))
+        for name in Limits.options_set(self.options):
+            raise OptionError(name, needs_spark(f"{name} (admission control)", ADMISSION_SPARK))
         self._start: dict[str, Any] | None = None  # where the next micro-batch starts
         self._guessed: Offsets | None = None  # log ends given without a known start
 
@@ -70,10 +69,9 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
 
     def _log_ends(self) -> dict[str, Any]:
         """Every registered broker-partition at its log end (start unknown: a restart)."""
-        tps, brokers = self._view()
-        bounds = self._lookup_bounds(self._lookup(brokers), tps)
-        self._latest = {tp: b.latest for tp, b in bounds.items()}
-        self._guessed = dict(self._latest)
+        tps, _ = self.offsets.view()
+        bounds = self.offsets.bounds(tps)
+        self._guessed = {tp: b.latest for tp, b in bounds.items()}
         return to_offset_dict(self._guessed)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
@@ -88,7 +86,7 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
         """Each broker-partition whose checkpointed start lies past its log end: fail
         (``failOnDataLoss``), else warn that the query goes on from the log end."""
         for tp, s in sorted(begin.items()):
-            b = self._bounds.get(tp)
+            b = self.offsets.known_bounds(tp)
             if b is None or tp not in guessed or s <= guessed[tp]:
                 continue
             if self.options.fail_on_data_loss:

@@ -5,10 +5,11 @@ the byte windows it admits (:mod:`.admission`, ``docs/streaming.md``): the drive
 the bytes the micro-batch will read. Spark asks for the next ends only when the current
 micro-batch is done; a fetch made then would sit between micro-batches (its cost:
 ``docs/streaming.md``). So after a ``latestOffset`` that cut partitions short, the stream reader
-starts :class:`Prefetch`: one background thread that scans the windows the next
-micro-batch's first water-filling round asks for if no data arrives in between
-(:func:`predict_windows`). The next ``latestOffset`` takes its answers (:meth:`Prefetch.take`)
-and asks the brokers only for the windows they do not cover (:func:`answer_from`).
+starts :class:`Prefetch`: a background thread scans the windows the next micro-batch's first
+water-filling round asks for if no data arrives in between
+(:meth:`.admission.Limits.first_windows`). The next ``latestOffset`` takes its answers
+(:meth:`Prefetch.take`) and asks the brokers only for the windows they do not cover
+(:func:`answer_from`).
 
 Correctness never depends on the guess. A prefetched scan answers a window only when it covers
 it (the window starts at a boundary the prefetched scan saw and ends inside it) and the log
@@ -17,31 +18,42 @@ scanning that window would give (:func:`restrict`): the bytes of a 0.7 log below
 change. A prefetch that failed is dropped without a word (the scan that then needs the window
 reports what is wrong); one still running when the next micro-batch is planned is waited for,
 at most ``socket.timeout.ms`` (every request it makes has that timeout), then dropped.
-:meth:`Prefetch.close` (the reader's ``stop()``) waits the same way; the thread's connections
-are its own and closed when it ends.
+The prefetch thread and its connections (its own, never the OFFSETS ones) live from
+micro-batch to micro-batch; :meth:`Prefetch.close` (the reader's ``stop()``) ends them.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
 from kafka_pyspark.names import TopicPartition, describe_tp
-from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window, water_fill
-from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup, per_broker
+from kafka_pyspark.spark.admission import HEADER, Scan, Windows, scan_window
+from kafka_pyspark.spark.log_bounds import LogBounds, OffsetLookup
 
 if TYPE_CHECKING:
     from kafka_pyspark.client import BrokerConnection
     from kafka_pyspark.cluster_options import BrokerAddress, ClusterOptions
 
-__all__ = ["Prefetch", "Scanned", "answer_from", "predict_windows", "restrict", "scan_windows"]
+__all__ = [
+    "THREAD_NAME",
+    "Prefetch",
+    "Scanned",
+    "answer_from",
+    "restrict",
+    "scan_windows",
+]
 
 log = logging.getLogger(__name__)
+
+#: the prefetch thread's name (then ``_0``)
+THREAD_NAME = "kafka07-stream-prefetch"
 
 Scanned = dict[TopicPartition, tuple[int, int, Scan]]
 """``{tp: (lo, hi, scan of [lo, hi))}``."""
@@ -49,10 +61,11 @@ _Items = list[tuple[TopicPartition, int, int]]  # one broker's windows: (tp, lo,
 
 
 def scan_windows(
-    connection: Callable[[int], BrokerConnection], windows: Windows, *, quiet: bool = False
+    lookup: OffsetLookup, windows: Windows, *, quiet: bool = False
 ) -> dict[TopicPartition, Scan]:
-    """Header-only scans of byte windows: one MULTIFETCH per broker, the brokers at the same
-    time (:func:`~.log_bounds.per_broker`), no decoding. A broker that does not answer, or
+    """Header-only scans of byte windows: one MULTIFETCH per broker on ``lookup``'s
+    connections, the brokers at the same time (:meth:`~.log_bounds.OffsetLookup.per_broker`),
+    no decoding. A broker that does not answer, or
     answers a window with an error code, leaves its windows out (warned unless ``quiet``); a
     window whose headers are impossible raises."""
     by_broker: dict[int, _Items] = {}
@@ -60,10 +73,10 @@ def scan_windows(
         by_broker.setdefault(tp[1], []).append((tp, lo, hi))
 
     def scan(broker: int, items: _Items) -> dict[TopicPartition, Scan]:
-        return _scan_broker(connection, broker, items, quiet)
+        return _scan_broker(lookup.connection, broker, items, quiet)
 
     out: dict[TopicPartition, Scan] = {}
-    for found in per_broker(by_broker, scan).values():
+    for found in lookup.per_broker(by_broker, scan).values():
         out.update(found)
     return out
 
@@ -105,25 +118,6 @@ def _scan_broker(
     return out
 
 
-def predict_windows(
-    positions: Mapping[TopicPartition, tuple[int, int]], budget: int
-) -> dict[TopicPartition, tuple[int, int]]:
-    """The windows the first water-filling round of :func:`~.admission.admit` scans for
-    ``positions`` (``{tp: (start, latest)}``) and ``budget``, from each start (a window that
-    :func:`~.admission.admit` starts later, at a segment start, lies inside it): none when
-    everything pending fits."""
-    pending = {tp: lt - s for tp, (s, lt) in positions.items() if lt > s}
-    if sum(pending.values()) <= budget:
-        return {}
-    share = water_fill(pending, budget)
-    out: dict[TopicPartition, tuple[int, int]] = {}
-    for tp, n in share.items():
-        s, lt = positions[tp]
-        if n > 0 and s + n < lt:
-            out[tp] = (s, min(lt, s + n + HEADER))
-    return out
-
-
 def restrict(scanned: tuple[int, int, Scan], lo: int, hi: int) -> Scan | None:
     """What a scan of ``[lo, hi)`` finds, from a scan of a window around it; None unless
     ``lo`` is a boundary that scan saw and ``hi`` is inside its window."""
@@ -161,13 +155,17 @@ def answer_from(
 
 
 class Prefetch:
-    """At most one background scan at a time (see the module docstring)."""
+    """At most one background scan at a time (see the module docstring), on one long-lived
+    thread with its own connections (one per broker, kept from scan to scan)."""
 
     def __init__(self, options: ClusterOptions) -> None:
         self._options = options
-        # the running thread and the dict it fills (its own: a thread given up on can never
-        # hand its answers to a later take())
-        self._running: tuple[threading.Thread, Scanned] | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=THREAD_NAME)
+        # the connections the next scan uses; a scan given up on keeps (and closes) its own,
+        # so two scans never share one
+        self._lookup: OffsetLookup | None = None
+        self._running: tuple[Future[Scanned], OffsetLookup] | None = None
+        self._given_up = False  # a scan was given up on (the thread may still run it)
         self.started = 0  # prefetches started (tests, debugging)
 
     def start(self, brokers: Mapping[int, BrokerAddress], windows: Windows) -> None:
@@ -175,22 +173,12 @@ class Prefetch:
         self.take()
         if not windows:
             return
-        wanted = dict(windows)
-        addresses = dict(brokers)
-        result: Scanned = {}
-
-        def run() -> None:
-            try:
-                with OffsetLookup(addresses, self._options) as lookup:
-                    found = scan_windows(lookup.connection, wanted, quiet=True)
-            except (KafkaError, OSError) as e:  # dropped: the scan that needs it reports it
-                log.debug("kafka07 stream: prefetched boundary scan dropped: %s", e)
-                return
-            result.update({tp: (*wanted[tp], sc) for tp, sc in found.items()})
-
-        thread = threading.Thread(target=run, name="kafka07-stream-prefetch", daemon=True)
-        self._running = (thread, result)
-        thread.start()
+        lookup = self._lookup
+        if lookup is None:
+            lookup = self._lookup = OffsetLookup(brokers, self._options)
+        else:
+            lookup.update(brokers)
+        self._running = (self._thread.submit(_prefetch, lookup, dict(windows)), lookup)
         self.started += 1
 
     def take(self) -> Scanned:
@@ -199,9 +187,30 @@ class Prefetch:
         running, self._running = self._running, None
         if running is None:
             return {}
-        thread, result = running
-        thread.join(self._options.socket_timeout_ms / 1000)
-        return {} if thread.is_alive() else result
+        future, lookup = running
+        try:
+            return future.result(self._options.socket_timeout_ms / 1000)
+        except FutureTimeout:
+            self._lookup = None  # still in use: closed when that scan ends
+            future.add_done_callback(lambda _: lookup.close())
+            self._given_up = True
+            return {}
 
     def close(self) -> None:
+        """Ends the thread and the connections; a scan still running after
+        ``socket.timeout.ms`` is not waited for (it ends at its own timeouts)."""
         self.take()
+        self._thread.shutdown(wait=not self._given_up)
+        lookup, self._lookup = self._lookup, None
+        if lookup is not None:
+            lookup.close()
+
+
+def _prefetch(lookup: OffsetLookup, windows: Windows) -> Scanned:
+    """One prefetch's scans; a failure drops them (the scan that needs them reports it)."""
+    try:
+        found = scan_windows(lookup, windows, quiet=True)
+    except (KafkaError, OSError) as e:
+        log.debug("kafka07 stream: prefetched boundary scan dropped: %s", e)
+        return {}
+    return {tp: (*windows[tp], sc) for tp, sc in found.items()}
