@@ -19,7 +19,8 @@ Per N in ``SIZES``, wall time, median of ``REPEAT`` (after one warm-up where not
 * ``lag``: ``kafka07 lag`` of such a group, in this process (no interpreter start-up; the
   output goes nowhere) (warm-up).
 
-Rows: ``scale_rtt.<step>.<N>.rtt<ms>`` (ms), ``scale_rtt.rtt<ms>.measured`` (us). The load
+Rows: ``scale_rtt.<step>.<N>.rtt<ms>`` (ms), the same ``.driver_cpu`` (the CPU time of this
+process, all its threads, meanwhile), ``scale_rtt.rtt<ms>.measured`` (us). The load
 average of the machine before and after each round-trip time is printed and kept in the
 rows' notes: the figures are only comparable between runs that saw a similar load.
 """
@@ -56,13 +57,15 @@ def _options(n: int) -> dict[str, str]:
 
 
 def hold_for(rtt: float) -> float:
-    """The proxy's hold (seconds) that makes a ping-pong through it take ``rtt`` seconds."""
-    return max(0.0, (rtt - ping_pong_rtt(0.0)) / 2)
+    """The proxy's hold (seconds) that makes a ping-pong through it take ``rtt`` seconds: the
+    proxy's own cost taken off, then corrected once by what a ping-pong measures with it."""
+    hold = max(0.0, (rtt - ping_pong_rtt(0.0)) / 2)
+    return max(0.0, hold + (rtt - ping_pong_rtt(hold)) / 2)
 
 
-def first_commit(zk_connect: str, n: int) -> tuple[float, str]:
-    """The wall time of a new group's first ``commitToGroup`` (all ``n`` offsets), and the
-    group."""
+def first_commit(zk_connect: str, n: int) -> tuple[float, float, str]:
+    """The wall and CPU time of a new group's first ``commitToGroup`` (all ``n`` offsets),
+    and the group."""
     from kafka_pyspark.spark.compat import ReadAllAvailable
     from kafka_pyspark.spark.schema import READ_SCHEMA
     from kafka_pyspark.spark.stream import Kafka07StreamReader
@@ -73,9 +76,9 @@ def first_commit(zk_connect: str, n: int) -> tuple[float, str]:
     reader = Kafka07StreamReader(options, READ_SCHEMA)
     try:
         end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         reader.commit(end)
-        return time.perf_counter() - start, group
+        return time.perf_counter() - start, time.process_time() - start_cpu, group
     finally:
         reader.stop()
 
@@ -94,13 +97,14 @@ def lag_command(zk_connect: str, group: str) -> Callable[[], object]:
     return lag
 
 
-def measure(zk_connect: str, n: int) -> dict[str, float]:
-    """Every step's median wall time (seconds) at ``n`` broker-partitions."""
-    found = {"plan": plan_time(zk_connect, _options(n))[0],
-             "latest_offset": latest_offset_time(zk_connect, _options(n))[0]}
+def measure(zk_connect: str, n: int) -> dict[str, tuple[float, float]]:
+    """Every step's median wall and driver CPU time (seconds) at ``n`` broker-partitions."""
+    found = {"plan": plan_time(zk_connect, _options(n)),
+             "latest_offset": latest_offset_time(zk_connect, _options(n))}
     commits = [first_commit(zk_connect, n) for _ in range(REPEAT)]
-    found["first_commit"] = statistics.median(t for t, _ in commits)
-    found["lag"] = median_time(lag_command(zk_connect, commits[-1][1]))[0]
+    found["first_commit"] = (statistics.median(c[0] for c in commits),
+                             statistics.median(c[1] for c in commits))
+    found["lag"] = median_time(lag_command(zk_connect, commits[-1][2]))
     return found
 
 
@@ -109,7 +113,7 @@ def _load() -> str:
 
 
 def run(recorder: Recorder) -> None:
-    table: dict[tuple[int, float], dict[str, float]] = {}
+    table: dict[tuple[int, float], dict[str, tuple[float, float]]] = {}
     for rtt_ms in RTTS_MS:
         hold = hold_for(rtt_ms / 1000) if rtt_ms else None
         measured = ping_pong_rtt(hold)
@@ -118,25 +122,28 @@ def run(recorder: Recorder) -> None:
             for n in SIZES:
                 table[(n, rtt_ms)] = measure(zk, n)
                 print(f"   N={n} rtt={rtt_ms:g} ms: " + ", ".join(
-                    f"{k} {v * 1000:.0f} ms" for k, v in table[(n, rtt_ms)].items()), flush=True)
+                    f"{k} {wall * 1000:.0f} ms (driver CPU {cpu * 1000:.0f} ms)"
+                    for k, (wall, cpu) in table[(n, rtt_ms)].items()), flush=True)
         note = (f"{BROKERS} brokers; ping-pong RTT {measured * 1e6:.0f} us; "
                 f"load average {before} before, {_load()} after")
         print(f"   rtt {rtt_ms:g} ms: {note}", flush=True)
         recorder.record(f"scale_rtt.rtt{rtt_ms:g}.measured", measured * 1e6, "us", note=note)
         for n in SIZES:
             for step in STEPS:
-                recorder.record(f"scale_rtt.{step}.{n}.rtt{rtt_ms:g}",
-                                table[(n, rtt_ms)][step] * 1000, "ms", note=note)
+                wall, cpu = table[(n, rtt_ms)][step]
+                name = f"scale_rtt.{step}.{n}.rtt{rtt_ms:g}"
+                recorder.record(name, wall * 1000, "ms", note=note)
+                recorder.record(f"{name}.driver_cpu", cpu * 1000, "ms", note=note)
     print(markdown(table), flush=True)
 
 
-def markdown(table: dict[tuple[int, float], dict[str, float]]) -> str:
+def markdown(table: dict[tuple[int, float], dict[str, tuple[float, float]]]) -> str:
     """The issue's table: a row per N, ``0 / 0.5 ms`` figures per step."""
     rtts = sorted({rtt for _, rtt in table})
     head = f"| N (RTT {' / '.join(f'{r:g}' for r in rtts)} ms) | " + " | ".join(STEPS) + " |"
     lines = [head, "|" + " --- |" * (len(STEPS) + 1)]
     for n in sorted({n for n, _ in table}):
-        cells = [" / ".join(f"{table[(n, r)][s] * 1000:,.0f}" for r in rtts) + " ms"
+        cells = [" / ".join(f"{table[(n, r)][s][0] * 1000:,.0f}" for r in rtts) + " ms"
                  for s in STEPS]
         lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

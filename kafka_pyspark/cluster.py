@@ -29,7 +29,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.cluster_options import BrokerAddress, ClusterOptions, parse_broker_list
+from kafka_pyspark.cluster_options import BrokerAddress, ClusterOptions
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.registry import Registry
 from kafka_pyspark.wire.topics import validate_topic_name
@@ -57,7 +57,7 @@ class Cluster(Closing):
             self._registry = Registry.from_options(options)
         else:
             assert options.broker_list is not None
-            self._static = parse_broker_list(options.broker_list)
+            self._static = {b.id: b for b in options.broker_list}
         self._conns: dict[int, BrokerConnection] = {}
         self._lock = threading.Lock()
 

@@ -61,10 +61,13 @@ _BROKER_LIST_FORMAT = "'id:host:port[,id:host:port...]'"
 @dataclass(frozen=True)
 class ClusterOptions:
     """Where the cluster is: exactly one of ``zk_connect`` / ``broker_list`` (checked by
-    :func:`parse_cluster_options` / :func:`cluster_options`, not by the constructor)."""
+    :func:`parse_cluster_options` / :func:`cluster_options`, not by the constructor).
+
+    Frozen and picklable: a write plan carries it to the executors as it is."""
 
     zk_connect: str | None
-    broker_list: str | None
+    #: ``broker.list`` parsed (:func:`parse_broker_list`): the brokers, sorted by id
+    broker_list: tuple[BrokerAddress, ...] | None
     zk_session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS
     zk_connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS
     socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
@@ -98,14 +101,13 @@ def parse_cluster_options(options: Mapping[str, Any]) -> ClusterOptions:
         if not zk:
             raise OptionError("zk.connect", f"is empty; expected {_ZK_CONNECT_FORMAT}")
         _check_zk_connect(zk)
-    if bl is not None:
-        parse_broker_list(bl)
+    brokers = None if bl is None else tuple(parse_broker_list(bl).values())
     auth = credentials_from_options(opts)  # OptionError never quoting the password
     if auth is not None and zk is None:
         raise OptionError(ZK_AUTH_OPTIONS[0], "needs zk.connect (credentials for ZooKeeper)")
     return ClusterOptions(
         zk_connect=zk,
-        broker_list=bl,
+        broker_list=brokers,
         zk_session_timeout_ms=int_option(
             opts, "zk.sessiontimeout.ms", defaults.ZK_SESSION_TIMEOUT_MS, 1, INT32_MAX
         ),

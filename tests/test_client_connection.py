@@ -21,7 +21,6 @@ from test_client_servers import (
 
 from kafka_pyspark import wire
 from kafka_pyspark.client import BrokerConnection
-from kafka_pyspark.client.framing import produce_request_size
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     BrokerTimeoutError,
@@ -425,7 +424,7 @@ def test_request_size_without_encoding() -> None:
     one = wire.ProduceRequest("topic", 3, message(b"abc"))
     multi = wire.MultiProduceRequest((one, wire.ProduceRequest("t2", 0, message(b"x" * 50))))
     for req in (one, multi):
-        assert produce_request_size(req) == len(wire.encode_request(req)) - 4
+        assert wire.produce_request_size(req) == len(wire.encode_request(req)) - 4
 
 
 def test_an_interrupted_request_drops_the_connection(monkeypatch: pytest.MonkeyPatch) -> None:

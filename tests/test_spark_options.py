@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kafka_pyspark.cluster import Cluster
+from kafka_pyspark.cluster_options import BrokerAddress
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.spark.options import (
     CLUSTER_OPTIONS,
@@ -96,7 +97,11 @@ def test_all_documented_names_known() -> None:
 def test_cluster_options_numbers() -> None:
     c = parse_cluster_options({**BL, "socket.timeout.ms": "1500", "socket.buffersize": "1024",
                                "zk.sessiontimeout.ms": "100"})
-    assert c.broker_list == BL["broker.list"] and c.zk_connect is None
+    # kept parsed: nothing downstream parses broker.list again
+    assert c.broker_list == (
+        BrokerAddress(0, "127.0.0.1", 9092), BrokerAddress(1, "127.0.0.1", 9093)
+    )
+    assert c.zk_connect is None
     assert (c.socket_timeout_ms, c.socket_buffer_size, c.zk_session_timeout_ms) == (1500, 1024, 100)
     with Cluster(c) as cluster:  # the parsed options are what the cluster takes
         assert list(cluster.brokers()) == [0, 1]

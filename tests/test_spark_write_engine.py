@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ import pytest
 from _cluster import read_topic
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
+from kafka_pyspark.cluster_options import BrokerAddress, parse_cluster_options
 from kafka_pyspark.errors import (
     AppendShortfallError,
     BrokerConnectionError,
@@ -166,6 +168,17 @@ def test_random_runs_continue_across_calls() -> None:
     assert len(got) == 12 and set(got.tolist()) <= {10, 11, 12}
     for j in range(0, 12, 4):  # runs of 4 whatever the call sizes
         assert len(set(got[j : j + 4].tolist())) == 1
+
+
+def test_the_plan_carries_the_parsed_cluster_options(broker: EmbeddedBroker) -> None:
+    options = {"broker.list": broker.broker_list_entry, "topic": "carried",
+               "socket.timeout.ms": "4321"}
+    p = build_plan(options, VALUE)
+    assert p.cluster == parse_cluster_options(options)
+    assert p.cluster.broker_list == (BrokerAddress(0, broker.host, broker.port),)
+    assert pickle.loads(pickle.dumps(p)) == p  # what Spark ships to the write tasks
+    result = TaskWriter(p).write(batches([b"a", b"b"]))
+    assert result.error is None and result.messages == 2
 
 
 def test_compressed_set_split_to_fit_max_message_size(

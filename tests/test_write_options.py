@@ -14,6 +14,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kafka_pyspark.cluster_options import BrokerAddress
 from kafka_pyspark.errors import OptionError, SchemaError
 from kafka_pyspark.spark.options import (
     WriteOptions,
@@ -108,7 +109,7 @@ def test_cluster_options_required_and_exclusive() -> None:
     with pytest.raises(OptionError):
         parse_write_options({"topic": "t", **ZK, "broker.list": "0:127.0.0.1:9092"})
     _, c = parse_write_options({"topic": "t", "broker.list": "0:127.0.0.1:9092"})
-    assert c.broker_list == "0:127.0.0.1:9092"
+    assert c.broker_list == (BrokerAddress(0, "127.0.0.1", 9092),)
 
 
 def test_case_insensitive_names() -> None:

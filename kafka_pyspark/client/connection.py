@@ -39,7 +39,6 @@ from kafka_pyspark.client.framing import (
     fetch_answer_bound,
     multifetch_answer_bound,
     offsets_answer_bound,
-    produce_request_size,
 )
 from kafka_pyspark.client.transport import SendFailed, Transport
 from kafka_pyspark.errors import (
@@ -248,7 +247,7 @@ class BrokerConnection(Closing):
                        nbytes: int) -> None:
         """Send a request without an answer. Retried only while not a byte of it was sent."""
         what = describe(req)
-        size = produce_request_size(req)
+        size = wire.produce_request_size(req)
         if size > BROKER_MAX_REQUEST_BYTES:
             raise RequestTooLargeError(
                 f"{what} is {size} bytes, over the broker's "

@@ -37,23 +37,6 @@ def describe(req: wire.Request) -> str:
     return f"MULTIPRODUCE of {len(req.produces)} message sets ({n} bytes)"
 
 
-#: MULTIPRODUCE body before its items: REQUEST_TYPE, TOPICPARTITION_COUNT
-MULTIPRODUCE_HEADER = 2 + 2
-
-
-def produce_item_size(item: wire.ProduceRequest) -> int:
-    """Size of one MULTIPRODUCE item (a PRODUCE body after its REQUEST_TYPE): TOPIC_LENGTH,
-    TOPIC, PARTITION, MESSAGES_LENGTH, MESSAGES."""
-    return 2 + len(item.topic) + 4 + 4 + len(item.messages)
-
-
-def produce_request_size(req: wire.ProduceRequest | wire.MultiProduceRequest) -> int:
-    """Body size (without the 4-byte length) of a PRODUCE/MULTIPRODUCE, without encoding it."""
-    if isinstance(req, wire.ProduceRequest):
-        return 2 + produce_item_size(req)  # REQUEST_TYPE, then the item's fields
-    return MULTIPRODUCE_HEADER + sum(produce_item_size(p) for p in req.produces)
-
-
 def fetch_answer_bound(max_size: int) -> int:
     """The largest FETCH answer body a broker may send for ``max_size``."""
     return _FETCH_OVERHEAD + max_size

@@ -23,11 +23,7 @@ from kafka_pyspark import defaults, wire
 from kafka_pyspark._closing import Closing
 from kafka_pyspark.client.appends import AppendLedger, Shortfall
 from kafka_pyspark.client.connection import BrokerConnection
-from kafka_pyspark.client.framing import (
-    BROKER_MAX_REQUEST_BYTES,
-    MULTIPRODUCE_HEADER,
-    produce_item_size,
-)
+from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.client.offsets import latest
 from kafka_pyspark.errors import (
     AppendShortfallError,
@@ -37,7 +33,7 @@ from kafka_pyspark.errors import (
     with_context,
 )
 from kafka_pyspark.names import TopicPartition
-from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS
+from kafka_pyspark.wire.protocol import MAX_MULTI_ITEMS, MULTIPRODUCE_HEADER_SIZE
 
 DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
 
@@ -131,14 +127,15 @@ class Producer(Closing):
         if not message_set:
             return
         item = wire.ProduceRequest(topic, partition, bytes(message_set))
-        size = produce_item_size(item)
-        if MULTIPRODUCE_HEADER + size > self._max_request_size:
+        size = wire.produce_item_size(len(topic), len(message_set))
+        if MULTIPRODUCE_HEADER_SIZE + size > self._max_request_size:
             raise RequestTooLargeError(
                 f"a message set of {len(message_set)} bytes for topic {topic!r} partition "
                 f"{partition} on broker {broker_id} does not fit in one request "
                 f"({self._max_request_size} bytes max)"
             )
-        if self._buffered.get(broker_id, 0) + size > self._max_request_size - MULTIPRODUCE_HEADER:
+        room = self._max_request_size - MULTIPRODUCE_HEADER_SIZE
+        if self._buffered.get(broker_id, 0) + size > room:
             try:
                 self._write(broker_id)
             except KafkaError as e:
@@ -177,14 +174,14 @@ class Producer(Closing):
                         ) from e
                     ledger.set_base(item.topic, item.partition, end, conn.connects)
         chunks: list[list[wire.ProduceRequest]] = [[]]
-        total = MULTIPRODUCE_HEADER
+        total = MULTIPRODUCE_HEADER_SIZE
         for item in items:
-            size = produce_item_size(item)
+            size = wire.produce_item_size(len(item.topic), len(item.messages))
             if chunks[-1] and (
                 total + size > self._max_request_size or len(chunks[-1]) >= MAX_MULTI_ITEMS
             ):
                 chunks.append([])
-                total = MULTIPRODUCE_HEADER
+                total = MULTIPRODUCE_HEADER_SIZE
             chunks[-1].append(item)
             total += size
         for n, chunk in enumerate(chunks):

@@ -15,18 +15,23 @@ message set therefore has to fit in one such request: uncompressed sets are cut 
 well as by ``batch.size`` (:func:`cut_runs`); a compressed wrapper is at most
 ``max.message.size`` + its header, which always fits. A single message that cannot fit in a
 request at all (only possible with ``max.message.size`` near 100 MiB) is an error naming its
-row, never an error about a "message set".
+row, never an error about a "message set". :class:`SizeLimits` is the one place that decides
+that a message or a set is too large, and words the error. Request sizes come from the wire
+layer's structs (:func:`kafka_pyspark.wire.produce_item_size`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from kafka_pyspark.client.framing import BROKER_MAX_REQUEST_BYTES
+from kafka_pyspark.errors import MessageTooLargeError
 from kafka_pyspark.messages.layout import HEADER_V1_SIZE
+from kafka_pyspark.wire import MULTIPRODUCE_HEADER_SIZE, produce_item_size
 from kafka_pyspark.wire.topics import MAX_TOPIC_BYTES
 
 #: room above max.message.size in a request (several sets of smaller messages per request)
@@ -36,30 +41,67 @@ REQUEST_HEADROOM = 1 << 20
 MAX_COMPRESS_INPUT = 8 << 20
 #: bytes a magic-1 message adds to its payload: LENGTH, MAGIC, ATTRIBUTES, CRC32
 MESSAGE_OVERHEAD = HEADER_V1_SIZE
-#: a MULTIPRODUCE body before its items: REQUEST_TYPE, TOPICPARTITION_COUNT
-MULTI_HEADER = 2 + 2
-#: one PRODUCE/MULTIPRODUCE item without its topic and messages: TOPIC_LENGTH, PARTITION,
-#: MESSAGES_LENGTH (a lone PRODUCE has REQUEST_TYPE instead of the count: the same size)
-ITEM_HEADER = 2 + 4 + 4
 
 
 def request_limit(max_message_size: int) -> int:
     """Most body bytes of one PRODUCE/MULTIPRODUCE the writer sends: room for the largest
     allowed message plus headroom, within 0.7.2's ``max.socket.request.bytes``."""
-    wanted = max_message_size + MESSAGE_OVERHEAD + MULTI_HEADER + ITEM_HEADER + MAX_TOPIC_BYTES
-    return min(BROKER_MAX_REQUEST_BYTES, wanted + REQUEST_HEADROOM)
+    largest = produce_item_size(MAX_TOPIC_BYTES, max_message_size + MESSAGE_OVERHEAD)
+    return min(BROKER_MAX_REQUEST_BYTES, MULTIPRODUCE_HEADER_SIZE + largest + REQUEST_HEADROOM)
 
 
 def set_limit(request_bytes: int, topic: str) -> int:
     """Most bytes of one encoded message set for ``topic`` that fit in one request."""
-    return request_bytes - MULTI_HEADER - ITEM_HEADER - len(topic)
+    return request_bytes - MULTIPRODUCE_HEADER_SIZE - produce_item_size(len(topic), 0)
 
 
-def message_limit(max_message_size: int, request_bytes: int) -> int:
-    """Largest uncompressed payload the writer can send: ``max.message.size``, or less when a
-    request could not carry it (a topic of any legal length)."""
-    room = request_bytes - MULTI_HEADER - ITEM_HEADER - MAX_TOPIC_BYTES - MESSAGE_OVERHEAD
-    return min(max_message_size, room)
+def message_limit(max_message_size: int, request_bytes: int, topic: str | None = None) -> int:
+    """Largest payload of one message (a compressed wrapper counts as one) the writer can send
+    for ``topic``: ``max.message.size``, or less when a request could not carry it. ``topic``
+    None: a topic of any legal length (the rows' check, before they are routed)."""
+    topic_bytes = MAX_TOPIC_BYTES if topic is None else len(topic)
+    room = request_bytes - MULTIPRODUCE_HEADER_SIZE - produce_item_size(topic_bytes, 0)
+    return min(max_message_size, room - MESSAGE_OVERHEAD)
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """The one place that decides whether a message or a message set is too large for the
+    broker, and says so: one write task's ``max.message.size`` and request size."""
+
+    max_message_size: int
+    request_bytes: int
+
+    @classmethod
+    def of(cls, max_message_size: int) -> SizeLimits:
+        return cls(max_message_size, request_limit(max_message_size))
+
+    def payload_limit(self, topic: str | None = None) -> int:
+        """Largest payload of one message for ``topic`` (None: any legal topic)."""
+        return message_limit(self.max_message_size, self.request_bytes, topic)
+
+    def message_over(self, payload: int, topic: str | None = None) -> bool:
+        """Whether one message (a compressed wrapper counts as one) is too large."""
+        return payload > self.payload_limit(topic)
+
+    def set_over(self, set_bytes: int, topic: str) -> bool:
+        """Whether an encoded message set for ``topic`` cannot go in one request."""
+        return set_bytes > set_limit(self.request_bytes, topic)
+
+    def too_large(
+        self, where: str, message: str, payload: int, topic: str | None = None
+    ) -> MessageTooLargeError:
+        """The error for a message :meth:`message_over` refuses: ``where`` (the row),
+        ``message`` (which message, e.g. its compressed wrapper for a broker-partition)."""
+        limit = self.payload_limit(topic)
+        why = (
+            f"over max.message.size ({limit}); a 0.7 broker would drop the whole message set "
+            "silently"
+            if limit == self.max_message_size
+            else f"over {limit}, the most one request can carry within a 0.7 broker's "
+            f"max.socket.request.bytes ({BROKER_MAX_REQUEST_BYTES})"
+        )
+        return MessageTooLargeError(f"{where}: {message} has a payload of {payload} bytes, {why}")
 
 
 def cut_runs(
@@ -91,6 +133,7 @@ __all__ = [
     "MAX_COMPRESS_INPUT",
     "MESSAGE_OVERHEAD",
     "REQUEST_HEADROOM",
+    "SizeLimits",
     "cut_runs",
     "message_limit",
     "request_limit",

@@ -10,10 +10,12 @@ from kafka_pyspark.wire.protocol import (
     INT64_MAX,
     MULTIFETCH,
     MULTIPRODUCE,
+    MULTIPRODUCE_HEADER_SIZE,
     OFFSETS,
     OFFSETS_EARLIEST,
     OFFSETS_LATEST,
     PRODUCE,
+    PRODUCE_ITEM_OVERHEAD,
     FetchRequest,
     FetchResponse,
     MultiFetchRequest,
@@ -33,6 +35,8 @@ from kafka_pyspark.wire.protocol import (
     encode_offsets_response,
     encode_request,
     frame_length,
+    produce_item_size,
+    produce_request_size,
 )
 from kafka_pyspark.wire.topics import validate_topic_name
 
@@ -42,10 +46,12 @@ __all__ = [
     "INT64_MAX",
     "MULTIFETCH",
     "MULTIPRODUCE",
+    "MULTIPRODUCE_HEADER_SIZE",
     "OFFSETS",
     "OFFSETS_EARLIEST",
     "OFFSETS_LATEST",
     "PRODUCE",
+    "PRODUCE_ITEM_OVERHEAD",
     "FetchRequest",
     "FetchResponse",
     "MultiFetchRequest",
@@ -65,5 +71,7 @@ __all__ = [
     "encode_offsets_response",
     "encode_request",
     "frame_length",
+    "produce_item_size",
+    "produce_request_size",
     "validate_topic_name",
 ]

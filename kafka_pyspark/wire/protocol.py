@@ -64,6 +64,12 @@ _PART_LEN = struct.Struct(">ii")  # MULTIPRODUCE item: PARTITION, MESSAGES_LENGT
 
 _MAX_TOPIC_CHARS = 2**15 - 1  # int16 TOPIC_LENGTH
 
+#: a MULTIPRODUCE body before its items: REQUEST_TYPE, TOPICPARTITION_COUNT
+MULTIPRODUCE_HEADER_SIZE = _INT16.size + _INT16.size
+#: a PRODUCE/MULTIPRODUCE item besides its topic and messages: TOPIC_LENGTH, PARTITION,
+#: MESSAGES_LENGTH (a lone PRODUCE body is REQUEST_TYPE and one item)
+PRODUCE_ITEM_OVERHEAD = _INT16.size + _PART_LEN.size
+
 
 @dataclass(frozen=True)
 class ProduceRequest:
@@ -101,6 +107,22 @@ class MultiProduceRequest:
 Request = (
     ProduceRequest | FetchRequest | OffsetsRequest | MultiFetchRequest | MultiProduceRequest
 )
+
+
+def produce_item_size(topic_bytes: int, messages_bytes: int) -> int:
+    """Bytes of one PRODUCE/MULTIPRODUCE item (the PRODUCE body after its REQUEST_TYPE) for a
+    topic of ``topic_bytes`` and a message set of ``messages_bytes``."""
+    return PRODUCE_ITEM_OVERHEAD + topic_bytes + messages_bytes
+
+
+def produce_request_size(req: ProduceRequest | MultiProduceRequest) -> int:
+    """Body size (without the 4-byte length) of a PRODUCE/MULTIPRODUCE, without encoding it
+    (topics are ASCII: a character is a byte)."""
+    if isinstance(req, ProduceRequest):
+        return _INT16.size + produce_item_size(len(req.topic), len(req.messages))
+    return MULTIPRODUCE_HEADER_SIZE + sum(
+        produce_item_size(len(p.topic), len(p.messages)) for p in req.produces
+    )
 
 
 @dataclass(frozen=True)

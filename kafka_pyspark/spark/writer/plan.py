@@ -3,11 +3,12 @@ picklable :class:`WritePlan` that Spark ships to every write task."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark import defaults
+from kafka_pyspark.cluster_options import ClusterOptions
 from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
 from kafka_pyspark.partitioner import sorted_partitions
 from kafka_pyspark.spark.options.columns import ColumnLayout, resolve_columns
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from kafka_pyspark.cluster import Cluster
-    from kafka_pyspark.cluster_options import ClusterOptions
 
 
 #: what a failed delivery's error says happens next, in a Spark job
@@ -30,17 +30,17 @@ SPARK_RETRY_NOTE = (
 
 @dataclass(frozen=True)
 class WritePlan:
-    """Everything a write task needs, resolved on the driver (picklable primitives)."""
+    """Everything a write task needs, resolved on the driver (picklable)."""
 
     options: WriteOptions
+    #: the cluster options as parsed on the driver, without ZooKeeper credentials (a write
+    #: task never contacts ZooKeeper); in ``broker.list`` mode tasks probe the topics the
+    #: driver did not resolve (``topic`` column) with them
+    cluster: ClusterOptions
     layout: ColumnLayout
     brokers: dict[int, tuple[str, int]]
     #: topic -> sorted (broker, partition) list; empty tuple: known not to be registered
     topics: dict[str, tuple[tuple[int, int], ...]]
-    #: broker.list mode: executors probe topics the driver did not resolve (``topic`` column)
-    broker_list: str | None = None
-    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
-    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
     connect_retries: int = 3
     connect_backoff: float = 0.2
     #: the last sentence of a failed delivery's error (another caller has no Spark retry)
@@ -91,10 +91,8 @@ def resolve_plan(
         )
     return WritePlan(
         options=wopts,
+        cluster=dataclasses.replace(copts, zk_auth=None),
         layout=layout,
         brokers=brokers,
         topics=topics,
-        broker_list=copts.broker_list if registry is None else None,
-        socket_timeout_ms=copts.socket_timeout_ms,
-        socket_buffer_size=copts.socket_buffer_size,
     )

@@ -108,7 +108,7 @@ class Router:
         ids = self._ids.get(topic)
         if ids is None:
             bps = self.plan.topics.get(topic)
-            if bps is None and self.plan.broker_list is not None:
+            if bps is None and self.plan.cluster.broker_list is not None:
                 bps = tuple(self._probe_cluster().partitions(topic))
             if not bps:
                 bps = self.plan.new_topic_partitions()
@@ -124,17 +124,8 @@ class Router:
     def _probe_cluster(self) -> Cluster:
         if self._probe is None:
             from kafka_pyspark.cluster import Cluster
-            from kafka_pyspark.cluster_options import ClusterOptions
 
-            # the driver parsed and checked these options (plan.build_plan)
-            self._probe = Cluster(
-                ClusterOptions(
-                    zk_connect=None,
-                    broker_list=self.plan.broker_list,
-                    socket_timeout_ms=self.plan.socket_timeout_ms,
-                    socket_buffer_size=self.plan.socket_buffer_size,
-                )
-            )
+            self._probe = Cluster(self.plan.cluster)
         return self._probe
 
     # --- per topic -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from kafka_pyspark.spark.options.write import WriteOptions
 from kafka_pyspark.spark.write_sizes import (
     MAX_COMPRESS_INPUT,
     MESSAGE_OVERHEAD,
+    SizeLimits,
     cut_runs,
     set_limit,
 )
@@ -51,7 +52,7 @@ class SetBuilder:
         self,
         opts: WriteOptions,
         targets: Targets,
-        max_request: int,
+        limits: SizeLimits,
         queue: Queue,
         label: Callable[[int], str],
     ) -> None:
@@ -59,7 +60,7 @@ class SetBuilder:
 
         self.opts = opts
         self.targets = targets
-        self._max_request = max_request
+        self._limits = limits
         self._queue = queue
         self._label = label
         self._encode = encode_message_set_arrow
@@ -132,7 +133,7 @@ class SetBuilder:
         one request; compressed, runs of at most MAX_COMPRESS_INPUT payload bytes."""
         offsets = value_offsets(values)
         if self.opts.codec == "none":
-            limit = set_limit(self._max_request, self.targets[target][0])
+            limit = set_limit(self._limits.request_bytes, self.targets[target][0])
             return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
         return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
 
@@ -143,29 +144,30 @@ class SetBuilder:
             data = self._encode(values, compression=self.opts.codec)
         topic = self.targets[target][0]
         payload = len(data) - MESSAGE_OVERHEAD
-        wrapper_over = self.opts.codec != "none" and payload > self.opts.max_message_size
-        if wrapper_over or len(data) > set_limit(self._max_request, topic):
+        # one message (a compressed wrapper, or a lone row) is held to max.message.size too
+        one_message = self.opts.codec != "none" or len(values) == 1
+        if (
+            self._limits.message_over(payload, topic)
+            if one_message
+            else self._limits.set_over(len(data), topic)
+        ):
             if len(values) > 1:
                 half = len(values) // 2
                 self._emit(target, values.slice(0, half), rows[:half])
                 self._emit(target, values.slice(half), rows[half:])
                 return
-            raise RowError(self._too_large(target, values, int(rows[0]), payload, wrapper_over))
+            raise RowError(self._too_large(target, values, int(rows[0]), payload))
         self._queue(target, data, len(values))
 
     def _too_large(
-        self, target: int, values: pa.Array, row: int, payload: int, wrapper_over: bool
+        self, target: int, values: pa.Array, row: int, payload: int
     ) -> MessageTooLargeError:
         topic, b, p = self.targets[target]
         codec = self.opts.codec
-        what = f"its {codec} wrapper message" if codec != "none" else "its message"
-        raw = f" ({len(values[0].as_py())} bytes before compression)" if codec != "none" else ""
-        limit = (
-            f"over max.message.size ({self.opts.max_message_size}); a 0.7 broker would "
-            "drop it silently" if wrapper_over
-            else f"more than one request can carry ({self._max_request} bytes)"
+        message = (
+            f"its {codec} wrapper message ({len(values[0].as_py())} bytes before compression)"
+            if codec != "none"
+            else "its message"
         )
-        return MessageTooLargeError(
-            f"{self._label(row)}: {what} for topic {topic!r} broker-partition "
-            f"{partition_key(b, p)} has a {payload}-byte payload{raw}, {limit}"
-        )
+        where = f"{message} for topic {topic!r} broker-partition {partition_key(b, p)}"
+        return self._limits.too_large(self._label(row), where, payload, topic)

@@ -21,13 +21,11 @@ from kafka_pyspark.errors import (
     AppendShortfallError,
     BrokerConnectionError,
     KafkaError,
-    MessageTooLargeError,
-    RequestTooLargeError,
     SchemaError,
     with_context,
 )
-from kafka_pyspark.names import TopicPartition, partition_key
-from kafka_pyspark.spark.write_sizes import message_limit, request_limit
+from kafka_pyspark.names import TopicPartition
+from kafka_pyspark.spark.write_sizes import SizeLimits
 from kafka_pyspark.spark.writer.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark.spark.writer.plan import WritePlan
 from kafka_pyspark.spark.writer.route import Router
@@ -59,8 +57,8 @@ class TaskWriter:
         self._targets = Targets()
         self._router = Router(plan, self._targets, np.random.default_rng(seed), task)
         # every message set must fit in one request (write_sizes)
-        self._max_request = request_limit(self.opts.max_message_size)
-        self._sets = SetBuilder(self.opts, self._targets, self._max_request, self._queue,
+        self._limits = SizeLimits.of(self.opts.max_message_size)
+        self._sets = SetBuilder(self.opts, self._targets, self._limits, self._queue,
                                 lambda row: row_label(task, row))
         self._prod: Producer | None = None
         self._handed: dict[int, list[int]] = {}  # target -> [messages, bytes, sets] to producer
@@ -134,22 +132,14 @@ class TaskWriter:
     def _check_sizes(
         self, batch: pa.RecordBatch, offsets: npt.NDArray[np.int64], base: int
     ) -> None:
-        limit = message_limit(self.opts.max_message_size, self._max_request)
         lengths = np.diff(offsets)
-        if len(lengths) and int(lengths.max()) > limit:
-            row = int(np.flatnonzero(lengths > limit)[0])
-            key = batch.column(self.layout.key)[row].as_py() if self.layout.key else None
-            why = (
-                f"over max.message.size ({limit}); a 0.7 broker would drop the whole message "
-                "set silently"
-                if limit == self.opts.max_message_size
-                else f"over {limit}, the most one request can carry within a 0.7 broker's "
-                "max.socket.request.bytes (100 MiB)"
-            )
-            raise RowError(MessageTooLargeError(
-                f"{row_label(self.task, base + row, key)}: message payload is "
-                f"{int(lengths[row])} bytes, {why}"
-            ))
+        if not len(lengths) or not self._limits.message_over(int(lengths.max())):
+            return
+        row = int(np.flatnonzero(lengths > self._limits.payload_limit())[0])
+        key = batch.column(self.layout.key)[row].as_py() if self.layout.key else None
+        raise RowError(self._limits.too_large(
+            row_label(self.task, base + row, key), "its message", int(lengths[row])
+        ))
 
     # --- I/O ------------------------------------------------------------------------------
 
@@ -157,23 +147,21 @@ class TaskWriter:
         if self._prod is None:
             self._prod = Producer(
                 self.plan.brokers,
-                timeout=self.plan.socket_timeout_ms / 1000.0,
+                timeout=self.plan.cluster.socket_timeout_ms / 1000.0,
                 retries=self.plan.connect_retries,
                 backoff=self.plan.connect_backoff,
-                buffer_size=self.plan.socket_buffer_size,
-                max_request_size=self._max_request,
+                buffer_size=self.plan.cluster.socket_buffer_size,
+                max_request_size=self._limits.request_bytes,
                 # wait for a lazily flushing broker's log end as long as for an answer
-                check_appends=self.plan.socket_timeout_ms / 1000.0,
+                check_appends=self.plan.cluster.socket_timeout_ms / 1000.0,
             )
         return self._prod
 
     def _queue(self, target: int, data: bytes, messages: int) -> None:
         topic, broker, partition = self._targets[target]
         try:
+            # SetBuilder cut every set to fit one request: the producer's size check holds
             self._producer().send(broker, topic, partition, data)
-        except RequestTooLargeError as e:  # only a message set of one huge message
-            where = f"{topic}/{partition_key(broker, partition)}"
-            raise RowError(MessageTooLargeError(f"{where}: {e}")) from e
         except BrokerConnectionError as e:
             raise self._delivery_failure(e) from e
         c = self._handed.setdefault(target, [0, 0, 0])
