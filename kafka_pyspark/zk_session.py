@@ -14,6 +14,11 @@ and turning kazoo's exceptions into ours:
 - the session was closed -> :class:`RegistryError` saying so; anything else kazoo raises ->
   :class:`RegistryError` naming the request and ZooKeeper.
 
+Many writes at once (a group's first commit creates a node per broker-partition) go in
+``multi`` transactions of a few hundred when the server has them (3.4+): kazoo's cost is per
+request, and a transaction is one. A transaction that fails is undone as a whole, and its
+writes are then sent one by one, each getting its own answer.
+
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
 :data:`kafka_pyspark.zk_auth.KAZOO_LOG`; credentials never appear in a message or a repr.
@@ -292,14 +297,16 @@ class ZkSession:
         return out
 
     def has_multi(self) -> bool:
-        """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word,
-        asked once per session; a server that does not answer it is assumed not to."""
+        """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word
+        (asked on the session's connection's server, once it answered): a server that has no
+        ``multi`` drops the request unanswered, so it is never sent unless known to work."""
         if self._multi is None:
             client = self._zk()
             try:
-                self._multi = multi_supported(client.command(b"srvr"))
-            except Exception:  # no answer (a closed port, a reset): one node per request
-                self._multi = False
+                answer = client.command(b"srvr")
+            except Exception:  # not connected now, a reset: one node per request this time
+                return False
+            self._multi = multi_supported(answer)
         return self._multi
 
     def acls(self, path: str) -> list[Any] | None:
