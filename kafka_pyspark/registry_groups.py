@@ -207,13 +207,13 @@ class GroupRegistry(RegistryBase):
     def _inherited_acls(self, paths: Sequence[str]) -> dict[str, list[Any] | None]:
         """With ``auth``: for each of ``paths`` (each one's parent is ``/`` or listed before
         it), its own ACL, or, if it does not exist, the one it inherits from its parent: the
-        ACLs of all of them and of ``/`` read in one round. Without: None for each
-        (ZooKeeper's default open ACL)."""
+        ACLs of all of them read in one round (and ``/``'s in one more when the first does
+        not exist). Without: None for each (ZooKeeper's default open ACL)."""
         if not self._zk.has_auth:
             return dict.fromkeys(paths)
-        own = self._zk.acls_of(["/", *paths], f"{CONSUMERS}/*")
-        out: dict[str, list[Any] | None] = {"/": own[0]}
-        for path, acl in zip(paths, own[1:], strict=True):
+        own = self._zk.acls_of(paths, f"{CONSUMERS}/*")
+        out: dict[str, list[Any] | None] = {"/": self._zk.acls("/") if own[0] is None else None}
+        for path, acl in zip(paths, own, strict=True):
             out[path] = acl if acl is not None else out[path.rsplit("/", 1)[0] or "/"]
         del out["/"]
         return out
