@@ -17,7 +17,10 @@ Per N in ``SIZES``, wall time, median of ``REPEAT`` (after one warm-up where not
 * ``first_commit``: ``commitToGroup``'s first commit, writing all N offsets of a new group
   (a stream's ``commit`` of its first micro-batch's end; a new group each time, no warm-up);
 * ``lag``: ``kafka07 lag`` of such a group, in this process (no interpreter start-up; the
-  output goes nowhere) (warm-up).
+  output goes nowhere) (warm-up);
+* ``lag_command``: the same as a command (``python -m kafka_pyspark.cli lag ...``, what a
+  user waits for: interpreter start-up and imports included; its CPU time is not this
+  process's, so its driver CPU figure is 0).
 
 Rows: ``scale_rtt.<step>.<N>.rtt<ms>`` (ms), the same ``.driver_cpu`` (the CPU time of this
 process, all its threads, meanwhile), ``scale_rtt.rtt<ms>.measured`` (us). The load
@@ -31,6 +34,8 @@ import contextlib
 import io
 import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -45,7 +50,8 @@ RUN_BY_NAME_ONLY = True
 
 SIZES = (100, 1_000, 10_000)
 RTTS_MS = (0.0, 0.5)
-STEPS = ("plan", "latest_offset", "first_commit", "lag")
+COMMAND_TIMEOUT = 300.0
+STEPS = ("plan", "latest_offset", "first_commit", "lag", "lag_command")
 
 
 def _topic(n: int) -> str:
@@ -97,6 +103,17 @@ def lag_command(zk_connect: str, group: str) -> Callable[[], object]:
     return lag
 
 
+def lag_process(zk_connect: str, group: str) -> Callable[[], object]:
+    """``kafka07 lag`` as a command of its own, its output discarded."""
+
+    def lag() -> None:
+        subprocess.run([sys.executable, "-m", "kafka_pyspark.cli", "lag", "--zk", zk_connect,
+                        "--group", group], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True, timeout=COMMAND_TIMEOUT)
+
+    return lag
+
+
 def measure(zk_connect: str, n: int) -> dict[str, tuple[float, float]]:
     """Every step's median wall and driver CPU time (seconds) at ``n`` broker-partitions."""
     found = {"plan": plan_time(zk_connect, _options(n)),
@@ -105,6 +122,7 @@ def measure(zk_connect: str, n: int) -> dict[str, tuple[float, float]]:
     found["first_commit"] = (statistics.median(c[0] for c in commits),
                              statistics.median(c[1] for c in commits))
     found["lag"] = median_time(lag_command(zk_connect, commits[-1][2]))
+    found["lag_command"] = median_time(lag_process(zk_connect, commits[-1][2]))
     return found
 
 

@@ -14,6 +14,11 @@ and turning kazoo's exceptions into ours:
 - the session was closed -> :class:`RegistryError` saying so; anything else kazoo raises ->
   :class:`RegistryError` naming the request and ZooKeeper.
 
+Many writes at once (a group's first commit creates a node per broker-partition) go in
+``multi`` transactions of a few hundred when the server has them (3.4+): kazoo's cost is per
+request, and a transaction is one. A transaction that fails is undone as a whole, and its
+writes are then sent one by one, each getting its own answer.
+
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
 :data:`kafka_pyspark.zk_auth.KAZOO_LOG`; credentials never appear in a message or a repr.
@@ -29,7 +34,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
@@ -47,6 +52,9 @@ _SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
 
 #: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
 NewNode = tuple[str, bytes, "list[Any] | None"]
+_T = TypeVar("_T")
+#: the answer for an item of a transaction that was applied
+_DONE = "done"
 
 
 class Created(enum.Enum):
@@ -99,17 +107,17 @@ def _create(path: str, value: bytes, acl: list[Any] | None) -> _Request:
     return _Request(path, lambda client: client.create_async(path, value, acl))
 
 
-def _multi_create(nodes: Sequence[NewNode]) -> _Request:
-    """One ``multi`` transaction creating ``nodes``: all of them, or none (its answer lists
-    an exception per node then)."""
+def _transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: str) -> _Request:
+    """One ``multi`` transaction of ``add(transaction, item)`` for each of ``items``: all of
+    them, or none (its answer lists an exception per item then)."""
 
     def send(client: Any) -> Any:
         transaction = client.transaction()
-        for path, value, acl in nodes:
-            transaction.create(path, value, acl)
+        for item in items:
+            add(transaction, item)
         return transaction.commit_async()
 
-    return _Request(nodes[0][0], send)
+    return _Request(where, send)
 
 
 def multi_supported(srvr: str) -> bool:
@@ -232,11 +240,13 @@ class ZkSession:
         return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
 
     def set_values(self, items: Sequence[tuple[str, bytes]], where: str) -> list[bool]:
-        """Overwrite each node's value; False for a node that does not exist."""
+        """Overwrite each node's value; False for a node that does not exist. One round,
+        in ``multi`` transactions where the server has them (:meth:`_transacted`)."""
         from kazoo.exceptions import NoNodeError
 
-        reqs = [_set(p, v) for p, v in items]
-        answers = self._pipeline("writing", where, reqs, {NoNodeError: False})
+        answers = self._transacted(
+            "writing", where, [], items, lambda it: _set(*it),
+            lambda tx, it: tx.set_data(*it), {NoNodeError: False})
         return [a is not False for a in answers]
 
     def create(
@@ -244,46 +254,59 @@ class ZkSession:
     ) -> list[Created]:
         """Create each of ``nodes``, then each of ``together`` (persistent), in one pipelined
         round: ZooKeeper applies a session's requests in order, so a node may follow its
-        parent. ``together`` (nodes expected not to exist) go in ``multi`` transactions of
-        :data:`MULTI_SIZE` when the server has them; a transaction that fails (a node existed,
-        a parent vanished) creates its nodes one by one in a second round. What happened to
-        each node, ``nodes`` first."""
-        chunks = ([together[i:i + MULTI_SIZE] for i in range(0, len(together), MULTI_SIZE)]
-                  if together and self.has_multi() else [[n] for n in together])
-        singles = len(nodes)
-        answers = self._creating(
-            where, [_create(*n) for n in nodes]
-            + [_create(*c[0]) if len(c) == 1 else _multi_create(c) for c in chunks])
-        out = answers[:singles]
-        redo: list[NewNode] = []
-        for chunk, answer in zip(chunks, answers[singles:], strict=True):
-            if len(chunk) > 1 and any(isinstance(a, Exception) for a in answer):
-                redo.extend(chunk)
-                out.extend([Created.EXISTS] * len(chunk))  # placeholders, replaced below
-            else:
-                out.extend([answer] if len(chunk) == 1 else [Created.CREATED] * len(chunk))
-        if redo:
-            again = iter(self._creating(where, [_create(*n) for n in redo]))
-            failed = {n[0] for n in redo}
-            out[singles:] = [next(again) if n[0] in failed else c
-                             for n, c in zip(together, out[singles:], strict=True)]
-        return [a if isinstance(a, Created) else Created.CREATED for a in out]
-
-    def _creating(self, where: str, requests: Sequence[_Request]) -> list[Any]:
+        parent. ``together`` (nodes expected not to exist) go in ``multi`` transactions
+        (:meth:`_transacted`). What happened to each node, ``nodes`` first."""
         from kazoo.exceptions import NodeExistsError, NoNodeError
 
-        return self._pipeline("creating", where, requests,
-                              {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS})
+        answers = self._transacted(
+            "creating", where, [_create(*n) for n in nodes], together, lambda n: _create(*n),
+            lambda tx, n: tx.create(*n),
+            {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS})
+        return [a if isinstance(a, Created) else Created.CREATED for a in answers]
+
+    def _transacted(
+        self, what: str, where: str, first: Sequence[_Request], items: Sequence[_T],
+        one: Callable[[_T], _Request], add: Callable[[Any, _T], object],
+        expected: Mapping[type[BaseException], Any],
+    ) -> list[Any]:
+        """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
+        pipelined round; ``items`` go in ``multi`` transactions of :data:`MULTI_SIZE` (made
+        with ``add``) when the server has them, kazoo's cost being per request. A transaction
+        that fails (one item's answer is not a success) is all undone: its items are sent
+        one by one in a second round, for their own answers."""
+        batched = len(items) > 1 and self.has_multi()
+        chunks = ([items[i:i + MULTI_SIZE] for i in range(0, len(items), MULTI_SIZE)]
+                  if batched else [[item] for item in items])
+        answers = self._pipeline(what, where, [
+            *first, *(one(c[0]) if len(c) == 1 else _transaction(c, add, where) for c in chunks)],
+            expected)
+        out = answers[:len(first)]
+        redo: list[int] = []
+        for chunk, answer in zip(chunks, answers[len(first):], strict=True):
+            if len(chunk) == 1:
+                out.append(answer)
+                continue
+            if any(isinstance(a, Exception) for a in answer):
+                redo.extend(range(len(out), len(out) + len(chunk)))
+            out.extend([_DONE] * len(chunk))
+        if redo:
+            again = self._pipeline(what, where, [one(items[i - len(first)]) for i in redo],
+                                   expected)
+            for i, answer in zip(redo, again, strict=True):
+                out[i] = answer
+        return out
 
     def has_multi(self) -> bool:
-        """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word,
-        asked once per session; a server that does not answer it is assumed not to."""
+        """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word
+        (asked on the session's connection's server, once it answered): a server that has no
+        ``multi`` drops the request unanswered, so it is never sent unless known to work."""
         if self._multi is None:
             client = self._zk()
             try:
-                self._multi = multi_supported(client.command(b"srvr"))
-            except Exception:  # no answer (a closed port, a reset): one node per request
-                self._multi = False
+                answer = client.command(b"srvr")
+            except Exception:  # not connected now, a reset: one node per request this time
+                return False
+            self._multi = multi_supported(answer)
         return self._multi
 
     def acls(self, path: str) -> list[Any] | None:

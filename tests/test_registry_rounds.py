@@ -220,6 +220,32 @@ def test_first_commit_of_many_offsets_takes_two_rounds(
 
 
 @pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+def test_rewriting_many_offsets_takes_one_round(
+    zk_connect: str, rounds: list[str], requests_sent: list[str], multi: bool,
+    monkeypatch: pytest.MonkeyPatch, kz: Any,
+) -> None:
+    """Every offset moved (or a restarted query's first commit): one round of writes, in
+    transactions of a few hundred where the server has them. A node deleted meanwhile fails
+    its transaction: those nodes are written one by one and the deleted one created again."""
+    if not multi:
+        without_multi(monkeypatch)
+    moved = {key: offset + 1 for key, offset in MANY.items()}
+    with Registry(zk_connect) as registry:
+        registry.commit_group_offsets("g", "t", MANY, creator="me")
+        rounds.clear()
+        requests_sent.clear()
+        registry.commit_group_offsets("g", "t", moved, creator="me")
+        assert rounds == ["writing"]
+        assert requests_sent == (["Transaction"] * 5 if multi else ["SetData"] * len(MANY))
+        assert registry.group_offsets("g", "t") == moved
+        kz.delete("/consumers/g/offsets/t/3-5")
+        rounds.clear()
+        registry.commit_group_offsets("g", "t", MANY, creator="me")
+        assert rounds == ["writing", *(["writing"] if multi else []), "creating"]
+        assert registry.group_offsets("g", "t") == MANY
+
+
+@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
 def test_a_node_another_committer_created_meanwhile_is_overwritten(
     zk_connect: str, rounds: list[str], multi: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
 ) -> None:

@@ -10,7 +10,7 @@ the rest of the table is still filled.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from kafka_pyspark.cli.common import (
@@ -305,18 +305,19 @@ def _topic_lag(view: _GroupView, group: str, topic: str,
 def _lag_row(group: str, topic: str, key: tuple[int, int], offset: int | None,
              found: tuple[int, int] | BrokerFailure | None, live: bool, bad: str | None,
              owner: str | None) -> LagRow:
-    row = LagRow(group, topic, *key, offset, None, None, None, ERROR, owner=owner,
-                 node=partition_key(*key))
-    if isinstance(found, tuple):
-        row = replace(row, earliest=found[0], latest=found[1])
+    earliest, latest = found if isinstance(found, tuple) else (None, None)
+    lag: int | None = None
+    error: str | None = None
     if bad is not None:
-        return replace(row, status=BAD_NODE, error=bad)
-    if found is None:
-        return replace(row, status=NOT_LIVE if not live else NOT_REGISTERED)
-    if isinstance(found, BrokerFailure):
-        return replace(row, error=str(found))
-    lag, status = _classify(offset, *found)
-    return replace(row, lag=lag, status=status)
+        status, error = BAD_NODE, bad
+    elif found is None:
+        status = NOT_LIVE if not live else NOT_REGISTERED
+    elif isinstance(found, BrokerFailure):
+        status, error = ERROR, str(found)
+    else:
+        lag, status = _classify(offset, *found)
+    return LagRow(group, topic, *key, offset, earliest, latest, lag, status, error, owner=owner,
+                  node=partition_key(*key))
 
 
 def group_lag(

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka_pyspark._closing import Closing
-from kafka_pyspark.errors import BrokerConnectionError, KafkaError, RegistryUnavailableError
+from kafka_pyspark.errors import BrokerConnectionError, RegistryUnavailableError
 from kafka_pyspark.names import TopicPartition
 from kafka_pyspark.spark.admission import Scan, Windows
 from kafka_pyspark.spark.discovery import current_view, group_start
@@ -62,7 +62,6 @@ class StreamOffsetReader(Closing):
         )
         self._prefetch = Prefetch(options.cluster)
         self._known: View | None = None  # the last view read (the one kept in an outage)
-        self._viewed: dict[int, BrokerAddress] | None = None  # brokers of the newest view read
         self._addresses: dict[int, tuple[str, int]] = {}  # every broker address seen
         self._bounds: dict[TopicPartition, LogBounds] = {}  # the last OFFSETS answers
         self._latest: Offsets | None = None  # the log ends seen; None before any answer
@@ -84,7 +83,6 @@ class StreamOffsetReader(Closing):
     def view(self) -> View:
         """Current broker-partitions and brokers; during a ZooKeeper outage (bounded by
         ``zk.outage.max.ms``, see :mod:`.stream_outage`) the last ones seen."""
-        self._viewed = None  # set again only by a view read now
         registry = self.cluster().registry()
         known = self._known
         if registry is not None and known is not None and self._outage.waiting(
@@ -110,7 +108,6 @@ class StreamOffsetReader(Closing):
         self._seen(brokers)
         self._lookup.update(brokers)
         self._known = (tps, brokers)
-        self._viewed = brokers
         return tps, brokers
 
     def _seen(self, brokers: Mapping[int, BrokerAddress]) -> None:
@@ -198,26 +195,13 @@ class StreamOffsetReader(Closing):
     # --- planning --------------------------------------------------------------------------------
 
     def addresses_for(self, brokers: set[int]) -> dict[int, tuple[str, int]]:
-        """Where to reach ``brokers``: the registry as the view just before read it, or the
-        registry now (a query restarted from a checkpoint plans its last micro-batch first),
-        else the last address seen (a broker that is restarting; executors retry connections,
-        then fail naming host:port)."""
-        viewed, self._viewed = self._viewed, None
-        if viewed is not None and brokers <= set(viewed):
-            return {b: (viewed[b].host, viewed[b].port) for b in brokers}
-        missing = brokers - set(self._addresses)
-        registry = self.cluster().registry()
-        # during a ZooKeeper outage (warned once) a call that can only time out is skipped
-        away = self._outage.active and registry is not None and not registry.connected
-        if missing or not away:
-            try:
-                self._seen(self.cluster().brokers())
-            except KafkaError as e:
-                if missing:
-                    raise
-                if not self._outage.active:
-                    log.warning("kafka07 stream: could not list brokers (%s); using the last "
-                                "known addresses", e)
+        """Where to reach ``brokers``: as the last view read listed them (every
+        ``latestOffset`` reads one), or, for a broker this reader never saw (a query restarted
+        from a checkpoint plans its last micro-batch first), as the registry lists it now. A
+        broker that is restarting keeps its last address: executors retry connections, then
+        fail naming host:port."""
+        if not brokers <= set(self._addresses):
+            self._seen(self.cluster().brokers())
         missing = brokers - set(self._addresses)
         if missing:
             raise BrokerConnectionError(
