@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import re
+import socket
 import threading
 import time
 import warnings
@@ -49,6 +50,7 @@ MULTI_SIZE = 500
 #: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
 MULTI_SINCE = (3, 4)
 _SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
+_WORD_ANSWER_MAX = 8192  # bytes of a four-letter word's answer read (its first line is enough)
 
 #: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
 NewNode = tuple[str, bytes, "list[Any] | None"]
@@ -299,12 +301,25 @@ class ZkSession:
     def has_multi(self) -> bool:
         """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word
         (asked on the session's connection's server, once it answered): a server that has no
-        ``multi`` drops the request unanswered, so it is never sent unless known to work."""
+        ``multi`` drops the request unanswered, so it is never sent unless known to work.
+
+        The word is asked on a connection of its own, bounded by ``connection_timeout_ms``
+        (connect and answer). Not connected now, or the word refused or reset: one node per
+        request this time, asked again at the next need. No answer in time: the answer is
+        taken as "no" for the session, so that a server holding the word unanswered delays
+        one call, not every commit."""
         if self._multi is None:
             client = self._zk()
+            try:  # the server the session is connected to (kazoo's command() asks it too)
+                peer = client._connection._socket.getpeername()[:2]
+            except (AttributeError, OSError):  # not connected now
+                return False
             try:
-                answer = client.command(b"srvr")
-            except Exception:  # not connected now, a reset: one node per request this time
+                answer = _four_letter_word(peer, b"srvr", self.connection_timeout_ms / 1000.0)
+            except TimeoutError:
+                self._multi = False
+                return False
+            except OSError:
                 return False
             self._multi = multi_supported(answer)
         return self._multi
@@ -460,6 +475,23 @@ class _ConnectDeadline:
     def create_connection(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["timeout"] = self._bounded(kwargs.get("timeout"))
         return self._handler.create_connection(*args, **kwargs)
+
+
+def _four_letter_word(peer: tuple[str, int], word: bytes, timeout: float) -> str:
+    """ZooKeeper's answer to ``word`` at ``peer`` (its first line; the server closes the
+    connection after the whole answer), connect and answer within ``timeout`` seconds
+    (:class:`TimeoutError` otherwise)."""
+    deadline = time.monotonic() + timeout
+    answer = b""
+    with socket.create_connection(peer, timeout=timeout) as sock:
+        sock.sendall(word)
+        while b"\n" not in answer and len(answer) < _WORD_ANSWER_MAX:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(_WORD_ANSWER_MAX)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.decode("utf-8", "replace")
 
 
 def _describe(e: BaseException | None) -> str:
