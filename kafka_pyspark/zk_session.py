@@ -47,6 +47,12 @@ _MAX_DELAY = 0.5
 #: nodes per ``multi`` transaction: kazoo's cost is per request, ZooKeeper's per node; a few
 #: hundred small creates stay far below the server's request size limit (jute.maxbuffer, 1 MiB)
 MULTI_SIZE = 500
+#: bytes of paths, values and ACLs per ``multi`` transaction: long node names (a long group id
+#: or chroot) make fewer nodes per transaction, each far below jute.maxbuffer, which the
+#: server answers by closing the connection (a transaction over it would never succeed)
+MULTI_BYTES = 256 << 10
+#: what an item of a transaction adds besides its path, value and ACL ids (headers, lengths)
+_OP_OVERHEAD = 32
 #: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
 MULTI_SINCE = (3, 4)
 _SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
@@ -54,7 +60,7 @@ _WORD_ANSWER_MAX = 8192  # bytes of a four-letter word's answer read (its first 
 
 #: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
 NewNode = tuple[str, bytes, "list[Any] | None"]
-_T = TypeVar("_T")
+_T = TypeVar("_T", bound=tuple[Any, ...])  # (path, value, ...): a node to write
 #: the answer for an item of a transaction that was applied
 _DONE = "done"
 
@@ -120,6 +126,30 @@ def _transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: s
         return transaction.commit_async()
 
     return _Request(where, send)
+
+
+def _chunks(items: Sequence[_T]) -> list[Sequence[_T]]:
+    """``items`` cut into transactions of at most :data:`MULTI_SIZE` nodes and
+    :data:`MULTI_BYTES` (a node larger than that alone)."""
+    chunks: list[Sequence[_T]] = []
+    first, total = 0, 0
+    for i, item in enumerate(items):
+        size = _op_bytes(item)
+        if i > first and (i - first == MULTI_SIZE or total + size > MULTI_BYTES):
+            chunks.append(items[first:i])
+            first, total = i, 0
+        total += size
+    if first < len(items):
+        chunks.append(items[first:])
+    return chunks
+
+
+def _op_bytes(item: tuple[Any, ...]) -> int:
+    """About what one node ``(path, value[, acl])`` adds to a transaction's request."""
+    path, value, *rest = item
+    acl = rest[0] if rest and rest[0] is not None else []
+    ids = sum(len(a.id.scheme) + len(a.id.id) + _OP_OVERHEAD for a in acl)
+    return len(path.encode("utf-8")) + len(value) + ids + _OP_OVERHEAD
 
 
 def multi_supported(srvr: str) -> bool:
@@ -272,13 +302,13 @@ class ZkSession:
         expected: Mapping[type[BaseException], Any],
     ) -> list[Any]:
         """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
-        pipelined round; ``items`` go in ``multi`` transactions of :data:`MULTI_SIZE` (made
+        pipelined round; ``items`` go in ``multi`` transactions of :data:`MULTI_SIZE` nodes
+        and :data:`MULTI_BYTES` at most (made
         with ``add``) when the server has them, kazoo's cost being per request. A transaction
         that fails (one item's answer is not a success) is all undone: its items are sent
         one by one in a second round, for their own answers."""
         batched = len(items) > 1 and self.has_multi()
-        chunks = ([items[i:i + MULTI_SIZE] for i in range(0, len(items), MULTI_SIZE)]
-                  if batched else [[item] for item in items])
+        chunks = _chunks(items) if batched else [[item] for item in items]
         answers = self._pipeline(what, where, [
             *first, *(one(c[0]) if len(c) == 1 else _transaction(c, add, where) for c in chunks)],
             expected)

@@ -270,6 +270,27 @@ def test_a_node_another_committer_created_meanwhile_is_overwritten(
     assert kz.get("/consumers/g/offsets/t/2-17")[0] == b"2017"
 
 
+def test_transactions_of_long_node_names_stay_below_the_request_limit(
+    zk_connect: str, rounds: list[str], requests_sent: list[str],
+) -> None:
+    """Offsets of a group with a 2,500-character id: 500 nodes would make a transaction over
+    the server's request limit (jute.maxbuffer, 1 MiB), which it answers by closing the
+    connection; they go in more, smaller transactions, still one round."""
+    group = "g" * 2500
+    offsets = {(0, p): p for p in range(600)}
+    moved = {key: offset + 1 for key, offset in offsets.items()}
+    with Registry(zk_connect) as registry:
+        registry.commit_group_offsets_of(group, {"t": offsets}, creator="me", listed=True)
+        assert registry.group_offsets(group, "t") == offsets
+        rounds.clear()
+        requests_sent.clear()
+        registry.commit_group_offsets(group, "t", moved, creator="me")
+        assert rounds == ["writing"]
+        assert len(requests_sent) > 600 // 500 + 1
+        assert set(requests_sent) == {"Transaction"}
+        assert registry.group_offsets(group, "t") == moved
+
+
 @pytest.mark.parametrize(("srvr", "multi"), [
     ("Zookeeper version: 3.3.6-1366786, built on 07/29/2012 06:22 GMT\nLatency", False),
     ("Zookeeper version: 3.4.14-4c25d480e66aadd371de8bd2fd8da255ac140bcf, built on", True),
