@@ -17,7 +17,9 @@ and turning kazoo's exceptions into ours:
 Many writes at once (a group's first commit creates a node per broker-partition) go in
 ``multi`` transactions of a few hundred when the server has them (3.4+): kazoo's cost is per
 request, and a transaction is one. A transaction that fails is undone as a whole, and its
-writes are then sent one by one, each getting its own answer.
+writes are then sent one by one, each getting its own answer. Many reads at once (a group's
+offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark.zk_reads`) when the server has them
+(3.6+), each node answered on its own.
 
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import re
 import threading
 import time
 import warnings
@@ -38,17 +39,15 @@ from typing import Any, TypeVar
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
+from kafka_pyspark.zk_reads import multi_read_supported, multi_supported, send_multi_read
 
-__all__ = ["Created", "NewNode", "ZkSession"]
+__all__ = ["Created", "NewNode", "ZkSession", "multi_read_supported", "multi_supported"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
 #: nodes per ``multi`` transaction: kazoo's cost is per request, ZooKeeper's per node; a few
 #: hundred small creates stay far below the server's request size limit (jute.maxbuffer, 1 MiB)
 MULTI_SIZE = 500
-#: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
-MULTI_SINCE = (3, 4)
-_SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
 
 #: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
 NewNode = tuple[str, bytes, "list[Any] | None"]
@@ -120,13 +119,8 @@ def _transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: s
     return _Request(where, send)
 
 
-def multi_supported(srvr: str) -> bool:
-    """Whether the server whose ``srvr`` four-letter-word answer is ``srvr`` runs ``multi``.
-    A server that refuses the word has a four-letter-word whitelist: 3.4.10 or later."""
-    if "not in the whitelist" in srvr:
-        return True
-    found = _SRVR_VERSION.search(srvr)
-    return found is not None and (int(found[1]), int(found[2])) >= MULTI_SINCE
+def _multi_read(paths: Sequence[str]) -> _Request:
+    return _Request(paths[0], lambda client: send_multi_read(client, paths))
 
 
 class ZkSession:
@@ -152,7 +146,7 @@ class ZkSession:
         self._client: Any = None
         self._lock = threading.Lock()
         self._closed = False
-        self._multi: bool | None = None  # the server answers multi (asked on first need)
+        self._srvr: str | None = None  # the server's srvr answer (asked on first need)
 
     def __repr__(self) -> str:
         return f"ZkSession({self.zk_connect!r})"
@@ -235,9 +229,30 @@ class ZkSession:
         not exist (it vanished since it was listed). ``where`` names the batch in errors."""
         from kazoo.exceptions import NoNodeError
 
+        if len(paths) > 1 and self.has_multi_read():
+            return self._values_together(paths, where)
         reqs = [_get(p) for p in paths]
         answers = self._pipeline("reading", where, reqs, {NoNodeError: None})
         return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
+
+    def _values_together(self, paths: Sequence[str], where: str) -> list[bytes | None]:
+        """:meth:`values` in ``multiRead`` requests of :data:`MULTI_SIZE` nodes, one round:
+        each node's answer is its own, an error names the node."""
+        from kazoo.exceptions import NoNodeError
+
+        chunks = [paths[i:i + MULTI_SIZE] for i in range(0, len(paths), MULTI_SIZE)]
+        out: list[bytes | None] = []
+        for chunk, answers in zip(chunks, self._pipeline(
+                "reading", where, [_multi_read(c) for c in chunks], {}), strict=True):
+            for path, answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, NoNodeError):
+                    out.append(None)
+                elif isinstance(answer, Exception):
+                    error = self._translate(answer, "reading", where, path)
+                    raise error if error is not None else answer
+                else:
+                    out.append(answer)
+        return out
 
     def set_values(self, items: Sequence[tuple[str, bytes]], where: str) -> list[bool]:
         """Overwrite each node's value; False for a node that does not exist. One round,
@@ -300,14 +315,25 @@ class ZkSession:
         """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word
         (asked on the session's connection's server, once it answered): a server that has no
         ``multi`` drops the request unanswered, so it is never sent unless known to work."""
-        if self._multi is None:
+        srvr = self._srvr_answer()
+        return srvr is not None and multi_supported(srvr)
+
+    def has_multi_read(self) -> bool:
+        """Whether the server answers ``multiRead`` (3.6+), as :meth:`has_multi` finds out:
+        an older server must never be sent it."""
+        srvr = self._srvr_answer()
+        return srvr is not None and multi_read_supported(srvr)
+
+    def _srvr_answer(self) -> str | None:
+        """The ``srvr`` answer of the session's server, asked once it answers (None until
+        then: one node per request meanwhile)."""
+        if self._srvr is None:
             client = self._zk()
             try:
-                answer = client.command(b"srvr")
-            except Exception:  # not connected now, a reset: one node per request this time
-                return False
-            self._multi = multi_supported(answer)
-        return self._multi
+                self._srvr = client.command(b"srvr")
+            except Exception:  # not connected now, a reset: asked again next time
+                return None
+        return self._srvr
 
     def acls(self, path: str) -> list[Any] | None:
         """The ACL of ``path``; None if it does not exist."""
@@ -387,7 +413,7 @@ class ZkSession:
             except Exception as e:
                 cls = next((c for c in batch.expected if isinstance(e, c)), None)
                 if cls is None:
-                    error = self._translate(e, batch, batch.requests[i].node)
+                    error = self._translate(e, batch.what, batch.where, batch.requests[i].node)
                     if error is None:
                         raise
                     raise error from e
@@ -396,21 +422,22 @@ class ZkSession:
             batch.deadline = max(batch.deadline, time.monotonic() + self.op_timeout)
         return lost, why
 
-    def _translate(self, e: Exception, batch: _Batch, node: str) -> RegistryError | None:
+    def _translate(self, e: Exception, what: str, where: str, node: str
+                   ) -> RegistryError | None:
         """kazoo's exception (not a lost connection) as ours; None for one not kazoo's."""
         from kazoo.exceptions import KazooException, NoAuthError
         from kazoo.handlers.threading import KazooTimeoutError
 
         if isinstance(e, NoAuthError):
-            return self._denied(batch.what, node)
+            return self._denied(what, node)
         if isinstance(e, KazooTimeoutError):
             return RegistryUnavailableError(
-                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} timed out after "
+                f"ZooKeeper {self.zk_connect}: {what} {where} timed out after "
                 f"{self.op_timeout * 1000:.0f} ms"
             )
         if isinstance(e, KazooException):
             return RegistryError(
-                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} failed: {_describe(e)}"
+                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {_describe(e)}"
             )
         return None
 
