@@ -13,18 +13,23 @@ answers as it does its own (``type``, ``serialize``, ``deserialize``).
 from __future__ import annotations
 
 import re
+import socket
 import struct
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["MultiRead", "multi_read_supported", "multi_supported", "send_multi_read"]
+__all__ = [
+    "MultiRead", "four_letter_word", "multi_read_supported", "multi_supported", "send_multi_read",
+]
 
 #: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
 MULTI_SINCE = (3, 4)
 #: the first version whose servers answer ``multiRead``; an older one must never be sent it
 MULTI_READ_SINCE = (3, 6)
 _SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
+_WORD_ANSWER_MAX = 8192  # bytes of a four-letter word's answer read (its first line is enough)
 
 _GET_DATA = 4
 _ERROR = -1
@@ -39,6 +44,23 @@ def server_version(srvr: str) -> tuple[int, int] | None:
     word refused by a whitelist, or no answer)."""
     found = _SRVR_VERSION.search(srvr)
     return None if found is None else (int(found[1]), int(found[2]))
+
+
+def four_letter_word(peer: tuple[str, int], word: bytes, timeout: float) -> str:
+    """ZooKeeper's answer to ``word`` at ``peer`` (its first line; the server closes the
+    connection after the whole answer), connect and answer within ``timeout`` seconds
+    (:class:`TimeoutError` otherwise)."""
+    deadline = time.monotonic() + timeout
+    answer = b""
+    with socket.create_connection(peer, timeout=timeout) as sock:
+        sock.sendall(word)
+        while b"\n" not in answer and len(answer) < _WORD_ANSWER_MAX:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(_WORD_ANSWER_MAX)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.decode("utf-8", "replace")
 
 
 def multi_supported(srvr: str) -> bool:

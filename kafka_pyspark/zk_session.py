@@ -39,7 +39,12 @@ from typing import Any, TypeVar
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
-from kafka_pyspark.zk_reads import multi_read_supported, multi_supported, send_multi_read
+from kafka_pyspark.zk_reads import (
+    four_letter_word,
+    multi_read_supported,
+    multi_supported,
+    send_multi_read,
+)
 
 __all__ = ["Created", "NewNode", "ZkSession", "multi_read_supported", "multi_supported"]
 
@@ -314,24 +319,36 @@ class ZkSession:
     def has_multi(self) -> bool:
         """Whether the server answers ``multi`` (3.4+), from its ``srvr`` four-letter word
         (asked on the session's connection's server, once it answered): a server that has no
-        ``multi`` drops the request unanswered, so it is never sent unless known to work."""
+        ``multi`` drops the request unanswered, so it is never sent unless known to work.
+
+        The word is asked on a connection of its own, bounded by ``connection_timeout_ms``
+        (connect and answer). Not connected now, or the word refused or reset: one node per
+        request this time, asked again at the next need. No answer in time: the answer is
+        taken as "no" for the session, so that a server holding the word unanswered delays
+        one call, not every commit."""
         srvr = self._srvr_answer()
         return srvr is not None and multi_supported(srvr)
 
     def has_multi_read(self) -> bool:
-        """Whether the server answers ``multiRead`` (3.6+), as :meth:`has_multi` finds out:
-        an older server must never be sent it."""
+        """Whether the server answers ``multiRead`` (3.6+), found out as :meth:`has_multi`
+        does: an older server must never be sent it."""
         srvr = self._srvr_answer()
         return srvr is not None and multi_read_supported(srvr)
 
     def _srvr_answer(self) -> str | None:
-        """The ``srvr`` answer of the session's server, asked once it answers (None until
-        then: one node per request meanwhile)."""
+        """The ``srvr`` answer of the session's server (:meth:`has_multi`): None when it
+        could not be asked now, "" for the session when it did not answer in time."""
         if self._srvr is None:
             client = self._zk()
+            try:  # the server the session is connected to (kazoo's command() asks it too)
+                peer = client._connection._socket.getpeername()[:2]
+            except (AttributeError, OSError):  # not connected now
+                return None
             try:
-                self._srvr = client.command(b"srvr")
-            except Exception:  # not connected now, a reset: asked again next time
+                self._srvr = four_letter_word(peer, b"srvr", self.connection_timeout_ms / 1000.0)
+            except TimeoutError:
+                self._srvr = ""
+            except OSError:
                 return None
         return self._srvr
 

@@ -9,13 +9,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _cluster import silent_peer
 
 from kafka_pyspark.errors import RegistryUnavailableError
-from kafka_pyspark.zk_session import ZkSession
+from kafka_pyspark.zk_session import Created, ZkSession
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,3 +95,67 @@ def test_a_spark_read_of_a_silent_zookeeper_fails_within_the_connection_timeout(
         "(zk.connectiontimeout.ms)"
     ) in str(info.value)
     assert elapsed < session_ms / 1000 / 2
+
+
+@contextlib.contextmanager
+def first_connection_only(target: str) -> Iterator[tuple[int, list[socket.socket]]]:
+    """A loopback port (yielded, with the connections held) that forwards its first connection
+    to ``target`` (host:port) and accepts every later one without answering: a ZooKeeper
+    session that gets through, and a four-letter word to the same server left unanswered."""
+    host, port = target.rsplit(":", 1)
+    held: list[socket.socket] = []
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(16)
+
+        def pump(src: socket.socket, dst: socket.socket) -> None:
+            with contextlib.suppress(OSError):
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                client, _ = srv.accept()
+                upstream = socket.create_connection((host, int(port)), timeout=10)
+                upstream.settimeout(None)
+                held.extend([client, upstream])
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=pump, args=(a, b), daemon=True).start()
+                while True:
+                    held.append(srv.accept()[0])
+
+        threading.Thread(target=accept, daemon=True).start()
+        try:
+            yield srv.getsockname()[1], held
+        finally:
+            for s in held:
+                s.close()
+
+
+@pytest.mark.zk
+def test_an_unanswered_srvr_is_bounded_by_the_connection_timeout_and_asked_once(
+    zookeeper: Any,
+) -> None:
+    """Whether the server has ``multi`` is asked with ``srvr`` on a connection of its own: a
+    server that accepts it and never answers holds it for the connection timeout, not the
+    session timeout, once: the session then writes one node per request, and every write
+    after that goes without asking again."""
+    target, chroot = zookeeper.new_chroot("t").split("/", 1)
+    with first_connection_only(target) as (port, held):
+        session = ZkSession(f"127.0.0.1:{port}/{chroot}", session_timeout_ms=SESSION_MS,
+                            connection_timeout_ms=CONNECTION_MS)
+        try:
+            assert session.children("/") == []  # the session gets through
+            started = time.monotonic()
+            assert session.has_multi() is False
+            elapsed = time.monotonic() - started
+            assert elapsed < SESSION_MS / 1000 / 2
+            assert session.create([("/srvr-a", b"1", None), ("/srvr-b", b"2", None)], "/") == [
+                Created.CREATED, Created.CREATED]
+            assert session.set_values([("/srvr-a", b"3"), ("/srvr-b", b"4")], "/") == [True, True]
+            assert session.values(["/srvr-a", "/srvr-b"], "/") == [b"3", b"4"]
+            assert len(held) == 3  # the session's two sockets and one srvr connection
+        finally:
+            session.close()
