@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 import pytest
+from _cluster import unanswering_broker
 from test_spark_stream_reader import send, values
 
 from kafka_pyspark.errors import DataLossError, OptionError
@@ -93,6 +94,28 @@ def test_legacy_reader_restarted_reads_from_the_checkpoint(
     assert end == {topic: {"0-0": broker.log_end(topic, 0), "0-1": 0}}
     assert read_all(r, checkpoint, end) == values("c", 3)
     r.stop()
+
+
+@pytest.mark.zk
+def test_legacy_restart_keeps_the_offsets_of_a_broker_that_does_not_answer(
+    broker: EmbeddedBroker, zk_connect: str, topic: str
+) -> None:
+    """Restarted while broker 1 is registered but does not answer: the first micro-batch ends
+    at the log ends of the brokers that answered, and broker 1's partition keeps its
+    checkpointed offset in the next one (it is not read again from its earliest later)."""
+    send(broker, topic, 0, encode_message_set(values("a", 10)))
+    checkpoint = {topic: {"0-0": broker.log_end(topic, 0), "0-1": 0, "1-0": 120}}
+    send(broker, topic, 0, encode_message_set(values("c", 3)))
+    log_end = broker.log_end(topic, 0)
+    with unanswering_broker(zk_connect, 1, topic):
+        r = legacy(zk_connect, subscribe=topic, **{"socket.timeout.ms": "300"})
+        end = r.latestOffset()
+        assert end == {topic: {"0-0": log_end, "0-1": 0}}
+        assert read_all(r, checkpoint, end) == values("c", 3)
+        after = r.latestOffset()
+        assert after == {topic: {"0-0": log_end, "0-1": 0, "1-0": 120}}
+        assert r.partitions(end, after) == []
+        r.stop()
 
 
 @pytest.mark.zk

@@ -11,8 +11,8 @@ query starts and runs to that end.
 A query restarted from a checkpoint: Spark does not say where it stands before its first
 ``latestOffset()``, so that one end is every registered broker-partition's log end; the
 ``partitions(start, end)`` that follows checks it against the checkpoint's start (data loss
-as usual). A broker-partition unregistered at that moment re-enters the query from its
-earliest offset when it returns (``docs/running.md``).
+as usual). A broker-partition whose broker is unregistered or does not answer at that
+moment keeps its checkpointed offset (``docs/running.md``).
 """
 
 from __future__ import annotations
@@ -79,8 +79,19 @@ class Kafka07LegacyStreamReader(Kafka07StreamReader):
         the log ends guessed for it: a start past its log end is data loss."""
         guessed, self._guessed = self._guessed, None
         if guessed is not None:
-            self._check_restart(from_offset_dict(start), guessed)
+            begin = from_offset_dict(start)
+            self._check_restart(begin, guessed)
+            self._keep_unanswered(begin, guessed)
         return super().partitions(start, end)
+
+    def _keep_unanswered(self, begin: Offsets, guessed: Offsets) -> None:
+        """Broker-partitions of the checkpoint whose log end was not guessed (their broker was
+        not registered or did not answer OFFSETS) keep their checkpointed offset: the next
+        micro-batch starts from the guessed ends and those offsets, as a vanished
+        broker-partition keeps its offset on Spark 4.2 (never read again from its earliest)."""
+        kept = {tp: s for tp, s in begin.items() if tp not in guessed}
+        if kept and self._start is not None:
+            self._start = to_offset_dict({**from_offset_dict(self._start), **kept})
 
     def _check_restart(self, begin: Offsets, guessed: Offsets) -> None:
         """Each broker-partition whose checkpointed start lies past its log end: fail
