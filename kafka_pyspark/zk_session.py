@@ -17,7 +17,9 @@ and turning kazoo's exceptions into ours:
 Many writes at once (a group's first commit creates a node per broker-partition) go in
 ``multi`` transactions of a few hundred when the server has them (3.4+): kazoo's cost is per
 request, and a transaction is one. A transaction that fails is undone as a whole, and its
-writes are then sent one by one, each getting its own answer.
+writes are then sent one by one, each getting its own answer. Many reads at once (a group's
+offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark.zk_reads`) when the server has them
+(3.6+), each node answered on its own.
 
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
@@ -28,8 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import re
-import socket
 import threading
 import time
 import warnings
@@ -39,28 +39,30 @@ from typing import Any, TypeVar
 
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 from kafka_pyspark.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
+from kafka_pyspark.zk_reads import (
+    four_letter_word,
+    multi_read_supported,
+    multi_supported,
+    send_multi_read,
+)
 
-__all__ = ["Created", "NewNode", "ZkSession"]
+__all__ = ["Created", "NewNode", "ZkSession", "multi_read_supported", "multi_supported"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
 #: nodes per ``multi`` transaction: kazoo's cost is per request, ZooKeeper's per node; a few
 #: hundred small creates stay far below the server's request size limit (jute.maxbuffer, 1 MiB)
 MULTI_SIZE = 500
-#: bytes of paths, values and ACLs per ``multi`` transaction: long node names (a long group id
-#: or chroot) make fewer nodes per transaction, each far below jute.maxbuffer, which the
-#: server answers by closing the connection (a transaction over it would never succeed)
+#: bytes of paths, values and ACLs per ``multi`` or ``multiRead`` request: long node names (a
+#: long group id or chroot) make fewer nodes per request, each far below jute.maxbuffer, which
+#: the server answers by closing the connection (a request over it would never succeed)
 MULTI_BYTES = 256 << 10
-#: what an item of a transaction adds besides its path, value and ACL ids (headers, lengths)
+#: what a node adds to such a request besides its path, value and ACL ids (headers, lengths)
 _OP_OVERHEAD = 32
-#: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
-MULTI_SINCE = (3, 4)
-_SRVR_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
-_WORD_ANSWER_MAX = 8192  # bytes of a four-letter word's answer read (its first line is enough)
 
 #: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
 NewNode = tuple[str, bytes, "list[Any] | None"]
-_T = TypeVar("_T", bound=tuple[Any, ...])  # (path, value, ...): a node to write
+_T = TypeVar("_T")
 #: the answer for an item of a transaction that was applied
 _DONE = "done"
 
@@ -128,37 +130,36 @@ def _transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: s
     return _Request(where, send)
 
 
-def _chunks(items: Sequence[_T]) -> list[Sequence[_T]]:
-    """``items`` cut into transactions of at most :data:`MULTI_SIZE` nodes and
-    :data:`MULTI_BYTES` (a node larger than that alone)."""
+def _chunks(items: Sequence[_T], size: Callable[[_T], int]) -> list[Sequence[_T]]:
+    """``items`` cut into requests of at most :data:`MULTI_SIZE` nodes and :data:`MULTI_BYTES`
+    (by ``size``; a node larger than that alone)."""
     chunks: list[Sequence[_T]] = []
     first, total = 0, 0
     for i, item in enumerate(items):
-        size = _op_bytes(item)
-        if i > first and (i - first == MULTI_SIZE or total + size > MULTI_BYTES):
+        n = size(item)
+        if i > first and (i - first == MULTI_SIZE or total + n > MULTI_BYTES):
             chunks.append(items[first:i])
             first, total = i, 0
-        total += size
+        total += n
     if first < len(items):
         chunks.append(items[first:])
     return chunks
 
 
-def _op_bytes(item: tuple[Any, ...]) -> int:
+def _path_bytes(path: str) -> int:
+    return len(path.encode("utf-8")) + _OP_OVERHEAD
+
+
+def _op_bytes(item: Any) -> int:
     """About what one node ``(path, value[, acl])`` adds to a transaction's request."""
     path, value, *rest = item
     acl = rest[0] if rest and rest[0] is not None else []
     ids = sum(len(a.id.scheme) + len(a.id.id) + _OP_OVERHEAD for a in acl)
-    return len(path.encode("utf-8")) + len(value) + ids + _OP_OVERHEAD
+    return _path_bytes(path) + len(value) + ids
 
 
-def multi_supported(srvr: str) -> bool:
-    """Whether the server whose ``srvr`` four-letter-word answer is ``srvr`` runs ``multi``.
-    A server that refuses the word has a four-letter-word whitelist: 3.4.10 or later."""
-    if "not in the whitelist" in srvr:
-        return True
-    found = _SRVR_VERSION.search(srvr)
-    return found is not None and (int(found[1]), int(found[2])) >= MULTI_SINCE
+def _multi_read(paths: Sequence[str]) -> _Request:
+    return _Request(paths[0], lambda client: send_multi_read(client, paths))
 
 
 class ZkSession:
@@ -184,7 +185,7 @@ class ZkSession:
         self._client: Any = None
         self._lock = threading.Lock()
         self._closed = False
-        self._multi: bool | None = None  # the server answers multi (asked on first need)
+        self._srvr: str | None = None  # the server's srvr answer (asked on first need)
 
     def __repr__(self) -> str:
         return f"ZkSession({self.zk_connect!r})"
@@ -267,9 +268,31 @@ class ZkSession:
         not exist (it vanished since it was listed). ``where`` names the batch in errors."""
         from kazoo.exceptions import NoNodeError
 
+        if len(paths) > 1 and self.has_multi_read():
+            return self._values_together(paths, where)
         reqs = [_get(p) for p in paths]
         answers = self._pipeline("reading", where, reqs, {NoNodeError: None})
         return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
+
+    def _values_together(self, paths: Sequence[str], where: str) -> list[bytes | None]:
+        """:meth:`values` in ``multiRead`` requests of :data:`MULTI_SIZE` nodes and
+        :data:`MULTI_BYTES` at most, one round: each node's answer is its own, an error names
+        the node."""
+        from kazoo.exceptions import NoNodeError
+
+        chunks = _chunks(paths, _path_bytes)
+        out: list[bytes | None] = []
+        for chunk, answers in zip(chunks, self._pipeline(
+                "reading", where, [_multi_read(c) for c in chunks], {}), strict=True):
+            for path, answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, NoNodeError):
+                    out.append(None)
+                elif isinstance(answer, Exception):
+                    error = self._translate(answer, "reading", where, path)
+                    raise error if error is not None else answer
+                else:
+                    out.append(answer)
+        return out
 
     def set_values(self, items: Sequence[tuple[str, bytes]], where: str) -> list[bool]:
         """Overwrite each node's value; False for a node that does not exist. One round,
@@ -303,12 +326,12 @@ class ZkSession:
     ) -> list[Any]:
         """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
         pipelined round; ``items`` go in ``multi`` transactions of :data:`MULTI_SIZE` nodes
-        and :data:`MULTI_BYTES` at most (made
-        with ``add``) when the server has them, kazoo's cost being per request. A transaction
-        that fails (one item's answer is not a success) is all undone: its items are sent
-        one by one in a second round, for their own answers."""
+        and :data:`MULTI_BYTES` at most (made with ``add``) when the server has them, kazoo's
+        cost being per request. A transaction that fails (one item's answer is not a success)
+        is all undone: its items are sent one by one in a second round, for their own
+        answers."""
         batched = len(items) > 1 and self.has_multi()
-        chunks = _chunks(items) if batched else [[item] for item in items]
+        chunks = _chunks(items, _op_bytes) if batched else [[item] for item in items]
         answers = self._pipeline(what, where, [
             *first, *(one(c[0]) if len(c) == 1 else _transaction(c, add, where) for c in chunks)],
             expected)
@@ -338,21 +361,31 @@ class ZkSession:
         request this time, asked again at the next need. No answer in time: the answer is
         taken as "no" for the session, so that a server holding the word unanswered delays
         one call, not every commit."""
-        if self._multi is None:
+        srvr = self._srvr_answer()
+        return srvr is not None and multi_supported(srvr)
+
+    def has_multi_read(self) -> bool:
+        """Whether the server answers ``multiRead`` (3.6+), found out as :meth:`has_multi`
+        does: an older server must never be sent it."""
+        srvr = self._srvr_answer()
+        return srvr is not None and multi_read_supported(srvr)
+
+    def _srvr_answer(self) -> str | None:
+        """The ``srvr`` answer of the session's server (:meth:`has_multi`): None when it
+        could not be asked now, "" for the session when it did not answer in time."""
+        if self._srvr is None:
             client = self._zk()
             try:  # the server the session is connected to (kazoo's command() asks it too)
                 peer = client._connection._socket.getpeername()[:2]
             except (AttributeError, OSError):  # not connected now
-                return False
+                return None
             try:
-                answer = _four_letter_word(peer, b"srvr", self.connection_timeout_ms / 1000.0)
+                self._srvr = four_letter_word(peer, b"srvr", self.connection_timeout_ms / 1000.0)
             except TimeoutError:
-                self._multi = False
-                return False
+                self._srvr = ""
             except OSError:
-                return False
-            self._multi = multi_supported(answer)
-        return self._multi
+                return None
+        return self._srvr
 
     def acls(self, path: str) -> list[Any] | None:
         """The ACL of ``path``; None if it does not exist."""
@@ -432,7 +465,7 @@ class ZkSession:
             except Exception as e:
                 cls = next((c for c in batch.expected if isinstance(e, c)), None)
                 if cls is None:
-                    error = self._translate(e, batch, batch.requests[i].node)
+                    error = self._translate(e, batch.what, batch.where, batch.requests[i].node)
                     if error is None:
                         raise
                     raise error from e
@@ -441,21 +474,22 @@ class ZkSession:
             batch.deadline = max(batch.deadline, time.monotonic() + self.op_timeout)
         return lost, why
 
-    def _translate(self, e: Exception, batch: _Batch, node: str) -> RegistryError | None:
+    def _translate(self, e: Exception, what: str, where: str, node: str
+                   ) -> RegistryError | None:
         """kazoo's exception (not a lost connection) as ours; None for one not kazoo's."""
         from kazoo.exceptions import KazooException, NoAuthError
         from kazoo.handlers.threading import KazooTimeoutError
 
         if isinstance(e, NoAuthError):
-            return self._denied(batch.what, node)
+            return self._denied(what, node)
         if isinstance(e, KazooTimeoutError):
             return RegistryUnavailableError(
-                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} timed out after "
+                f"ZooKeeper {self.zk_connect}: {what} {where} timed out after "
                 f"{self.op_timeout * 1000:.0f} ms"
             )
         if isinstance(e, KazooException):
             return RegistryError(
-                f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} failed: {_describe(e)}"
+                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {_describe(e)}"
             )
         return None
 
@@ -505,23 +539,6 @@ class _ConnectDeadline:
     def create_connection(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["timeout"] = self._bounded(kwargs.get("timeout"))
         return self._handler.create_connection(*args, **kwargs)
-
-
-def _four_letter_word(peer: tuple[str, int], word: bytes, timeout: float) -> str:
-    """ZooKeeper's answer to ``word`` at ``peer`` (its first line; the server closes the
-    connection after the whole answer), connect and answer within ``timeout`` seconds
-    (:class:`TimeoutError` otherwise)."""
-    deadline = time.monotonic() + timeout
-    answer = b""
-    with socket.create_connection(peer, timeout=timeout) as sock:
-        sock.sendall(word)
-        while b"\n" not in answer and len(answer) < _WORD_ANSWER_MAX:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            chunk = sock.recv(_WORD_ANSWER_MAX)
-            if not chunk:
-                break
-            answer += chunk
-    return answer.decode("utf-8", "replace")
 
 
 def _describe(e: BaseException | None) -> str:

@@ -106,6 +106,8 @@ def test_topology_is_brokers_and_counts_in_two_rounds(
         return real(self, what, where, requests, expected)
 
     monkeypatch.setattr(ZkSession, "_pipeline", spy)
+    # a request per value (not multiRead's few): the count shows which round asked for what
+    monkeypatch.setattr(ZkSession, "has_multi_read", lambda self: False)
     brokers, counts = registry.topology([*topics, "dogs", "cats"])
     assert rounds == [1 + 14, 2 + 12 + 4 + 1]  # every listing, then every value
     assert brokers == registry.brokers()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kafka_pyspark.client import BrokerConnection
+from kafka_pyspark.errors import RegistryPermissionError
 from kafka_pyspark.messages import encode_message_set
 from kafka_pyspark.registry import Registry
 from kafka_pyspark.spark.compat import ReadAllAvailable
@@ -245,6 +246,65 @@ def test_rewriting_many_offsets_takes_one_round(
         assert registry.group_offsets("g", "t") == MANY
 
 
+@pytest.mark.parametrize("multi_read", [True, False], ids=["multiRead", "one-per-node"])
+def test_reading_many_offsets_takes_a_request_per_few_hundred_nodes(
+    zk_connect: str, rounds: list[str], requests_sent: list[str], multi_read: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's offsets: one listing, then one round reading every value, in ``multiRead``
+    requests of a few hundred nodes where the server has them (3.6+); one per node without."""
+    if not multi_read:
+        monkeypatch.setattr(ZkSession, "has_multi_read", lambda self: False)
+    with Registry(zk_connect) as registry:
+        registry.commit_group_offsets("g", "t", MANY, creator="me")
+        rounds.clear()
+        requests_sent.clear()
+        assert registry.group_offsets_of("g", ["t"]) == {"t": (MANY, {})}
+        assert rounds == ["listing", "reading"]
+        assert requests_sent == ["GetChildren"] + (
+            ["MultiRead"] * 5 if multi_read else ["GetData"] * len(MANY))
+
+
+@pytest.mark.parametrize("multi_read", [True, False], ids=["multiRead", "one-per-node"])
+def test_each_value_read_together_gets_its_own_answer(
+    zk_connect: str, multi_read: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
+) -> None:
+    """Read together, a node without a value answers b"", a missing one None, and one whose
+    ACL refuses the session is an error naming that node."""
+    from kazoo.security import make_digest_acl
+
+    if not multi_read:
+        monkeypatch.setattr(ZkSession, "has_multi_read", lambda self: False)
+    kz.create("/v/a", b"17", makepath=True)
+    kz.create("/v/empty")
+    kz.create("/v/closed", b"5", acl=[make_digest_acl("ops", "secret", all=True)])
+    paths = [f"/v/n{i}" for i in range(700)]
+    for i, path in enumerate(paths):
+        kz.create(path, str(i).encode())
+    session = ZkSession(zk_connect, session_timeout_ms=10_000, connection_timeout_ms=10_000)
+    try:
+        assert session.has_multi_read() is multi_read
+        assert session.values(["/v/a", "/v/empty", "/v/gone", *paths], "/v/*") == [
+            b"17", b"", None, *(str(i).encode() for i in range(700))]
+        with pytest.raises(RegistryPermissionError, match="reading /v/closed: permission "):
+            session.values(["/v/a", "/v/closed"], "/v/*")
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize(("srvr", "multi_read"), [
+    ("Zookeeper version: 3.5.10-2e41b8bd4d3bbd1d4a4d5a80e0dd3bf78212e76c, built on", False),
+    ("Zookeeper version: 3.6.0--b4c89dc7f6083829e18fae6e446907ae0b1f22d7, built on", True),
+    ("Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC", True),
+    ("srvr is not executed because it is not in the whitelist.\n", False),
+    ("", False),
+])
+def test_multi_read_from_the_srvr_answer(srvr: str, multi_read: bool) -> None:
+    from kafka_pyspark.zk_session import multi_read_supported
+
+    assert multi_read_supported(srvr) is multi_read
+
+
 @pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
 def test_a_node_another_committer_created_meanwhile_is_overwritten(
     zk_connect: str, rounds: list[str], multi: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
@@ -273,9 +333,9 @@ def test_a_node_another_committer_created_meanwhile_is_overwritten(
 def test_transactions_of_long_node_names_stay_below_the_request_limit(
     zk_connect: str, rounds: list[str], requests_sent: list[str],
 ) -> None:
-    """Offsets of a group with a 2,500-character id: 500 nodes would make a transaction over
-    the server's request limit (jute.maxbuffer, 1 MiB), which it answers by closing the
-    connection; they go in more, smaller transactions, still one round."""
+    """Offsets of a group with a 2,500-character id: 500 nodes would make a transaction (or a
+    multiRead) over the server's request limit (jute.maxbuffer, 1 MiB), which it answers by
+    closing the connection; they go in more, smaller requests, still one round."""
     group = "g" * 2500
     offsets = {(0, p): p for p in range(600)}
     moved = {key: offset + 1 for key, offset in offsets.items()}

@@ -141,20 +141,21 @@ def broker_offsets_of(
     conn: BrokerConnection, partitions: Mapping[str, list[int]]
 ) -> dict[str, list[tuple[int, int, int]]]:
     """:func:`broker_offsets` of several topics ({topic: partitions}), all the requests
-    pipelined in one call."""
-    from kafka_pyspark import wire
-    from kafka_pyspark.client.offsets import log_bound_request, parse_log_bound
+    pipelined in one call: one per partition, its segment starts and log end (the oldest
+    start is what OFFSETS earliest answers), so a broker answers half as many requests as
+    asking earliest and latest apart."""
+    from kafka_pyspark.client.offsets import log_bounds_of, segment_starts_request
 
-    requests = [log_bound_request(t, p, time) for t, ps in partitions.items() for p in ps
-                for time in (wire.OFFSETS_EARLIEST, wire.OFFSETS_LATEST)]
-    got = iter([parse_log_bound(answer, conn.address, r)
-                for r, answer in zip(requests, conn.offsets_pipelined(requests), strict=True)])
-    return {t: [(p, next(got), next(got)) for p in ps] for t, ps in partitions.items()}
+    asked = [(t, p) for t, ps in partitions.items() for p in ps]
+    requests = [segment_starts_request(t, p) for t, p in asked]
+    got = iter([log_bounds_of(answer, conn.address, t, p)
+                for (t, p), answer in zip(asked, conn.offsets_pipelined(requests), strict=True)])
+    return {t: [(p, *next(got)) for p in ps] for t, ps in partitions.items()}
 
 
 def offsets_requests(partitions: Mapping[int, list[int]]) -> dict[int, int]:
     """OFFSETS requests per broker of :func:`broker_offsets` (for its deadline)."""
-    return {b: 2 * len(ps) for b, ps in partitions.items()}
+    return {b: len(ps) for b, ps in partitions.items()}
 
 
 def partition_offsets(cluster: Cluster, topic: str, timeout_ms: int) -> list[OffsetsRow]:

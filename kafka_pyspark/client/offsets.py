@@ -83,6 +83,13 @@ def parse_segment_starts(got: list[int], address: str, topic: str,
     return SegmentStarts(starts, end)
 
 
+def log_bounds_of(got: list[int], address: str, topic: str, partition: int) -> tuple[int, int]:
+    """(earliest, latest) from the answer to :func:`segment_starts_request`: its oldest
+    segment start is what OFFSETS earliest answers, its first offset what latest does."""
+    found = parse_segment_starts(got, address, topic, partition)
+    return (found.starts[0] if found.starts else found.end), found.end
+
+
 def segment_starts(
     conn: BrokerConnection, topic: str, partition: int, *, max_number: int = DEFAULT_MAX_SEGMENTS
 ) -> SegmentStarts:
