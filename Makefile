@@ -42,7 +42,7 @@ zookeeper-check:
 	  (apt-get install -y -q zookeeper || (apt-get update -q && apt-get install -y -q zookeeper)) >/dev/null && echo "zookeeper installed"; \
 	else echo "Debian's zookeeper package is missing; run: sudo apt-get install -y zookeeper"; exit 1; fi
 
-# libdeflate (header and static library) builds the optional gzip lane, messages/_gzip.c, linked
+# libdeflate (header and static library) builds the optional gzip lane, _messages/_gzip.c, linked
 # in statically; without it the build leaves the lane out and gzip sets take the ISA-L path
 libdeflate-check:
 	@if echo '#include <libdeflate.h>' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then echo "libdeflate ok"; \
@@ -53,7 +53,7 @@ libdeflate-check:
 
 # the codec tests run twice: with the compiled kernels (0.7 decode, v2 record walk), then on
 # the pure-Python path
-CODEC_TESTS := tests/test_messages_*.py tests/test_formats_*.py
+CODEC_TESTS := tests/messages tests/formats
 
 test: setup
 	$(PY) -m pytest -q tests
@@ -64,8 +64,9 @@ test: setup
 OLDEST_PYSPARK := 4.0.0
 OLDEST_VENV    := .venv-oldest
 OLDEST_PY      := $(OLDEST_VENV)/bin/python
-OLDEST_TESTS   := tests/test_spark_read.py tests/test_spark_write.py tests/test_spark_stream.py \
-                  tests/test_spark_write_stream.py tests/test_register.py tests/test_spark_compat.py
+OLDEST_TESTS   := tests/spark/read/test_spark_read.py tests/spark/write/test_spark_write.py \
+                  tests/spark/stream/test_spark_stream.py tests/spark/write/test_spark_write_stream.py \
+                  tests/test_register.py tests/spark/test_compat.py
 
 $(OLDEST_VENV)/.installed: pyproject.toml $(STAMP)
 	test -x $(OLDEST_PY) || $(PYTHON) -m venv $(OLDEST_VENV)

@@ -6,7 +6,7 @@ Targets (docs/dev/ARCHITECTURE.md "Performance targets"), per core, 200-byte mes
   bytes have anyway: CRC-32 over every payload with the fastest CRC engine available (ISA-L's
   when python-isal imports: one call per 1 MiB fetch) plus one copy of the payloads;
 - decode, gzip: >= 80% of plain stdlib ``zlib`` decompression of the same wrapper payloads
-  (the decoder inflates with libdeflate in its gzip lane, ``messages/_gzip.c``, when that is
+  (the decoder inflates with libdeflate in its gzip lane, ``_messages/_gzip.c``, when that is
   built, else with ISA-L; an ``.isal_inflate`` row shows plain ISA-L inflate of the same
   payloads against the same zlib limit);
 - decode, snappy: >= 60% of plain snappy decompression of the same wrapper payloads
@@ -43,10 +43,10 @@ import pyarrow as pa
 
 from bench.data import realistic_values
 from bench.results import Recorder, best_time, best_times
-from kafka_pyspark.messages import decode_message_set, encode_message_set, flat
-from kafka_pyspark.messages.compression import GZIP_ENGINE, GZIP_LEVEL
-from kafka_pyspark.messages.crc import CRC32_ENGINE, crc32, isal_zlib
-from kafka_pyspark.messages.encode import encode_message_set_arrow, encode_message_sets_arrow
+from kafka_pyspark._messages import decode_message_set, encode_message_set, flat
+from kafka_pyspark._messages.compression import GZIP_ENGINE, GZIP_LEVEL
+from kafka_pyspark._messages.crc import CRC32_ENGINE, crc32, isal_zlib
+from kafka_pyspark._messages.encode import encode_message_set_arrow, encode_message_sets_arrow
 
 FETCH_SIZE = 1 << 20
 MESSAGES = 40_000
@@ -149,7 +149,7 @@ def _snappy_plain(payloads: list[bytes]) -> Callable[[], None]:
 def _snappy_kernel(payloads: list[bytes]) -> Callable[[], None] | None:
     """Plain decompression of the same blocks by the decode kernel's own snappy decoder (the
     one the decoder uses when the kernel is built), into one reused buffer."""
-    from kafka_pyspark.messages import walk
+    from kafka_pyspark._messages import walk
 
     if walk.kernel is None:
         return None

@@ -50,8 +50,8 @@ def _values(n: int, seed: int) -> list[bytes]:
 
 def produce(broker: Any, topic: str, rows: int, codec: str) -> None:
     """``rows`` messages of ``VALUE_SIZE`` bytes over ``PARTITIONS`` partitions."""
+    from kafka_pyspark._messages import encode_message_set
     from kafka_pyspark.client import Producer
-    from kafka_pyspark.messages import encode_message_set
 
     per_set = SET_SIZE if codec == "none" else COMPRESSED_SET
     sets = {seed: encode_message_set(_values(per_set, seed), compression=codec)
@@ -69,7 +69,7 @@ def _null_source() -> Any:
     bench)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    from kafka_pyspark.spark.schema import READ_SCHEMA
+    from kafka_pyspark._spark.schema import READ_SCHEMA
 
     class NullPartition(InputPartition):
         def __init__(self, index: int, rows: int, per_batch: int) -> None:
@@ -91,7 +91,7 @@ def _null_source() -> Any:
             import numpy as np
             import pyarrow as pa
 
-            from kafka_pyspark.spark.schema import ARROW_READ_SCHEMA
+            from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA
 
             assert isinstance(partition, NullPartition)
             n = partition.per_batch
@@ -140,8 +140,8 @@ def _null_source() -> Any:
 
 def inprocess_rate(broker: Any, topic: str) -> tuple[float, int]:
     """Rows/s of the executor path alone, and the most common rows per batch it yields."""
-    from kafka_pyspark.spark.options import parse_read_options
-    from kafka_pyspark.spark.reader import plan_batch, read_partition
+    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._spark.read.batch import plan_batch, read_partition
 
     options = parse_read_options(
         {"broker.list": f"0:{broker.host}:{broker.port}", "subscribe": topic}

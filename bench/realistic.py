@@ -66,8 +66,8 @@ def _topic(codec: str) -> str:
 
 def produce(broker: Any, codec: str, values: list[bytes]) -> None:
     """``values`` in sets of ``SET_SIZE``, split evenly over ``PARTITIONS`` partitions."""
+    from kafka_pyspark._messages import encode_message_set
     from kafka_pyspark.client import Producer
-    from kafka_pyspark.messages import encode_message_set
 
     share = len(values) // PARTITIONS
     with Producer({0: (broker.host, broker.port)}) as producer:
@@ -82,8 +82,8 @@ def produce(broker: Any, codec: str, values: list[bytes]) -> None:
 _EXECUTOR_SCRIPT = """
 import sys, time
 import pyarrow as pa
-from kafka_pyspark.spark.options import parse_read_options
-from kafka_pyspark.spark.reader import plan_batch, read_partition
+from kafka_pyspark._spark.options import parse_read_options
+from kafka_pyspark._spark.read.batch import plan_batch, read_partition
 brokers, topic, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 parts = plan_batch(parse_read_options({"broker.list": brokers, "subscribe": topic}))
 best = cpu = float("inf")
@@ -187,8 +187,8 @@ def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str,
 
 _RSS_SCRIPT = """
 import resource, sys
-from kafka_pyspark.spark.options import parse_read_options
-from kafka_pyspark.spark.reader import plan_batch, read_partition
+from kafka_pyspark._spark.options import parse_read_options
+from kafka_pyspark._spark.read.batch import plan_batch, read_partition
 options = parse_read_options({"broker.list": sys.argv[1], "subscribe": sys.argv[2]})
 parts = plan_batch(options)  # the driver's work, here only to have the partitions
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -202,7 +202,7 @@ print(rows, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 def _write_partition(log_dir: Path, topic: str, size: int) -> int:
     """Segment files of ``size`` bytes in all for partition 0 of ``topic``; returns messages."""
-    from kafka_pyspark.messages import encode_message_set
+    from kafka_pyspark._messages import encode_message_set
 
     values = realistic_values(4000, seed=99)
     chunk = encode_message_set(values)
@@ -265,7 +265,7 @@ def run(rec: Recorder) -> None:
                 produce(broker, codec, values)
             print(f"   produced in {time.perf_counter() - start:.1f} s", flush=True)
             del values
-            from kafka_pyspark.spark.schema import READ_SCHEMA
+            from kafka_pyspark._spark.schema import READ_SCHEMA
 
             spark = spark_session(
                 "bench-realistic", file_null_source("bench_null_file", READ_SCHEMA),

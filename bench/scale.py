@@ -6,7 +6,7 @@ process, on loopback (no added network latency); per N one topic of N / ``BROKER
 on every broker, each partition holding one message. Measured in this process (the driver),
 median of ``REPEAT`` runs:
 
-* ``scale.plan.<N>``: :func:`~kafka_pyspark.spark.reader.plan_batch` for ``subscribe`` of the
+* ``scale.plan.<N>``: :func:`~kafka_pyspark._spark.read.batch.plan_batch` for ``subscribe`` of the
   topic, as a batch read's ``partitions()`` runs it: the registry, OFFSETS of every
   broker-partition, starts and ends, planning (a fresh ZooKeeper session and fresh broker
   connections each time).
@@ -57,8 +57,8 @@ def median_time(fn: Callable[[], object], repeat: int = REPEAT) -> tuple[float, 
 
 def plan_time(zk_connect: str, options: dict[str, str]) -> tuple[float, float]:
     """:func:`median_time` of a batch read's planning."""
-    from kafka_pyspark.spark.options import parse_read_options
-    from kafka_pyspark.spark.reader import plan_batch
+    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._spark.read.batch import plan_batch
 
     opts = parse_read_options({"zk.connect": zk_connect, **options}, "batch")
     return median_time(lambda: plan_batch(opts))
@@ -66,9 +66,9 @@ def plan_time(zk_connect: str, options: dict[str, str]) -> tuple[float, float]:
 
 def latest_offset_time(zk_connect: str, options: dict[str, str]) -> tuple[float, float]:
     """:func:`median_time` of a running stream's ``latestOffset`` when nothing moved."""
-    from kafka_pyspark.spark.compat import ReadAllAvailable
-    from kafka_pyspark.spark.schema import READ_SCHEMA
-    from kafka_pyspark.spark.stream import Kafka07StreamReader
+    from kafka_pyspark._spark.compat import ReadAllAvailable
+    from kafka_pyspark._spark.schema import READ_SCHEMA
+    from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 
     reader = Kafka07StreamReader({"zk.connect": zk_connect, **options}, READ_SCHEMA)
     limit = ReadAllAvailable()

@@ -23,14 +23,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from bench.scale_proxy import delay_proxy
-from kafka_pyspark.testing.zookeeper import ZooKeeperServer, free_port
+from kafka_pyspark.testing._zookeeper import ZooKeeperServer, free_port
 
 START_TIMEOUT = 120.0
 
 
 def write_logs(log_dir: Path, topics: Mapping[str, int], message_set: bytes) -> None:
     """``topics[t]`` partitions of each topic, each one segment holding ``message_set``."""
-    from kafka_pyspark.segments.names import partition_dir_name, segment_file_name
+    from kafka_pyspark._segments.file_names import partition_dir_name, segment_file_name
 
     for topic, count in topics.items():
         for p in range(count):
@@ -41,8 +41,8 @@ def write_logs(log_dir: Path, topics: Mapping[str, int], message_set: bytes) -> 
 
 def _wait_registered(zk_connect: str, brokers: int, topics: Mapping[str, int]) -> None:
     """Until every broker and every topic of every broker is in ZooKeeper."""
+    from kafka_pyspark._registry import Registry
     from kafka_pyspark.errors import KafkaError
-    from kafka_pyspark.registry import Registry
 
     deadline = time.monotonic() + START_TIMEOUT
     with Registry(zk_connect) as registry:
@@ -75,7 +75,7 @@ def scale_cluster(
     """ZooKeeper and ``brokers`` broker processes, each holding ``topics[t]`` partitions of
     every topic ``t`` (one message each); yields the ZooKeeper connect string the driver uses
     (through a delaying proxy with ``hold``)."""
-    from kafka_pyspark.messages import encode_message_set
+    from kafka_pyspark._messages import encode_message_set
 
     message_set = encode_message_set([b"x" * 100])
     with contextlib.ExitStack() as stack:

@@ -72,9 +72,9 @@ def hold_for(rtt: float) -> float:
 def first_commit(zk_connect: str, n: int) -> tuple[float, float, str]:
     """The wall and CPU time of a new group's first ``commitToGroup`` (all ``n`` offsets),
     and the group."""
-    from kafka_pyspark.spark.compat import ReadAllAvailable
-    from kafka_pyspark.spark.schema import READ_SCHEMA
-    from kafka_pyspark.spark.stream import Kafka07StreamReader
+    from kafka_pyspark._spark.compat import ReadAllAvailable
+    from kafka_pyspark._spark.schema import READ_SCHEMA
+    from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 
     group = f"bench-{n}-{uuid.uuid4().hex[:8]}"
     options = {"zk.connect": zk_connect, **_options(n), "commitToGroup": "true",

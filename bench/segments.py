@@ -73,7 +73,7 @@ def _values(n: int, seed: int) -> list[bytes]:
 
 def write_files(root: Path, fmt: str) -> int:
     """``ROWS`` rows in ``PARTITIONS`` x ``FILES`` files under ``root/<fmt>``; total bytes."""
-    from kafka_pyspark.messages import encode_message_set
+    from kafka_pyspark._messages import encode_message_set
 
     per_file = ROWS // (PARTITIONS * FILES)
     total = 0
@@ -98,9 +98,9 @@ def write_files(root: Path, fmt: str) -> int:
 
 
 def decode_rows(rec: Recorder, root: Path, fmt: str) -> None:
-    from kafka_pyspark.formats import decode_log
-    from kafka_pyspark.messages import decode_message_set
-    from kafka_pyspark.messages.crc import crc32
+    from kafka_pyspark._formats import decode_log
+    from kafka_pyspark._messages import decode_message_set
+    from kafka_pyspark._messages.crc import crc32
 
     path = sorted((root / fmt / f"bench-{fmt}-0").iterdir())[0]
     data = path.read_bytes()
@@ -139,8 +139,8 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
     input (one IPC file per planned piece)."""
     import pyarrow as pa
 
-    from kafka_pyspark.spark.segment_options import parse_segment_options
-    from kafka_pyspark.spark.segment_reader import plan_segments, read_segment_partition
+    from kafka_pyspark._spark.options.segment_path import parse_segment_options
+    from kafka_pyspark._spark.read.segment_files import plan_segments, read_segment_partition
 
     parts = plan_segments(parse_segment_options({"path": str(root / fmt)}))
     counted: list[int] = []
@@ -161,7 +161,7 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
 
 
 def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[str, int]) -> None:
-    from kafka_pyspark.spark.schema import SEGMENT_READ_SCHEMA
+    from kafka_pyspark._spark.schema import SEGMENT_READ_SCHEMA
 
     spark = spark_session(
         "bench-segments", file_null_source("bench_null_segments", SEGMENT_READ_SCHEMA)
@@ -195,8 +195,8 @@ def spark_rows(rec: Recorder, root: Path, nulls: dict[str, Path], sizes: dict[st
 _RSS_SCRIPT = """
 import resource, sys
 import pyarrow.fs as pafs
-from kafka_pyspark.segments.files import discover
-from kafka_pyspark.segments.read import ReadSettings, SegmentSplit, iter_split
+from kafka_pyspark._segments.files import discover
+from kafka_pyspark._segments.reading import ReadSettings, SegmentSplit, iter_split
 f = discover(pafs.LocalFileSystem(), sys.argv[1])[0]
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rows = 0

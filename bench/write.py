@@ -191,8 +191,8 @@ def _arrow_batches(n: int) -> list[pa.RecordBatch]:
 
 def bare_loop(batches: list[pa.RecordBatch], codec: str, port: int) -> float:
     """rows/s of encode + MULTIPRODUCE + barrier in one Python loop (no Spark)."""
+    from kafka_pyspark._messages import encode_message_set_arrow
     from kafka_pyspark.client import Producer
-    from kafka_pyspark.messages import encode_message_set_arrow
 
     rows: int = sum(b.num_rows for b in batches)
 
@@ -214,7 +214,7 @@ def bare_loop(batches: list[pa.RecordBatch], codec: str, port: int) -> float:
 
 def bare_zlib(batches: list[pa.RecordBatch]) -> float:
     """rows/s of zlib level-6 deflate over the same message-set bytes, 200 messages a call."""
-    from kafka_pyspark.messages import encode_message_set_arrow
+    from kafka_pyspark._messages import encode_message_set_arrow
 
     sets = [
         encode_message_set_arrow(b.column(0).slice(s, BATCH_SIZE))

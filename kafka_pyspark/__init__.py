@@ -7,7 +7,7 @@ Public API::
     decode_message_set(data, base_offset=0, *, verify_crc=True) -> DecodeResult
     encode_message_set(values, *, compression="none", magic=1) -> bytes
 
-    # looking at a cluster from a notebook or script (kafka_pyspark.admin; no Spark needed)
+    # looking at a cluster from a notebook or script (kafka_pyspark._admin; no Spark needed)
     topic_partitions(zk_connect, topic, *, options=None) -> [(broker, partition), ...]
     partition_for_key(key, partitions) -> (broker, partition)   # where the writer puts a key
     group_lag(zk_connect, group, topics=None, *, options=None) -> [{...}]  # `kafka07 lag` rows
@@ -27,15 +27,15 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     # Lazy: importing kafka_pyspark (e.g. for the codec alone) must not import pyspark.
     if name in ("decode_message_set", "encode_message_set", "DecodeResult"):
-        from kafka_pyspark import messages
+        from kafka_pyspark import _messages as messages
 
         return getattr(messages, name)
     if name in ("topic_partitions", "partition_for_key", "group_lag"):
-        from kafka_pyspark import admin
+        from kafka_pyspark import _admin as admin
 
         return getattr(admin, name)
     if name == "Kafka07DataSource":
-        from kafka_pyspark.spark.source import Kafka07DataSource
+        from kafka_pyspark._spark.source import Kafka07DataSource
 
         return Kafka07DataSource
     raise AttributeError(f"module 'kafka_pyspark' has no attribute {name!r}")
@@ -49,12 +49,12 @@ def register(spark: SparkSession) -> None:
     only make Spark log a WARN that it replaced the source.
 
     It also sets ``spark.sql.redaction.string.regex`` for the session, if it is unset, to
-    :data:`kafka_pyspark.zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts ``zk.auth.password``
+    :data:`kafka_pyspark._zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts ``zk.auth.password``
     in the option maps it shows, but Spark Connect also shows each plan as text (the UI's
     Connect tab, the event log), and SQL statements are shown as typed; that conf is what
     Spark redacts those texts with (docs/reading.md, "ZooKeeper ACLs").
     """
-    from kafka_pyspark.spark.source import Kafka07DataSource
+    from kafka_pyspark._spark.source import Kafka07DataSource
 
     if not _registered(spark, Kafka07DataSource.name()):
         spark.dataSource.register(Kafka07DataSource)
@@ -62,7 +62,7 @@ def register(spark: SparkSession) -> None:
 
 
 def _redact_password_in_statements(spark: SparkSession) -> None:
-    from kafka_pyspark.zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
+    from kafka_pyspark._zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
 
     try:
         if not spark.conf.get(STATEMENT_REDACTION_CONF, None):  # the user's own is kept

@@ -1,4 +1,4 @@
-"""Loading the optional compiled kernels (``messages/_kernel.c``, ``formats/_v2kernel.c``).
+"""Loading the optional compiled kernels (``_messages/_kernel.c``, ``_formats/_v2kernel.c``).
 
 Each kernel has a pure-Python twin giving the same results, so a kernel is used only when it
 imports (``make setup`` and a wheel build compile it; a build without a C compiler leaves it
@@ -46,7 +46,7 @@ def load_kernel(
     matches: Callable[[ModuleType], bool] = lambda _: True,
     constants: Mapping[str, int] | None = None,
 ) -> ModuleType | None:
-    """The compiled module ``name`` (e.g. ``"kafka_pyspark.formats._v2kernel"``), or None
+    """The compiled module ``name`` (e.g. ``"kafka_pyspark._formats._v2kernel"``), or None
     when the pure path is forced, it does not import, ``matches(module)`` is false, or it
     exports one of ``constants`` with another value (then with a
     :class:`KernelMismatchWarning` naming every difference)."""

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 TOPIC = "demo-events"
 CODECS = ("none", "gzip", "snappy")
 
+__all__ = ["main"]
+
 
 def _spark_env() -> None:
     repo = Path(__file__).resolve().parent.parent
@@ -96,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("kafka_pyspark.testing").setLevel(logging.ERROR)
     _spark_env()
 
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
     from kafka_pyspark.testing.broker import EmbeddedBroker
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
     with tempfile.TemporaryDirectory(prefix="kafka07-demo-") as tmp:
         print(f"work directory: {tmp}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # names imports this module at run time
-    from kafka_pyspark.names import TopicPartition
+    from kafka_pyspark._partition_key import TopicPartition
 
 
 class KafkaError(Exception):
@@ -354,3 +354,46 @@ class InvalidPartitionError(KafkaError, ValueError):
     """Writing: a row has no valid target broker-partition (0.7's ``InvalidPartitionException``):
     the key's Java hash is ``Integer.MIN_VALUE`` and ``Math.abs`` left it negative, or an
     explicit ``broker``/``partition`` names a broker or partition the cluster does not have."""
+
+
+__all__ = [
+    "AppendShortfallError",
+    "BrokerConnectionError",
+    "BrokerError",
+    "BrokerTimeoutError",
+    "CodecUnavailableError",
+    "CorruptMessageError",
+    "CredentialsError",
+    "DataLossError",
+    "DataNotAvailableError",
+    "DecompressedSizeError",
+    "DecompressionError",
+    "DeliveryError",
+    "FetchSizeTooSmallError",
+    "InvalidFetchSizeError",
+    "InvalidMessageError",
+    "InvalidMessageSizeError",
+    "InvalidPartitionError",
+    "KafkaError",
+    "MessageError",
+    "MessageTooLargeError",
+    "NoBrokersRegisteredError",
+    "OffsetFormatError",
+    "OffsetOutOfRangeError",
+    "OptionError",
+    "ProtocolError",
+    "RegistryError",
+    "RegistryPermissionError",
+    "RegistryUnavailableError",
+    "RequestTooLargeError",
+    "SchemaError",
+    "SegmentFileError",
+    "SegmentPathError",
+    "TopicNameError",
+    "TopicNotFoundError",
+    "UnknownCodeError",
+    "UnknownCodecError",
+    "UnknownError",
+    "UnknownMagicError",
+    "WrongPartitionError",
+]

@@ -1,5 +1,5 @@
 """Auto-registration: Spark 4 registers ``DefaultSource`` of installed ``pyspark_*`` modules."""
 
-from kafka_pyspark.spark.source import Kafka07DataSource as DefaultSource
+from kafka_pyspark._spark.source import Kafka07DataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -2,7 +2,7 @@
 
 Written from the layouts of docs/dev/PROTOCOL.md ("Message layout (magic 0 and 1)" and
 "Compression by nesting") with ``struct`` and ``zlib.crc32`` only, so tests never
-depend on the encoder under test (``kafka_pyspark.messages.encode``)::
+depend on the encoder under test (``kafka_pyspark._messages.encode``)::
 
     LENGTH int32 (bytes after this field) | MAGIC int8 | ATTRIBUTES int8 (only if MAGIC != 0)
     | CHECKSUM uint32 (CRC32 of PAYLOAD) | PAYLOAD

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 if TYPE_CHECKING:
     from pyspark.sql.datasource import InputPartition
 
-    from kafka_pyspark.spark.planning import Kafka07InputPartition
+    from kafka_pyspark._spark.read.planning import Kafka07InputPartition
 
 BrokerPartition = tuple[int, int]
 IO_TIMEOUT = 10.0
@@ -60,7 +60,7 @@ def unanswering_broker(zk_connect: str, broker_id: int, topic: str = "t") -> Ite
 
 def kafka_partitions(parts: Iterable[InputPartition]) -> list[Kafka07InputPartition]:
     """``parts`` as a reader of ours plans them: each one must be a ``Kafka07InputPartition``."""
-    from kafka_pyspark.spark.planning import Kafka07InputPartition
+    from kafka_pyspark._spark.read.planning import Kafka07InputPartition
 
     out: list[Kafka07InputPartition] = []
     for p in parts:
@@ -102,7 +102,7 @@ def count_values(found: Mapping[BrokerPartition, Iterable[bytes]]) -> Counter[by
 
 def java_hash(s: str) -> int:
     """Java ``String.hashCode`` (UTF-16 code units, int32 wrap), a loop independent of
-    ``kafka_pyspark.partitioner``."""
+    ``kafka_pyspark._partitioner``."""
     h = 0
     data = s.encode("utf-16-be")
     for i in range(0, len(data), 2):

@@ -5,9 +5,9 @@ A decoder that meets garbage must say what is wrong (a :class:`KafkaError` subcl
 what and where). An internal error (``IndexError``, ``struct.error``, ``ValueError``,
 ``UnicodeDecodeError``, ...) escaping is a crash; one sitting anywhere in the
 ``__cause__``/``__context__`` chain of the typed error is a crash too, only re-labelled by a
-catch-all, so the fuzzer must report it just the same. Used by ``tests/test_messages_fuzz.py``,
-``tests/test_formats_fuzz.py`` and ``tests/reliability/test_fuzz_decoders.py`` (also inside its
-atheris subprocess).
+catch-all, so the fuzzer must report it just the same. Used by
+``tests/messages/test_messages_fuzz.py``, ``tests/formats/test_formats_fuzz.py`` and
+``tests/reliability/test_fuzz_decoders.py`` (also inside its atheris subprocess).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import TypeVar
 
 from _bytes import GZIP, SNAPPY, message
 
+from kafka_pyspark._messages import compression as comp
+from kafka_pyspark._messages import encode_message, encode_message_set
 from kafka_pyspark.errors import KafkaError, MessageError
-from kafka_pyspark.messages import compression as comp
-from kafka_pyspark.messages import encode_message, encode_message_set
 
 #: what parsing code raises on input it did not foresee (UnicodeDecodeError is a ValueError)
 INTERNAL: tuple[type[BaseException], ...] = (

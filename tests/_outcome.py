@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_pyspark._messages import decode_message_set
 from kafka_pyspark.errors import MessageError
-from kafka_pyspark.messages import decode_message_set
 
 
 def outcome(data: bytes, base: int = 1000, **kw: Any) -> tuple[Any, ...]:

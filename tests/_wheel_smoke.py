@@ -37,8 +37,8 @@ def run(local: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    from kafka_pyspark.messages import flat, walk
-    from kafka_pyspark.testing.local import LocalCluster
+    from kafka_pyspark._messages import flat, walk
+    from kafka_pyspark.testing._local import LocalCluster
 
     local = LocalCluster(partitions=(2,)).start()
     try:

@@ -10,7 +10,7 @@ Fixture contract (used by every test module; keep names stable):
 - ``broker``: one started :class:`EmbeddedBroker` (id 0, 2 partitions) registered under
   ``zk_connect``.
 - ``brokers``: two started brokers (ids 0 and 1, 2 and 3 partitions) under ``zk_connect``.
-- ``b``: one started :class:`EmbeddedBroker` (2 partitions) without ZooKeeper, for the
+- ``bare_broker``: one started :class:`EmbeddedBroker` (2 partitions) without ZooKeeper, for the
   raw-socket tests of docs/dev/PROTOCOL.md's measured broker behaviour
   (``test_broker_facts_*.py``).
 - ``spark`` (session): a local[2] SparkSession using ``spark-conf/`` with kafka07 registered.
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from kazoo.client import KazooClient
     from pyspark.sql import SparkSession
 
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
     from kafka_pyspark.testing.broker import EmbeddedBroker
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "spark-conf"))
@@ -41,7 +41,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
     with ZooKeeperServer() as zk:
         yield zk
@@ -75,7 +75,7 @@ def broker(tmp_path: Path, zk_connect: str) -> Iterator[EmbeddedBroker]:
 
 
 @pytest.fixture
-def b(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+def bare_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
     with EmbeddedBroker(log_dir=tmp_path / "logs", num_partitions=2) as broker:

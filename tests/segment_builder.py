@@ -1,5 +1,5 @@
 """An independent builder of Kafka log bytes for tests, written from the layouts in
-kafka_pyspark/formats/layout.py (docs/dev/PROTOCOL.md "Later on-disk formats")
+kafka_pyspark/_formats/batch_layout.py (docs/dev/PROTOCOL.md "Later on-disk formats")
 with struct and the compression libraries directly; it never calls the code under test.
 
 Everything returns ``bytes`` of whole entries: message-set entries (magic 0/1) and record

@@ -10,11 +10,11 @@ import pytest
 from _cluster import java_index
 
 import kafka_pyspark
+from kafka_pyspark._messages import encode_message_set
+from kafka_pyspark._registry import Registry
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import InvalidPartitionError, OptionError, RegistryError
-from kafka_pyspark.messages import encode_message_set
-from kafka_pyspark.registry import Registry
 
 if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker

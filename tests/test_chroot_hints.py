@@ -15,14 +15,14 @@ import pytest
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
-from kafka_pyspark.chroot_hints import no_brokers_error, topic_elsewhere
-from kafka_pyspark.cluster import Cluster
-from kafka_pyspark.cluster_options import cluster_options
+from kafka_pyspark._chroot_hints import no_brokers_error, topic_elsewhere
+from kafka_pyspark._cluster import Cluster
+from kafka_pyspark._cluster_options import cluster_options
+from kafka_pyspark._registry import Registry
+from kafka_pyspark._spark.options import Subscribe
+from kafka_pyspark._spark.read.discovery import discover
 from kafka_pyspark.errors import NoBrokersRegisteredError, TopicNotFoundError
-from kafka_pyspark.registry import Registry
-from kafka_pyspark.spark.discovery import discover
-from kafka_pyspark.spark.options import Subscribe
-from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zk
 
@@ -213,7 +213,7 @@ def test_many_registries_are_named_up_to_ten_with_brokers_first(
 def test_write_plan_without_the_chroot(hosts: str, root: KazooClient) -> None:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    from kafka_pyspark.spark.writer import build_plan
+    from kafka_pyspark._spark.write import build_plan
 
     register(root, "/kafka")
     schema = StructType([StructField("value", BinaryType())])

@@ -1,4 +1,4 @@
-"""cluster.py (and cluster_options.py: broker.list parsing, the checks of the cluster options),
+"""_cluster.py (and _cluster_options.py: broker.list parsing, the checks of the cluster options),
 and Cluster over ZooKeeper and over probed brokers."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from _bytes import message
 from kazoo.client import KazooClient
 
-from kafka_pyspark.cluster import Cluster
-from kafka_pyspark.cluster_options import BrokerAddress, cluster_options, parse_broker_list
+from kafka_pyspark._cluster import Cluster
+from kafka_pyspark._cluster_options import BrokerAddress, cluster_options, parse_broker_list
+from kafka_pyspark._registry import Registry
 from kafka_pyspark.errors import KafkaError, OptionError, TopicNameError
-from kafka_pyspark.registry import Registry
 
 if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker

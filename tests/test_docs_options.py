@@ -1,6 +1,6 @@
 """The option tables in docs/ name exactly the options the parsers know, so they cannot drift.
 
-Every ``frozenset`` named ``*_OPTIONS`` in any module under ``kafka_pyspark/spark/`` is picked up,
+Every ``frozenset`` named ``*_OPTIONS`` in any module under ``kafka_pyspark/_spark/`` is picked up,
 so an option added to a parser fails here until a docs table lists it (and a table naming an
 option no parser knows fails too).
 """
@@ -12,7 +12,8 @@ import itertools
 import re
 from pathlib import Path
 
-from kafka_pyspark.spark import options, segment_options
+from kafka_pyspark._spark import options
+from kafka_pyspark._spark.options import segment_path as segment_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _NAME = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`")
@@ -37,12 +38,12 @@ def table_options(doc: str) -> list[str]:
 
 def _known_sets() -> dict[str, frozenset[str]]:
     found = {}
-    spark = Path(segment_options.__file__).parent
+    spark = Path(segment_options.__file__).parents[1]  # kafka_pyspark/_spark
     for source in sorted(spark.rglob("*.py")):
         if not re.search(r"^[A-Z_]+_OPTIONS = frozenset", source.read_text(), re.M):
             continue
         parts = source.relative_to(spark).with_suffix("").parts
-        module = importlib.import_module(".".join(("kafka_pyspark.spark", *parts)))
+        module = importlib.import_module(".".join(("kafka_pyspark._spark", *parts)))
         for attr, value in vars(module).items():
             if attr.endswith("_OPTIONS") and isinstance(value, frozenset):
                 found[f"{module.__name__}.{attr}"] = value
@@ -93,7 +94,7 @@ def test_documented_names_use_the_canonical_spelling() -> None:
 
 
 def test_spark_kafka_table_is_the_pointer_table() -> None:
-    from kafka_pyspark.spark.options.habits import SPARK_KAFKA_POINTERS
+    from kafka_pyspark._spark.options.habits import SPARK_KAFKA_POINTERS
 
     after = (DOCS / "reading.md").read_text().split("| Spark's `kafka` option |", 1)[1]
     rows = list(itertools.takewhile(lambda line: line.startswith("|"),

@@ -10,15 +10,15 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from kafka_pyspark import _native
+from kafka_pyspark._formats import records
+from kafka_pyspark._messages import flat, walk
 from kafka_pyspark._native import KernelMismatchWarning, kernel_mismatches, load_kernel
-from kafka_pyspark.formats import records
-from kafka_pyspark.messages import flat, walk
 
-KERNEL = "kafka_pyspark.messages._kernel"
+KERNEL = "kafka_pyspark._messages._kernel"
 BUILT = importlib.util.find_spec(KERNEL) is not None
-GZIP = "kafka_pyspark.messages._gzip"
+GZIP = "kafka_pyspark._messages._gzip"
 GZIP_BUILT = importlib.util.find_spec(GZIP) is not None
-V2 = "kafka_pyspark.formats._v2kernel"
+V2 = "kafka_pyspark._formats._v2kernel"
 V2_BUILT = importlib.util.find_spec(V2) is not None
 
 

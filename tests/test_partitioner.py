@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_pyspark.partitioner import (
+from kafka_pyspark._partitioner import (
     INT32_MIN,
     hash_partitions,
     java_abs,

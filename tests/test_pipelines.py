@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from _cluster import count_values, read_log, read_topic
 
+from kafka_pyspark._messages import encode_message_set
+from kafka_pyspark._spark.compat import ADMISSION_CONTROL
 from kafka_pyspark.client import Producer
-from kafka_pyspark.messages import encode_message_set
-from kafka_pyspark.spark.compat import ADMISSION_CONTROL
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]

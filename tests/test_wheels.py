@@ -145,7 +145,7 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     venv.pip("install", str(dist.pure))  # its dependencies too, when run alone
     venv.pip("uninstall", "-y", "pyspark")
     plain = venv.run("-c", "import kafka_pyspark.client, kafka_pyspark.testing.broker, "
-                     "kafka_pyspark.registry; from kafka_pyspark import encode_message_set, "
+                     "kafka_pyspark._registry; from kafka_pyspark import encode_message_set, "
                      "decode_message_set; "
                      "print(decode_message_set(encode_message_set([b'x'])).batch.num_rows)")
     assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
@@ -155,7 +155,7 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
                        program="kafka07")
     assert produce.returncode == 2 and "Traceback" not in produce.stderr, produce.stderr
     assert "pip install 'kafka_pyspark[spark]'" in produce.stderr
-    for what in ("import kafka_pyspark.spark.source",
+    for what in ("import kafka_pyspark._spark.source",
                  "from kafka_pyspark import Kafka07DataSource",
                  "import pyspark_kafka07"):
         out = venv.run("-c", what)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _cluster import silent_peer
 
+from kafka_pyspark._zk_session import Created, ZkSession
 from kafka_pyspark.errors import RegistryUnavailableError
-from kafka_pyspark.zk_session import Created, ZkSession
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

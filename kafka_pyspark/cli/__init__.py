@@ -9,7 +9,7 @@
     kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N] [--max-messages N]
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
-or connection problem (:mod:`kafka_pyspark.cli.common`). The help of each command is
+or connection problem (:mod:`kafka_pyspark.cli._common`). The help of each command is
 complete; the manual, docs/cli.md, is installed beside this module (:data:`MANUAL`).
 """
 
@@ -24,8 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pyspark import __version__
-from kafka_pyspark.cli import cluster_cmds, consume, dump, group_offsets, lag, produce
-from kafka_pyspark.cli.common import (
+from kafka_pyspark.cli import _cluster_cmds as cluster_cmds
+from kafka_pyspark.cli import _consume as consume
+from kafka_pyspark.cli import _dump as dump
+from kafka_pyspark.cli import _group_offsets as group_offsets
+from kafka_pyspark.cli import _lag as lag
+from kafka_pyspark.cli import _produce as produce
+from kafka_pyspark.cli._common import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -36,10 +41,10 @@ from kafka_pyspark.cli.common import (
     permission_advice,
     quiet_libraries,
 )
-from kafka_pyspark.cli.output import error
+from kafka_pyspark.cli._output import error
 from kafka_pyspark.errors import KafkaError, RegistryPermissionError
 
-__all__ = ["MANUAL", "build_parser", "main"]
+__all__ = ["main"]
 
 #: docs/cli.md, installed with the package (package data)
 MANUAL = Path(__file__).with_name("cli.md")

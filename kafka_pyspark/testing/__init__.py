@@ -10,7 +10,7 @@
 - :class:`EmbeddedBroker` (``kafka_pyspark.testing.broker``): a real single-node Kafka 0.7.2
   broker (sockets, segment files, ZooKeeper registry); ``python -m
   kafka_pyspark.testing.broker`` runs one from the command line. See ``docs/broker.md``.
-- :class:`ZooKeeperServer` (``kafka_pyspark.testing.zookeeper``): a throwaway standalone
+- :class:`ZooKeeperServer` (``kafka_pyspark.testing._zookeeper``): a throwaway standalone
   ZooKeeper (Debian's ``zookeeper`` package).
 
 Imports are lazy so that ``python -m kafka_pyspark.testing.broker`` does not import the
@@ -22,14 +22,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kafka_pyspark.testing._log import LogStorageError
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer, ZooKeeperServerError
     from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer, ZooKeeperServerError
 
 _WHERE = {
     "EmbeddedBroker": "kafka_pyspark.testing.broker",
     "EmbeddedBrokerError": "kafka_pyspark.testing.broker",
-    "ZooKeeperServer": "kafka_pyspark.testing.zookeeper",
-    "ZooKeeperServerError": "kafka_pyspark.testing.zookeeper",
+    "LogStorageError": "kafka_pyspark.testing._log",
+    "ZooKeeperServer": "kafka_pyspark.testing._zookeeper",
+    "ZooKeeperServerError": "kafka_pyspark.testing._zookeeper",
 }
 
 
@@ -42,4 +44,10 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "ZooKeeperServer", "ZooKeeperServerError"]
+__all__ = [
+    "EmbeddedBroker",
+    "EmbeddedBrokerError",
+    "LogStorageError",
+    "ZooKeeperServer",
+    "ZooKeeperServerError",
+]

@@ -15,7 +15,7 @@
     if nb is not None:
         nb.close()
 
-:class:`LocalNotebook` starts a :class:`~kafka_pyspark.testing.local.LocalCluster` (ZooKeeper,
+:class:`LocalNotebook` starts a :class:`~kafka_pyspark.testing._local.LocalCluster` (ZooKeeper,
 embedded 0.7 brokers, Spark) and gives:
 
 - ``dbutils.widgets``: ``text``, ``dropdown``, ``get``, ``getAll``, ``removeAll``. A widget's
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_pyspark._closing import Service
-from kafka_pyspark.testing.local import LocalCluster
+from kafka_pyspark.testing._local import LocalCluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

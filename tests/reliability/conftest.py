@@ -23,7 +23,7 @@ import pytest
 from rel_support import Recorder
 
 if TYPE_CHECKING:
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
 COLUMNS = ("scenario", "expected", "read/written", "missing", "duplicated", "outcome", "s")
 
@@ -133,7 +133,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def own_zookeeper() -> Iterator[ZooKeeperServer]:
     """A ZooKeeper of this module alone (tests stop and pause it; the session one is shared).
     Left running after each test (a test that halts or pauses it brings it back)."""
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
     with ZooKeeperServer() as zk:
         yield zk

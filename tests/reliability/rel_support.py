@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from kafka_pyspark.testing.zookeeper import ZooKeeperServer
+    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
 
 Recorder = Callable[..., None]
@@ -39,8 +39,8 @@ def produce(
 ) -> list[bytes]:
     """Send one message set per partition straight to ``broker`` (no ZooKeeper needed) and
     confirm it with the delivery barrier; the values sent, in order."""
+    from kafka_pyspark._messages import encode_message_set
     from kafka_pyspark.client import Producer
-    from kafka_pyspark.messages import encode_message_set
 
     sent: list[bytes] = []
     with Producer({broker.broker_id: (broker.host, broker.port)}, timeout=10.0) as p:
@@ -77,7 +77,7 @@ class BrokerProcess:
 
     def __init__(self, log_dir: Path, *, broker_id: int = 0, partitions: int = 2,
                  extra: tuple[str, ...] = ()) -> None:
-        from kafka_pyspark.testing.zookeeper import free_port
+        from kafka_pyspark.testing._zookeeper import free_port
 
         self.log_dir = log_dir
         self.broker_id = broker_id

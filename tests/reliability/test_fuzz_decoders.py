@@ -29,14 +29,8 @@ from _kwargs import DecodeOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_pyspark import wire
-from kafka_pyspark.errors import (
-    DecompressedSizeError,
-    DecompressionError,
-    MessageError,
-    ProtocolError,
-)
-from kafka_pyspark.messages import (
+from kafka_pyspark import _wire as wire
+from kafka_pyspark._messages import (
     MAX_NESTING_DEPTH,
     decode_message_set,
     encode_message,
@@ -44,7 +38,13 @@ from kafka_pyspark.messages import (
     scan_boundaries,
     walk,
 )
-from kafka_pyspark.messages import compression as comp
+from kafka_pyspark._messages import compression as comp
+from kafka_pyspark.errors import (
+    DecompressedSizeError,
+    DecompressionError,
+    MessageError,
+    ProtocolError,
+)
 
 FUZZ = settings(
     max_examples=200,
@@ -207,7 +207,7 @@ _ATHERIS = r"""
 import sys, atheris
 with atheris.instrument_imports(include=["kafka_pyspark"]):
     from kafka_pyspark.errors import MessageError
-    from kafka_pyspark.messages import decode_message_set, scan_boundaries
+    from kafka_pyspark._messages import decode_message_set, scan_boundaries
 from _fuzz import assert_deliberate  # tests/ is on PYTHONPATH
 def one(data):
     for kw in ({}, {"max_decompressed_size": 300}):

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from rel_support import Recorder, produce, values
 
+from kafka_pyspark._messages import decode_message_set, encode_message_set
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import BrokerConnectionError
-from kafka_pyspark.messages import decode_message_set, encode_message_set
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 PRODUCE, FETCH = 0, 1

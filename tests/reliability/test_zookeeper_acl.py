@@ -20,8 +20,8 @@ import pytest
 from _cluster import kazoo_client
 from rel_support import Recorder, produce, values
 
+from kafka_pyspark._registry import Registry
 from kafka_pyspark.errors import RegistryPermissionError
-from kafka_pyspark.registry import Registry
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = [pytest.mark.zk]

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from rel_support import Recorder, new_chroot, produce, read_sink, stream_query, values
 
+from kafka_pyspark._registry import Registry
+from kafka_pyspark._spark.compat import ReadAllAvailable
 from kafka_pyspark.errors import RegistryUnavailableError
-from kafka_pyspark.registry import Registry
-from kafka_pyspark.spark.compat import ReadAllAvailable
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ def test_stream_goes_on_through_zookeeper_outage(
 
 
 def _reader(zk: str, topic: str, **extra: str) -> Any:
-    from kafka_pyspark.spark.schema import READ_SCHEMA
-    from kafka_pyspark.spark.stream import Kafka07StreamReader
+    from kafka_pyspark._spark.schema import READ_SCHEMA
+    from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 
     options = {"zk.connect": zk, "subscribe": topic, "startingOffsets": "earliest",
                **SHORT_ZK, **extra}

@@ -12,8 +12,8 @@ CLI (runs until SIGINT/SIGTERM)::
 
 Behaviour follows what a real 0.7.2 broker answered (docs/dev/PROTOCOL.md "A real 0.7.2 broker,
 measured") and 0.7.2's own request handling; ``docs/broker.md`` lists it, and every place this
-broker differs and why. Requests are decoded with :mod:`kafka_pyspark.wire`, message sets validated
-with :func:`kafka_pyspark.messages.decode_message_set`, data kept by :mod:`.log`. The broker does
+broker differs and why. Requests are decoded with :mod:`kafka_pyspark._wire`, message sets validated
+with :func:`kafka_pyspark._messages.decode_message_set`, data kept by :mod:`.log`. The broker does
 not use :mod:`kafka_pyspark.client` (the code it is meant to test).
 
 Threads: one accepting, one per connection (requests on a connection are answered in order),
@@ -24,8 +24,8 @@ Modules: :mod:`.core` (:class:`EmbeddedBroker`: lifecycle, connections, the log 
 :mod:`.registration` (ZooKeeper), :mod:`.cli` (``python -m kafka_pyspark.testing.broker``).
 """
 
-from kafka_pyspark.testing.broker.cli import main
-from kafka_pyspark.testing.broker.core import EmbeddedBroker
-from kafka_pyspark.testing.broker.errors import EmbeddedBrokerError
+from kafka_pyspark.testing.broker._broker_errors import EmbeddedBrokerError
+from kafka_pyspark.testing.broker._command_line import main
+from kafka_pyspark.testing.broker._core import EmbeddedBroker
 
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "main"]

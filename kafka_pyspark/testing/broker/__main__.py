@@ -2,6 +2,6 @@
 
 import sys
 
-from kafka_pyspark.testing.broker.cli import main
+from kafka_pyspark.testing.broker._command_line import main
 
 sys.exit(main())

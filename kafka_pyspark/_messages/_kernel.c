@@ -1,0 +1,331 @@
+/* The per-message work of decoding Kafka 0.7 message sets, compiled.
+ *
+ * Layout (kafka_pyspark/_messages/layout.py, docs/dev/PROTOCOL.md "Messages"):
+ *
+ *   int32 LENGTH | int8 MAGIC | [int8 ATTRIBUTES if MAGIC == 1] | uint32 CRC32 | PAYLOAD
+ *
+ * The functions, all on buffers (buffer protocol; no numpy C API):
+ *
+ *   scan(buf, pos, end, stop, out) -> (n, pos, status, value, leaf_count, leaf_bytes)
+ *       follows LENGTH from buf[pos] while pos < min(end, stop), checks every header and
+ *       writes one 24-byte record per complete message into `out` (see rec_t), stopping at
+ *       the first message that is incomplete or malformed (`status`, `value` say why).
+ *   gather(buf, recs, i0, i1, data, dpos, offsets, words, k) -> (dpos, k)
+ *       copies the payloads of the uncompressed messages among recs[i0:i1] to data[dpos:],
+ *       writes their int32 end positions to offsets[k+1:] and their CRC words (below) to
+ *       words[k:].
+ *   take(buf, pos, end, stop, base, data, dpos, offsets, words, k, starts)
+ *       -> (m, pos, status, value, dpos, k)
+ *       scan and gather in one pass, for the fast lane (flat.py): plain messages only (a
+ *       wrapper stops it with ST_WRAPPER), payloads straight into data, the absolute offsets
+ *       base + position into starts (or None).
+ *   check_rows(data, offsets, words, k0, k1, crc32) -> bool
+ *       whether payloads k0..k1-1 (back to back in data, ending at the offsets) match their
+ *       CRC words (below), by one CRC call with the engine crc32 (_wrappers.c's kp_rows_ok,
+ *       the check the lanes make in C).
+ *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
+ *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
+ *   _C_API: a capsule holding `take`'s C functions, the CRC engine's parsing and the rows'
+ *       CRC check (see _kernel.h) for _gzip.c's gzip lane.
+ *
+ * scan and take are one walk (_kernel.h's kp_walk) with two visitors: scan_one below, and
+ * take_one (_kernel.h), which the snappy lane (_snappy.c) and the gzip lane also use.
+ *
+ * The CRC check of all payloads is then one CRC-32 call over `data` (kafka_pyspark/_messages/
+ * crc.py explains why): with word_i = crc_i ^ crc32(i zero bytes of len(P_i)) xored after each
+ * payload, CRC-32 of data (+4 zero bytes) started from CHECK_OK returns CHECK_OK exactly when
+ * every stored CRC is right (_wrappers.c's kp_rows_ok: check_rows, and the lanes in C).
+ *
+ * Nothing here trusts a length: every LENGTH is range-checked before use, every record
+ * handed back in is checked against the buffer it points into, every write against the
+ * capacity of its target. Bad input data is reported by status; a record or a buffer that
+ * does not fit (a caller's bug) raises ValueError.
+ */
+#include "_kernel.h"
+
+/* --- CRC-32 of runs of zero bytes ---------------------------------------------------------
+ * zlib's reflected CRC-32 (polynomial 0xEDB88320). Feeding n zero bytes multiplies the register
+ * by x^(8n) modulo the polynomial; zeros_crc(n) = ~(~0 * x^(8n)). A table serves the payload
+ * sizes that occur in practice; longer ones square-and-multiply.
+ */
+#define POLY 0xEDB88320u
+static uint32_t byte_table[256];
+uint32_t kp_zero_table[KP_ZERO_TABLE];
+static uint32_t x2n[64]; /* x^(2^k) mod P */
+
+static uint32_t mulmod(uint32_t a, uint32_t b)
+{
+    /* a * b mod P, bit 31 being x^0 (reflected) */
+    uint32_t product = 0;
+    for (uint32_t m = 1u << 31; m; m >>= 1) {
+        if (a & m)
+            product ^= b;
+        b = (b & 1) ? (b >> 1) ^ POLY : b >> 1;
+    }
+    return product;
+}
+
+uint32_t kp_zeros_crc(int64_t n)
+{
+    if (n < KP_ZERO_TABLE)
+        return kp_zero_table[n];
+    uint64_t bits = (uint64_t)n * 8;
+    uint32_t reg = 0xFFFFFFFFu;
+    for (int k = 0; bits; k++, bits >>= 1)
+        if (bits & 1)
+            reg = mulmod(x2n[k], reg);
+    return ~reg;
+}
+
+static void init_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int j = 0; j < 8; j++)
+            c = (c & 1) ? (c >> 1) ^ POLY : c >> 1;
+        byte_table[i] = c;
+    }
+    uint32_t reg = 0xFFFFFFFFu;
+    for (int n = 0; n < KP_ZERO_TABLE; n++) {
+        kp_zero_table[n] = ~reg;
+        reg = (reg >> 8) ^ byte_table[reg & 0xFF];
+    }
+    x2n[0] = 1u << 30; /* x^1 */
+    for (int k = 1; k < 64; k++)
+        x2n[k] = mulmod(x2n[k - 1], x2n[k - 1]);
+}
+
+/* --- scan --------------------------------------------------------------------------------- */
+
+typedef struct {
+    rec_t *next, *full; /* the next record to write; the end of the output */
+    Py_ssize_t leaves;
+    long long leaf_bytes;
+} scanner_t;
+
+/* One message for scan: its record, counted as a leaf when plain; KP_RAISED when the records
+ * do not fit the output (a caller's bug). */
+static inline int scan_one(void *ctx, const uint8_t *p, Py_ssize_t pos, Py_ssize_t end,
+                           const head_t *h, long long *value)
+{
+    scanner_t *s = (scanner_t *)ctx;
+    if (s->next == s->full) {
+        PyErr_SetString(PyExc_ValueError, "scan: more messages than records in the output");
+        return KP_RAISED;
+    }
+    rec_t *r = s->next++;
+    r->start = pos;
+    r->length = h->length;
+    r->crc = h->crc;
+    r->magic = h->magic;
+    r->codec = h->codec;
+    memset(r->pad, 0, sizeof(r->pad));
+    if (h->codec == CODEC_NONE) {
+        s->leaves++;
+        s->leaf_bytes += payload_size(h->length, h->magic);
+    }
+    return ST_END;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, out;
+    Py_ssize_t pos, end, stop;
+    if (!PyArg_ParseTuple(args, "y*nnnw*", &buf, &pos, &end, &stop, &out))
+        return NULL;
+    PyObject *result = NULL;
+    if (pos < 0 || end < pos || end > buf.len) {
+        PyErr_Format(PyExc_ValueError, "scan: bad range [%zd, %zd) of a %zd-byte buffer", pos,
+                     end, buf.len);
+        goto done;
+    }
+    rec_t *recs = (rec_t *)out.buf;
+    scanner_t s = {recs, recs + out.len / (Py_ssize_t)sizeof(rec_t), 0, 0};
+    long long value = 0;
+    int status = kp_walk((const uint8_t *)buf.buf, &pos, end, stop, AHEAD_SMALL, scan_one, &s,
+                         &value);
+    if (status != KP_RAISED)
+        result = Py_BuildValue("(nniLnL)", (Py_ssize_t)(s.next - recs), pos, status, value,
+                               s.leaves, s.leaf_bytes);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+/* --- take: scan and gather in one pass ------------------------------------------------------ */
+
+/* Walks plain messages from *at, copying each payload into the sink (memmove: the sink's
+ * data may be the very buffer walked, behind the walk): kp_sink_take. */
+int kp_take(const uint8_t *p, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t stop, sink_t *s,
+            long long *value)
+{
+    return kp_sink_take(p, at, end, stop, s, value, 0);
+}
+
+/* data, offsets, words as a sink at (dpos, k); sets offsets[k] = dpos. 0, or -1 raised. */
+int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
+                  Py_buffer *wbuf, Py_ssize_t k)
+{
+    memset(s, 0, sizeof(*s));
+    s->data = (uint8_t *)data->buf;
+    s->dcap = data->len;
+    s->offsets = (int32_t *)offs->buf;
+    s->ocap = offs->len / (Py_ssize_t)sizeof(int32_t);
+    s->words = (uint32_t *)wbuf->buf;
+    s->wcap = wbuf->len / (Py_ssize_t)sizeof(uint32_t);
+    if (dpos < 0 || dpos > s->dcap || dpos > INT32_MAX || k < 0 || k >= s->ocap) {
+        PyErr_SetString(PyExc_ValueError, "take: sink position out of range");
+        return -1;
+    }
+    s->dpos = dpos;
+    s->k = k;
+    s->offsets[k] = (int32_t)dpos;
+    return 0;
+}
+
+static PyObject *take(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, data, offs, wbuf, sbuf = {0};
+    Py_ssize_t pos, end, stop, dpos, k;
+    long long base;
+    PyObject *starts, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnLw*nw*w*nO", &buf, &pos, &end, &stop, &base, &data,
+                          &dpos, &offs, &wbuf, &k, &starts))
+        return NULL;
+    sink_t s;
+    if (kp_sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+        goto done;
+    if (pos < 0 || end < pos || end > buf.len) {
+        PyErr_Format(PyExc_ValueError, "take: bad range [%zd, %zd) of a %zd-byte buffer", pos,
+                     end, buf.len);
+        goto done;
+    }
+    if (starts != Py_None) {
+        if (PyObject_GetBuffer(starts, &sbuf, PyBUF_WRITABLE) < 0)
+            goto done;
+        s.starts = (int64_t *)sbuf.buf;
+        s.scap = sbuf.len / (Py_ssize_t)sizeof(int64_t);
+        s.base = base;
+        if (s.scap < 1) {
+            PyErr_SetString(PyExc_ValueError, "take: no room for the starts");
+            goto done;
+        }
+    }
+    long long value = 0;
+    int status = kp_take((const uint8_t *)buf.buf, &pos, end, stop, &s, &value);
+    result = Py_BuildValue("(nniLnn)", s.m, pos, status, value, s.dpos, s.k);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    if (sbuf.obj)
+        PyBuffer_Release(&sbuf);
+    return result;
+}
+
+/* --- gather ------------------------------------------------------------------------------- */
+
+static PyObject *gather(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, recbuf, data, offs, wbuf;
+    Py_ssize_t i0, i1, dpos, k;
+    if (!PyArg_ParseTuple(args, "y*y*nnw*nw*w*n", &buf, &recbuf, &i0, &i1, &data, &dpos, &offs,
+                          &wbuf, &k))
+        return NULL;
+    PyObject *result = NULL;
+    const uint8_t *p = (const uint8_t *)buf.buf;
+    const rec_t *recs = (const rec_t *)recbuf.buf;
+    uint8_t *d = (uint8_t *)data.buf;
+    int32_t *offsets = (int32_t *)offs.buf;
+    uint32_t *words = (uint32_t *)wbuf.buf;
+    Py_ssize_t nrec = recbuf.len / (Py_ssize_t)sizeof(rec_t);
+    Py_ssize_t noff = offs.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t nwords = wbuf.len / (Py_ssize_t)sizeof(uint32_t);
+    if (i0 < 0 || i1 < i0 || i1 > nrec || dpos < 0 || dpos > data.len || dpos > INT32_MAX ||
+        k < 0 || k >= noff) {
+        PyErr_SetString(PyExc_ValueError, "gather: arguments out of range");
+        goto done;
+    }
+    offsets[k] = (int32_t)dpos;
+    for (Py_ssize_t i = i0; i < i1; i++) {
+        const rec_t *r = &recs[i];
+        if (r->codec != CODEC_NONE)
+            continue;
+        int64_t size;
+        const uint8_t *payload = rec_payload(r, p, buf.len, &size);
+        if (!payload || size > data.len - dpos || dpos + size > INT32_MAX || k + 1 >= noff ||
+            k >= nwords) {
+            PyErr_Format(PyExc_ValueError, "gather: record %zd does not fit its buffers", i);
+            goto done;
+        }
+        memcpy(d + dpos, payload, (size_t)size);
+        dpos += size;
+        words[k] = r->crc ^ zeros_crc(size);
+        offsets[++k] = (int32_t)dpos;
+    }
+    result = Py_BuildValue("(nn)", dpos, k);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&recbuf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    return result;
+}
+
+static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
+{
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "zeros_crc: negative size");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(kp_zeros_crc(n));
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Walk and check the messages of a buffer into records."},
+    {"gather", gather, METH_VARARGS, "Copy uncompressed payloads; their ends and CRC words."},
+    {"check_rows", kp_check_rows, METH_VARARGS, "Whether payloads match their CRC words."},
+    {"take", take, METH_VARARGS, "Walk plain messages, copying payloads: scan + gather."},
+    {"snappy_size", kp_snappy_size, METH_O, "Bytes a snappy-java wrapper payload announces."},
+    {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
+    {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
+    {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
+    {"crc_engine_at", kp_crc_engine_at, METH_O, "Use ISA-L's CRC-32 at this address (CRC_ISAL)."},
+    {"wrapped_rows", kp_wrapped_rows, METH_VARARGS, "Per-row columns of a set of wrappers."},
+    {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
+    {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_kernel",
+    .m_doc = "Compiled per-message work of the Kafka 0.7 message-set decoder.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    init_tables();
+    kp_snappy_init();
+    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t),
+                                   sizeof(kp_crc_t), kp_take, kp_sink_parse, kp_crc_parse,
+                                   kp_rows_ok};
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
+    if (kp_add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,218 @@
+"""Kafka 0.7's ZooKeeper registry, read (and group offsets written) with kazoo.
+
+Nodes, as Kafka 0.7.2 writes them (docs/dev/PROTOCOL.md "ZooKeeper")::
+
+    /brokers/ids/[brokerId]          -> "creator:host:port"       ephemeral, written by a broker
+                                        creator is "<host>-<epoch ms>", e.g.
+                                        "127.0.0.1-1795304894516:127.0.0.1:9092"
+    /brokers/topics/[topic]/[brokerId] -> "2"                     ephemeral, written by a broker:
+                                        that broker's partition count for the topic, decimal;
+                                        created on the topic's first produce
+    /consumers/[group]/ids/[consumerId]                  ephemeral, JSON { "topic": n }
+    /consumers/[group]/owners/[topic]/[brokerId]-[partition]   ephemeral, consumer thread id
+    /consumers/[group]/offsets/[topic]/[brokerId]-[partition]  persistent
+
+Consumer offsets (``/consumers/[group]/offsets/...``) are what 0.7's
+``ZookeeperConsumerConnector`` commits and reads back on start, and what
+``kafka.tools.ConsumerOffsetChecker`` reports: the node name is ``[brokerId]-[partition]``
+(e.g. ``0-1``), the value is the **decimal ASCII string of the next byte offset to fetch**
+(e.g. ``b"1234"``, no padding, no newline): docs/dev/PROTOCOL.md "Consumer groups and their
+offsets". This module reads and writes exactly that format, so a group's progress is shared with
+0.7's own tools both ways. Parents created by :meth:`Registry.commit_group_offsets` hold the
+committer's id as their value (docs/dev/PROTOCOL.md "Intermediate nodes").
+
+Every node value is parsed strictly; a value not in 0.7's format is a :class:`RegistryError`
+naming the node and the ZooKeeper address rather than a guess. A ``zk.connect`` string may carry
+a chroot (``host:port,host:port/chroot``); all paths are then relative to it.
+
+Time bounds: the session is opened lazily on first use and must connect within
+``connection_timeout_ms``; every later call (including retries after a lost connection or an
+expired session: the registry holds no ephemeral nodes, so a new session is as good as the old
+one) fails once ZooKeeper has answered none of its requests for
+``max(session_timeout_ms, connection_timeout_ms)`` (a call of many pipelined requests takes as
+long as ZooKeeper needs to answer them, each within that time of the one before). Not reaching
+ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node whose ACL refuses
+the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
+calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark._zk_session`.
+
+Access control: ``auth=("digest", "user:password")`` (options ``zk.auth.user`` +
+``zk.auth.password``, parsed by :mod:`kafka_pyspark._zk_auth`) adds those digest credentials to
+the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
+identity can be read and written. The credentials are never logged and never
+appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
+get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
+nearest existing ancestor, so a group locked down by its operator stays locked down.
+kazoo's own log lines go to :data:`kafka_pyspark._zk_auth.KAZOO_LOG` with credentials removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from itertools import islice
+from typing import TypeVar
+
+from kafka_pyspark import _defaults as defaults
+from kafka_pyspark._cluster_options import (
+    BrokerAddress,
+    ClusterOptions,
+    cluster_options,
+    host_problem,
+    port_number,
+)
+from kafka_pyspark._partition_key import is_decimal
+from kafka_pyspark._registry_base import BROKER_IDS, BROKER_TOPICS, CONSUMERS
+from kafka_pyspark._registry_groups import GroupRegistry
+from kafka_pyspark._wire.topics import validate_topic_name
+
+__all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "BrokerInfo", "Registry"]
+
+_T = TypeVar("_T")
+
+
+def _by_id(names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None],
+           parse: Callable[[int, str, bytes], _T]) -> dict[int, _T]:
+    """``{id: parse(id, path, value)}`` of the id nodes ``names`` (checked decimal) at ``paths``,
+    sorted by id; a node that vanished since it was listed (value None) is left out."""
+    out = {int(name): parse(int(name), path, raw)
+           for name, path, raw in zip(names, paths, values, strict=True) if raw is not None}
+    return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """One ``/brokers/ids/[id]`` node: ``creator:host:port``."""
+
+    id: int
+    host: str
+    port: int
+    creator: str
+
+    @property
+    def address(self) -> BrokerAddress:
+        return BrokerAddress(self.id, self.host, self.port)
+
+
+class Registry(GroupRegistry):
+    """Kafka 0.7's ZooKeeper registry. Context manager; thread-safe; all calls time-bounded.
+
+    Raises :class:`OptionError` (``zk.connect``) for a malformed connect string and
+    :class:`RegistryError` (naming the path and the ZooKeeper address) for anything that goes
+    wrong talking to ZooKeeper or reading its nodes.
+    """
+
+    def __init__(
+        self,
+        zk_connect: str,
+        *,
+        session_timeout_ms: int = defaults.ZK_SESSION_TIMEOUT_MS,
+        connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
+        auth: tuple[str, str] | None = None,
+    ) -> None:
+        self._setup(
+            cluster_options(  # the one check of the cluster options (OptionError)
+                zk_connect=zk_connect,
+                zk_session_timeout_ms=session_timeout_ms,
+                zk_connection_timeout_ms=connection_timeout_ms,
+                zk_auth=auth,
+            )
+        )
+
+    @classmethod
+    def from_options(cls, options: ClusterOptions) -> Registry:
+        """The registry ``options.zk_connect`` names; ``options`` were checked when parsed."""
+        registry = cls.__new__(cls)
+        registry._setup(options)
+        return registry
+
+    def at_root(self) -> Registry:
+        """The same ZooKeeper, credentials and timeouts without the chroot (to look for the
+        registry elsewhere when this one holds none: :mod:`kafka_pyspark._chroot_hints`)."""
+        hosts = self.zk_connect.partition("/")[0]
+        return Registry.from_options(replace(self._options, zk_connect=hosts))
+
+    # --- brokers and topics ------------------------------------------------------------------
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """Live brokers from ``/brokers/ids/[id]`` = ``creator:host:port`` ({} if none).
+
+        The value is split on ``:`` and must have exactly three fields (docs/dev/PROTOCOL.md "Broker
+        registry": "always split on ':' and extract the host that will be the second element"); the
+        id is the node name. A broker that vanishes between listing and reading is left out.
+        """
+        names = self._zk.children(BROKER_IDS) or []
+        paths = self._id_paths(BROKER_IDS, names)
+        return self._brokers_from(names, paths, self._values(paths))
+
+    def _id_paths(self, base: str, names: Sequence[str]) -> list[str]:
+        """``base/[id]`` for each child name, every name checked to be a broker id."""
+        paths = [f"{base}/{n}" for n in names]
+        for name, path in zip(names, paths, strict=True):
+            if not is_decimal(name):
+                self._raise(path, f"broker id {name!r} is not a non-negative integer")
+        return paths
+
+    def _brokers_from(
+        self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
+    ) -> dict[int, BrokerInfo]:
+        return _by_id(names, paths, values, self._parse_broker)
+
+    def _counts_from(
+        self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
+    ) -> dict[int, int]:
+        return _by_id(names, paths, values,
+                      lambda _, path, raw: self._decimal(path, raw, "partition count"))
+
+    def topology(
+        self, topics: Sequence[str]
+    ) -> tuple[dict[int, BrokerInfo], dict[str, dict[int, int]]]:
+        """:meth:`brokers` and :meth:`topic_partitions` of each of ``topics`` at once, in two
+        pipelined rounds (every listing, then every value) whatever the number of topics: a
+        stream reads this before each micro-batch."""
+        for topic in topics:
+            validate_topic_name(topic)
+        bases = [f"{BROKER_TOPICS}/{t}" for t in topics]
+        listed = self._zk.children_of([BROKER_IDS, *bases], "/brokers")
+        names = [names or [] for names in listed]
+        paths = [self._id_paths(base, n) for base, n in zip([BROKER_IDS, *bases], names,
+                                                            strict=True)]
+        values = iter(self._values([p for group in paths for p in group]))
+        split = [list(islice(values, len(group))) for group in paths]
+        brokers = self._brokers_from(names[0], paths[0], split[0])
+        counts = {
+            topic: self._counts_from(n, ps, vs)
+            for topic, n, ps, vs in zip(topics, names[1:], paths[1:], split[1:], strict=True)
+        }
+        return brokers, counts
+
+    def _parse_broker(self, broker_id: int, path: str, raw: bytes) -> BrokerInfo:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._raise(path, f"value is not UTF-8: {raw!r}")
+        fields = text.split(":")
+        if len(fields) != 3:
+            self._raise(path, f"value must be 'creator:host:port', got {text!r}")
+        creator, host, port_text = fields
+        if not host or host != host.strip():
+            self._raise(path, f"empty or padded host in {text!r}")
+        problem = host_problem(host)
+        if problem is not None:
+            self._raise(path, problem)
+        port = port_number(port_text)
+        if port is None:
+            self._raise(path, f"bad port {port_text!r} in {text!r}")
+        return BrokerInfo(id=broker_id, host=host, port=port, creator=creator)
+
+    def topics(self) -> list[str]:
+        """Topic names under ``/brokers/topics``, sorted ([] if none)."""
+        return sorted(self._zk.children(BROKER_TOPICS) or [])
+
+    def topic_partitions(self, topic: str) -> dict[int, int]:
+        """``/brokers/topics/[topic]/[id]`` = partition count: {broker id: count} ({} if the
+        topic is not registered). Sorted by broker id."""
+        validate_topic_name(topic)
+        base = f"{BROKER_TOPICS}/{topic}"
+        names = self._zk.children(base) or []
+        paths = self._id_paths(base, names)
+        return self._counts_from(names, paths, self._values(paths))

@@ -1,0 +1,91 @@
+"""The registry's session and how it reads node values: what
+:class:`~kafka_pyspark._registry.Registry`'s readers and writers share (the module docstring of
+:mod:`kafka_pyspark._registry` describes the nodes, the time bounds and the access control).
+
+Every problem with a node is a :class:`RegistryError` naming the node and the ZooKeeper
+address.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NoReturn
+
+from kafka_pyspark._closing import Closing
+from kafka_pyspark._cluster_options import ClusterOptions, zk_chroot
+from kafka_pyspark._partition_key import is_decimal
+from kafka_pyspark._zk_session import ZkSession
+from kafka_pyspark.errors import OptionError, RegistryError
+
+__all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "RegistryBase", "decimal_problem"]
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONSUMERS = "/consumers"
+
+
+class RegistryBase(Closing):
+    """The ZooKeeper session of a registry (``options.zk_connect``), and reading node values.
+    Context manager; thread-safe; all calls time-bounded."""
+
+    def _setup(self, options: ClusterOptions) -> None:
+        if options.zk_connect is None:
+            raise OptionError("zk.connect", "is required by the ZooKeeper registry")
+        self.zk_connect = options.zk_connect
+        self.chroot: str | None = zk_chroot(options.zk_connect)
+        self.session_timeout_ms = options.zk_session_timeout_ms
+        self.connection_timeout_ms = options.zk_connection_timeout_ms
+        self._options = options
+        self._zk = ZkSession(
+            self.zk_connect,
+            session_timeout_ms=self.session_timeout_ms,
+            connection_timeout_ms=self.connection_timeout_ms,
+            # (scheme, credential) pairs for kazoo; never logged, never in a message or repr
+            auth_data=[options.zk_auth] if options.zk_auth is not None else [],
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"Registry({self.zk_connect!r})"
+
+    def close(self) -> None:
+        """End the ZooKeeper session. Idempotent."""
+        self._zk.close()
+
+    @property
+    def connected(self) -> bool:
+        """True while the session is connected (False before first use and while kazoo is
+        reconnecting): a call made now is likely to be answered promptly."""
+        return self._zk.connected
+
+    def children(self, paths: Sequence[str]) -> list[list[str] | None]:
+        """The children of each of ``paths`` (None: no such node), in one pipelined round."""
+        return self._zk.children_of(paths, paths[0] if len(paths) == 1 else "/*")
+
+    # --- reading nodes -------------------------------------------------------------------------
+
+    def _values(self, paths: list[str]) -> list[bytes | None]:
+        """Values of ``paths`` fetched in one pipelined round (None for vanished nodes)."""
+        if not paths:
+            return []
+        return self._zk.values(paths, paths[0].rsplit("/", 1)[0] + "/*")
+
+    def _bad(self, path: str, problem: str) -> RegistryError:
+        return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
+
+    def _decimal(self, path: str, raw: bytes, what: str) -> int:
+        problem = decimal_problem(raw, what)
+        if problem is not None:
+            self._raise(path, problem)
+        return int(raw)
+
+    def _raise(self, path: str, problem: str) -> NoReturn:
+        raise self._bad(path, problem)
+
+
+def decimal_problem(raw: bytes, what: str) -> str | None:
+    """Why ``raw`` is not a node value in 0.7's decimal format (None if it is)."""
+    if is_decimal(raw.decode("ascii", "replace")):
+        return None
+    return f"{what} must be a non-negative decimal integer, got {raw!r}"

@@ -1,0 +1,75 @@
+"""The ``kafka07`` DataSource: the one class Spark sees. Each mode lives in its own module."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from kafka_pyspark._spark.schema import READ_SCHEMA, SEGMENT_READ_SCHEMA
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import (
+        DataSourceReader,
+        DataSourceStreamReader,
+        DataSourceStreamWriter,
+        DataSourceWriter,
+    )
+
+
+class Kafka07DataSource(DataSource):
+    """Read from and write to Apache Kafka 0.7 (``spark.read.format("kafka07")``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka07"
+
+    def schema(self) -> StructType:
+        # Spark calls schema() at load() for spark.read and spark.readStream (never for
+        # writes): check the read options here so a bad one fails at load(), not at the action.
+        from kafka_pyspark._spark.options import validate_read_options
+        from kafka_pyspark._spark.options.segment_path import has_path, parse_segment_options
+
+        if has_path(self.options):  # segment files, no broker (docs/segments.md)
+            parse_segment_options(self.options)
+            return SEGMENT_READ_SCHEMA
+        validate_read_options(self.options)
+        return READ_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark._spark.read.batch import Kafka07BatchReader
+
+        if has_path(self.options):
+            from kafka_pyspark._spark.read.segment_files import SegmentBatchReader
+
+            return SegmentBatchReader(dict(self.options), schema)
+        return Kafka07BatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark.errors import OptionError
+
+        if has_path(self.options):
+            raise OptionError("path", "segment files are read in batch (spark.read); a stream "
+                              "needs a live cluster (zk.connect or broker.list)")
+        from kafka_pyspark._spark.compat import ADMISSION_CONTROL
+
+        if not ADMISSION_CONTROL:
+            from kafka_pyspark._spark.stream.legacy_reader import Kafka07LegacyStreamReader
+
+            return Kafka07LegacyStreamReader(dict(self.options), schema)
+        from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
+
+        return Kafka07StreamReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from kafka_pyspark._spark.write import Kafka07BatchWriter
+
+        return Kafka07BatchWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from kafka_pyspark._spark.write import Kafka07StreamWriter
+
+        return Kafka07StreamWriter(dict(self.options), schema, overwrite)

@@ -1,0 +1,98 @@
+"""The driver's side of a write: options and columns checked, the cluster resolved into a
+picklable :class:`WritePlan` that Spark ships to every write task."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_pyspark._cluster_options import ClusterOptions
+from kafka_pyspark._partitioner import sorted_partitions
+from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
+from kafka_pyspark._spark.options.write_options import WriteOptions, parse_write_options
+from kafka_pyspark._wire import validate_topic_name
+from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from kafka_pyspark._cluster import Cluster
+
+
+#: what a failed delivery's error says happens next, in a Spark job
+SPARK_RETRY_NOTE = (
+    "Spark retries the task; the retry writes its rows again (at-least-once: duplicates "
+    "possible, nothing silently lost)"
+)
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a write task needs, resolved on the driver (picklable)."""
+
+    options: WriteOptions
+    #: the cluster options as parsed on the driver, without ZooKeeper credentials (a write
+    #: task never contacts ZooKeeper); in ``broker.list`` mode tasks probe the topics the
+    #: driver did not resolve (``topic`` column) with them
+    cluster: ClusterOptions
+    layout: ColumnLayout
+    brokers: dict[int, tuple[str, int]]
+    #: topic -> sorted (broker, partition) list; empty tuple: known not to be registered
+    topics: dict[str, tuple[tuple[int, int], ...]]
+    connect_retries: int = 3
+    connect_backoff: float = 0.2
+    #: the last sentence of a failed delivery's error (another caller has no Spark retry)
+    retry_note: str = SPARK_RETRY_NOTE
+
+    def new_topic_partitions(self) -> tuple[tuple[int, int], ...]:
+        """Partition 0 of every live broker (docs/dev/PROTOCOL.md "New topics")."""
+        return tuple(sorted_partitions(dict.fromkeys(self.brokers, 1), self.brokers))
+
+
+def build_plan(options: Mapping[str, str], schema: StructType) -> WritePlan:
+    """Driver side: check options and columns, then resolve the cluster (bounded I/O)."""
+    from kafka_pyspark._cluster import Cluster
+
+    wopts, copts = parse_write_options(options)
+    layout = resolve_columns(schema, wopts)
+    with Cluster(copts) as cluster:
+        return resolve_plan(cluster, wopts, layout, copts)
+
+
+def resolve_plan(
+    cluster: Cluster, wopts: WriteOptions, layout: ColumnLayout, copts: ClusterOptions
+) -> WritePlan:
+    """The plan for one write job (or one micro-batch) from a cluster view."""
+    brokers = {b: (a.host, a.port) for b, a in cluster.brokers().items()}
+    registry = cluster.registry()
+    if not brokers and registry is not None:
+        from kafka_pyspark._chroot_hints import no_brokers_error
+
+        raise no_brokers_error(registry)  # where the brokers are when it is a wrong chroot
+    if not brokers:
+        raise BrokerConnectionError(
+            f"no live brokers registered in {cluster!r}: nothing to write to"
+        )
+    topics: dict[str, tuple[tuple[int, int], ...]] = {}
+    if layout.topic is not None and registry is not None:
+        # Rows name their topics: resolve every registered topic now, so that all tasks route
+        # a topic's keys over the same list, and any other topic is known to be new.
+        for topic in cluster.topics():
+            try:
+                validate_topic_name(topic)
+            except TopicNameError:
+                continue  # not writable by name anyway
+            topics[topic] = tuple(sorted_partitions(registry.topic_partitions(topic), brokers))
+    if wopts.topic is not None and wopts.topic not in topics:
+        topics[wopts.topic] = tuple(
+            (b, p) for b, p in cluster.partitions(wopts.topic) if b in brokers
+        )
+    return WritePlan(
+        options=wopts,
+        cluster=dataclasses.replace(copts, zk_auth=None),
+        layout=layout,
+        brokers=brokers,
+        topics=topics,
+    )

@@ -1,0 +1,173 @@
+"""Buffering per broker-partition and cutting message sets.
+
+Rows routed to a target wait in its buffer until ``batch.size`` of them are there; then they
+are cut into message sets of ``batch.size`` messages, fewer where an uncompressed set would not
+fit one request or a compressed wrapper would exceed ``max.message.size`` (split in halves),
+encoded (all sets of a flush in one encoder call) and handed to ``queue``. One message that
+cannot fit is a :class:`~kafka_pyspark.errors.MessageTooLargeError` naming its row. Sizes:
+:mod:`kafka_pyspark._spark.write.sizes`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafka_pyspark._partition_key import partition_key
+from kafka_pyspark._spark.options.write_options import WriteOptions
+from kafka_pyspark._spark.write.rows import RowError, Targets, compact, value_offsets
+from kafka_pyspark._spark.write.sizes import (
+    MAX_COMPRESS_INPUT,
+    MESSAGE_OVERHEAD,
+    SizeLimits,
+    cut_runs,
+    set_limit,
+)
+from kafka_pyspark.errors import MessageTooLargeError
+
+Rows = npt.NDArray[np.int64]
+Queue = Callable[[int, bytes, int], None]
+"""queue(target, message set, messages in it)"""
+
+
+class _Pending:
+    """Rows routed to one broker-partition, not yet cut into a message set."""
+
+    __slots__ = ("chunks", "count", "rows")
+
+    def __init__(self) -> None:
+        self.chunks: list[pa.Array] = []
+        self.rows: list[Rows] = []
+        self.count = 0
+
+
+class SetBuilder:
+    """Per-target buffers of one task; hands finished message sets to ``queue``."""
+
+    def __init__(
+        self,
+        opts: WriteOptions,
+        targets: Targets,
+        limits: SizeLimits,
+        queue: Queue,
+        label: Callable[[int], str],
+    ) -> None:
+        from kafka_pyspark._messages import encode_message_set_arrow, encode_message_sets_arrow
+
+        self.opts = opts
+        self.targets = targets
+        self._limits = limits
+        self._queue = queue
+        self._label = label
+        self._encode = encode_message_set_arrow
+        self._encode_many = encode_message_sets_arrow
+        self._pending: dict[int, _Pending] = {}
+
+    def add_in_order(self, values: pa.Array, dest: Rows, base: int) -> None:
+        """Rows whose targets come in runs (keyless rows): zero-copy slices, in order."""
+        rows = np.arange(base, base + len(values), dtype=np.int64)
+        bounds = [0, *(np.flatnonzero(np.diff(dest)) + 1).tolist(), len(values)]
+        for lo, hi in itertools.pairwise(bounds):
+            self._append(int(dest[lo]), values.slice(lo, hi - lo), rows[lo:hi])
+
+    def add_grouped(self, values: pa.Array, dest: Rows, base: int) -> None:
+        """Rows with any targets: grouped by target (stable: each keeps its input order)."""
+        rows = np.arange(base, base + len(values), dtype=np.int64)
+        if len(dest) and (dest == dest[0]).all():
+            self._append(int(dest[0]), values, rows)
+            return
+        order = np.argsort(dest, kind="stable")
+        sorted_dest = dest[order]
+        taken = values.take(pa.array(order))
+        starts = np.flatnonzero(np.diff(sorted_dest)) + 1
+        bounds = [0, *starts.tolist(), len(order)]
+        for lo, hi in itertools.pairwise(bounds):
+            self._append(int(sorted_dest[lo]), taken.slice(lo, hi - lo), rows[order[lo:hi]])
+
+    def flush(self) -> None:
+        """Everything still buffered, in sets (the last one of a target may be short)."""
+        for target in sorted(self._pending):
+            self._drain(target, final=True)
+
+    def _append(self, target: int, values: pa.Array, rows: Rows) -> None:
+        pend = self._pending.get(target)
+        if pend is None:
+            pend = self._pending[target] = _Pending()
+        if pend.count + len(values) < self.opts.batch_size:
+            # It waits for more rows: keep a compact copy, not a view that would hold the
+            # whole Arrow batch in memory (with many partitions, that would be many batches).
+            values, rows = compact(values), rows.copy()
+        pend.chunks.append(values)
+        pend.rows.append(rows)
+        pend.count += len(values)
+        if pend.count >= self.opts.batch_size:
+            self._drain(target, final=False)
+
+    def _drain(self, target: int, *, final: bool) -> None:
+        pend = self._pending[target]
+        if not pend.count:
+            return
+        values = pend.chunks[0] if len(pend.chunks) == 1 else pa.concat_arrays(pend.chunks)
+        rows = pend.rows[0] if len(pend.rows) == 1 else np.concatenate(pend.rows)
+        end = len(values) if final else len(values) - len(values) % self.opts.batch_size
+        cuts = list(self._cut(target, values, 0, end))
+        if cuts:
+            # every set of this flush in one encoder call (no per-set Python loop over rows)
+            bounds = [lo for lo, _ in cuts] + [cuts[-1][1]]
+            sets = self._encode_many(values, bounds, compression=self.opts.codec)
+            for (lo, hi), data in zip(cuts, sets, strict=True):
+                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data)
+        if end < len(values):
+            pend.chunks = [compact(values.slice(end))]
+            pend.rows = [rows[end:].copy()]
+            pend.count = len(values) - end
+        else:
+            pend.chunks, pend.rows, pend.count = [], [], 0
+
+    def _cut(self, target: int, values: pa.Array, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """[lo, hi) in runs of batch.size rows; uncompressed, also runs whose encoded set fits
+        one request; compressed, runs of at most MAX_COMPRESS_INPUT payload bytes."""
+        offsets = value_offsets(values)
+        if self.opts.codec == "none":
+            limit = set_limit(self._limits.request_bytes, self.targets[target][0])
+            return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
+        return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
+
+    def _emit(self, target: int, values: pa.Array, rows: Rows, data: bytes | None = None) -> None:
+        """Queue one message set, ``data`` if already encoded (split in halves if its wrapper
+        is too large)."""
+        if data is None:
+            data = self._encode(values, compression=self.opts.codec)
+        topic = self.targets[target][0]
+        payload = len(data) - MESSAGE_OVERHEAD
+        # one message (a compressed wrapper, or a lone row) is held to max.message.size too
+        one_message = self.opts.codec != "none" or len(values) == 1
+        if (
+            self._limits.message_over(payload, topic)
+            if one_message
+            else self._limits.set_over(len(data), topic)
+        ):
+            if len(values) > 1:
+                half = len(values) // 2
+                self._emit(target, values.slice(0, half), rows[:half])
+                self._emit(target, values.slice(half), rows[half:])
+                return
+            raise RowError(self._too_large(target, values, int(rows[0]), payload))
+        self._queue(target, data, len(values))
+
+    def _too_large(
+        self, target: int, values: pa.Array, row: int, payload: int
+    ) -> MessageTooLargeError:
+        topic, b, p = self.targets[target]
+        codec = self.opts.codec
+        message = (
+            f"its {codec} wrapper message ({len(values[0].as_py())} bytes before compression)"
+            if codec != "none"
+            else "its message"
+        )
+        where = f"{message} for topic {topic!r} broker-partition {partition_key(b, p)}"
+        return self._limits.too_large(self._label(row), where, payload, topic)

@@ -1,0 +1,236 @@
+"""One write task (:class:`TaskWriter`): Arrow batches in, confirmed message sets out.
+
+Per batch: check the values (no nulls, no message over the limit), route the rows
+(:mod:`.route`), buffer and cut message sets (:mod:`.sets`), hand them to the
+:class:`~kafka_pyspark.client.Producer` (MULTIPRODUCE per broker); at the end, the delivery
+barrier on every connection used, and a :class:`~.commit.Kafka07CommitMessage`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from kafka_pyspark import errors
+from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
+from kafka_pyspark._spark.write.plan import WritePlan
+from kafka_pyspark._spark.write.route import Router
+from kafka_pyspark._spark.write.rows import (
+    RowError,
+    Targets,
+    as_binary,
+    row_label,
+    value_offsets,
+)
+from kafka_pyspark._spark.write.sets import SetBuilder
+from kafka_pyspark._spark.write.sizes import SizeLimits
+from kafka_pyspark.client import Producer
+from kafka_pyspark.errors import (
+    AppendShortfallError,
+    BrokerConnectionError,
+    KafkaError,
+    SchemaError,
+    with_context,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Tally:
+    """What one target got so far: messages, message-set bytes, message sets."""
+
+    messages: int = 0
+    nbytes: int = 0
+    sets: int = 0
+
+
+class TaskWriter:
+    """One write task: routes, batches, compresses, sends, confirms. Not thread-safe.
+
+    Usable without Spark (tests, the benchmark, ``kafka07 produce``):
+    ``TaskWriter(plan).write(batches)``.
+    """
+
+    def __init__(self, plan: WritePlan, *, task: str = "write task", seed: int | None = None):
+        self.plan = plan
+        self.opts = plan.options
+        self.layout = plan.layout
+        self.task = task
+        self._rows_seen = 0
+        self._targets = Targets()
+        self._router = Router(plan, self._targets, np.random.default_rng(seed), task)
+        # every message set must fit in one request (write_sizes)
+        self._limits = SizeLimits.of(self.opts.max_message_size)
+        self._sets = SetBuilder(self.opts, self._targets, self._limits, self._queue,
+                                lambda row: row_label(task, row))
+        self._prod: Producer | None = None
+        self._handed: dict[int, _Tally] = {}  # target -> handed to the producer
+        self._confirmed: dict[int, _Tally] = {}  # target -> confirmed
+
+    # --- public --------------------------------------------------------------------------
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> Kafka07CommitMessage:
+        try:
+            try:
+                for batch in batches:
+                    if batch.num_rows:
+                        self._add(batch)
+                self._sets.flush()
+            except RowError as e:
+                # Stop here: confirm what was handed to the producer, report.
+                short = self._confirm(after=str(e))
+                log.error("%s stopped at a bad row: %s", self.task, e)
+                if short is not None:
+                    return self._result(
+                        error=with_context(short, then=f". The task had also stopped at a bad "
+                                           f"row: {e}")
+                    )
+                return self._result(error=e.error)
+            short = self._confirm()
+            return self._result(error=short)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._prod is not None:
+            self._prod.close()
+            self._prod = None
+        self._router.close()
+
+    # --- results -------------------------------------------------------------------------
+
+    def _written(self) -> dict[TopicPartition, tuple[int, int, int]]:
+        return {self._targets[i]: (t.messages, t.nbytes, t.sets)
+                for i, t in self._confirmed.items() if t.messages}
+
+    def _result(self, error: KafkaError | None = None) -> Kafka07CommitMessage:
+        return Kafka07CommitMessage(
+            task=self.task,
+            rows=self._rows_seen,
+            written=self._written(),
+            failure=error,
+        )
+
+    # --- one batch -----------------------------------------------------------------------
+
+    def _add(self, batch: pa.RecordBatch) -> None:
+        lay = self.layout
+        base = self._rows_seen
+        values = as_binary(batch.column(lay.value))
+        if values.null_count:
+            row = int(np.flatnonzero(np.asarray(values.is_null()))[0])
+            raise RowError(SchemaError(
+                f"{row_label(self.task, base + row)}: value is null (a 0.7 message always has "
+                "a payload; write an empty value instead)"
+            ))
+        if self.opts.codec == "none":
+            self._check_sizes(batch, value_offsets(values), base)
+        self._rows_seen += batch.num_rows
+        if lay.topic is None and lay.key is None and lay.broker is None:
+            assert self.opts.topic is not None
+            dest = self._router.keyless(self.opts.topic, batch.num_rows)
+            self._sets.add_in_order(values, dest, base)
+        else:
+            self._sets.add_grouped(values, self._router.route(batch, base), base)
+
+    def _check_sizes(
+        self, batch: pa.RecordBatch, offsets: npt.NDArray[np.int64], base: int
+    ) -> None:
+        lengths = np.diff(offsets)
+        if not len(lengths) or not self._limits.message_over(int(lengths.max())):
+            return
+        row = int(np.flatnonzero(lengths > self._limits.payload_limit())[0])
+        key = batch.column(self.layout.key)[row].as_py() if self.layout.key else None
+        raise RowError(self._limits.too_large(
+            row_label(self.task, base + row, key), "its message", int(lengths[row])
+        ))
+
+    # --- I/O ------------------------------------------------------------------------------
+
+    def _producer(self) -> Producer:
+        if self._prod is None:
+            self._prod = Producer(
+                self.plan.brokers,
+                timeout=self.plan.cluster.socket_timeout_ms / 1000.0,
+                retries=self.plan.connect_retries,
+                backoff=self.plan.connect_backoff,
+                buffer_size=self.plan.cluster.socket_buffer_size,
+                max_request_size=self._limits.request_bytes,
+                # wait for a lazily flushing broker's log end as long as for an answer
+                check_appends=self.plan.cluster.socket_timeout_ms / 1000.0,
+            )
+        return self._prod
+
+    def _queue(self, target: int, data: bytes, messages: int) -> None:
+        topic, broker, partition = self._targets[target]
+        try:
+            # SetBuilder cut every set to fit one request: the producer's size check holds
+            self._producer().send(broker, topic, partition, data)
+        except BrokerConnectionError as e:
+            raise self._delivery_failure(e) from e
+        handed = self._handed.setdefault(target, _Tally())
+        handed.messages += messages
+        handed.nbytes += len(data)
+        handed.sets += 1
+
+    def _confirm(self, after: str | None = None) -> AppendShortfallError | None:
+        """Send what is buffered and run the delivery barrier on every connection used.
+
+        Returns the error for partitions whose log grew less than was sent (the broker dropped
+        data; reported in the commit message: a Spark retry would only be dropped again)."""
+        if self._prod is None:
+            return None
+        try:
+            confirmed = self._prod.flush()
+        except AppendShortfallError as e:
+            self._record_confirmed(e.confirmed)
+            short = with_context(e, self.task)
+            log.error("%s", short)
+            return short
+        except BrokerConnectionError as e:
+            raise self._delivery_failure(e, after=after) from e
+        self._record_confirmed(confirmed)
+        return None
+
+    def _record_confirmed(self, confirmed: Mapping[TopicPartition, tuple[int, int]]) -> None:
+        for key, (sets, nbytes) in confirmed.items():
+            target = self._targets.id(key)
+            handed = self._handed.get(target, _Tally())
+            # Sets are confirmed in the order they were handed over, all at once per flush:
+            # a flush that returns confirms everything handed to the producer for that key.
+            done = self._confirmed.setdefault(target, _Tally())
+            done.messages = handed.messages
+            done.nbytes += nbytes
+            done.sets += sets
+
+    def _delivery_failure(
+        self, e: BrokerConnectionError, after: str | None = None
+    ) -> BrokerConnectionError:
+        """The task's error for a lost connection: what is confirmed, what may be lost."""
+        unconfirmed = getattr(e, "unconfirmed", None) or {}
+        confirmed = getattr(e, "confirmed", None) or {}
+        if self._prod is not None and not after:
+            # Confirm what the other brokers have, so the report is exact.
+            try:
+                more = self._prod.flush()
+            except BrokerConnectionError as e2:
+                unconfirmed = {**unconfirmed, **(getattr(e2, "unconfirmed", None) or {})}
+                more = getattr(e2, "confirmed", None) or {}
+            confirmed = {**confirmed, **more}
+        self._record_confirmed(confirmed)
+        text = (
+            f"{self.task}: {e}. Confirmed written before the failure: "
+            f"{fmt_written(self._written())}. Not confirmed (may or may not be in Kafka): "
+            f"{fmt_sets(unconfirmed)}. {self.plan.retry_note}"
+        )
+        if after:
+            text += f". The task had stopped at a bad row: {after}"
+        log.error("%s", text)
+        return errors.DeliveryError(text, unconfirmed=dict(unconfirmed), confirmed=dict(confirmed))

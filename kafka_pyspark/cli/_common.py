@@ -1,0 +1,331 @@
+"""What every ``kafka07`` command shares: exit codes, arguments, the cluster (with ZooKeeper
+credentials), per-broker deadlines. Exit codes: :data:`EXIT_CODES_HELP` (also in docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from kafka_pyspark._partition_key import not_a_partition_key, parse_partition_key, partition_key
+from kafka_pyspark._zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
+from kafka_pyspark.errors import (
+    KafkaError,
+    MessageError,
+    OptionError,
+    RegistryPermissionError,
+    TopicNotFoundError,
+)
+
+if TYPE_CHECKING:
+    from kafka_pyspark._cluster import Cluster
+    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark.client import BrokerConnection
+
+EXIT_OK = 0
+EXIT_DATA = 1
+EXIT_USAGE = 2
+#: Ctrl-C (128 + SIGINT, as a shell reports it): not everything asked for was done
+EXIT_INTERRUPTED = 130
+EXIT_CODES_HELP = f"""exit codes:
+  {EXIT_OK}  everything asked for was done and shown
+  {EXIT_DATA}  a data problem: unknown topic, corrupt or torn data, a committed offset past
+     the log end or not in 0.7's format, a group with live consumers or an offset that is
+     not where a message starts (group-offsets)
+  {EXIT_USAGE}  a usage or connection problem: bad arguments, a missing file, ZooKeeper or a
+     broker unreachable or timed out, no brokers registered (wrong chroot), a ZooKeeper ACL
+     refusing access
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C); consume --follow stops this way with its own code
+A table with some rows in error still shows every row; the exit code is the worst one seen."""
+
+#: each broker request's (and the ZooKeeper connection's) deadline unless ``--timeout-ms`` says
+#: otherwise
+DEFAULT_TIMEOUT_MS = 10000
+
+T = TypeVar("T")
+
+#: library loggers whose retry chatter would drown the one clear error a command prints
+_QUIET_LOGGERS = (
+    "kazoo", "kafka_pyspark.client", "kafka_pyspark._registry", "kafka_pyspark._spark.write"
+)
+
+
+class CliError(Exception):
+    """A command cannot go on: ``message`` goes to stderr, ``code`` is the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def exit_code_for(e: KafkaError) -> int:
+    """Data problems (bad bytes, unknown topic) are 1; configuration and connection are 2."""
+    if isinstance(e, (MessageError, TopicNotFoundError)):
+        return EXIT_DATA
+    return EXIT_USAGE
+
+
+#: the connector's options the commands set from their arguments: an error about one names
+#: the argument the user typed
+_ARGUMENT_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "group.id": "--group",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+
+
+def error_text(e: KafkaError) -> str:
+    """``str(e)``, with an option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
+    text = str(e)
+    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
+        prefix = f"option '{e.option}': "
+        if text.startswith(prefix):
+            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
+    return text
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence kazoo's "Connection dropped" lines and the client's retry warnings meanwhile."""
+    saved = [(lg, lg.level) for lg in map(logging.getLogger, _QUIET_LOGGERS)]
+    for lg, _ in saved:
+        lg.setLevel(logging.CRITICAL + 1)  # children (kazoo.client, ...) inherit it
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
+# --- arguments -----------------------------------------------------------------------------
+
+
+def add_cluster_args(
+    p: argparse.ArgumentParser, *, broker_list: bool = True, required: bool = True
+) -> None:
+    """``--zk`` (or ``--broker-list``), ``--timeout-ms``, ``--json``."""
+    if broker_list:
+        where = p.add_mutually_exclusive_group(required=required)
+        where.add_argument("--zk", help="ZooKeeper connect string host:port[,...][/chroot]")
+        where.add_argument("--broker-list", help="static brokers id:host:port[,...]")
+    else:
+        p.add_argument("--zk", required=True, help="ZooKeeper connect string host:port[/chroot]")
+    p.add_argument(
+        "--zk-auth-file", metavar="PATH",
+        help=f"ZooKeeper digest credentials for ACL-protected nodes: a file holding one line "
+        f"user:password (never on the command line; the environment variable {ZK_AUTH_ENV} "
+        "holds the same, the file wins)",
+    )
+    add_common_args(p)
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout-ms", type=positive_int, default=DEFAULT_TIMEOUT_MS,
+        help=f"deadline of each broker request and for connecting to ZooKeeper "
+             f"(default {DEFAULT_TIMEOUT_MS})",
+    )
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout (JSON); messages stay on stderr")
+
+
+def positive_int(text: str) -> int:
+    n = _integer(text)
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return n
+
+
+def non_negative_int(text: str) -> int:
+    n = _integer(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative (byte offsets start at 0)")
+    return n
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def parse_broker_partition(text: str) -> tuple[int, int]:
+    """``"0-1"`` -> (0, 1): a broker-partition as 0.7 names it."""
+    key = parse_partition_key(text.strip())
+    if key is None:
+        raise argparse.ArgumentTypeError(not_a_partition_key(text))
+    return key
+
+
+def bp(key: tuple[int, int]) -> str:
+    return partition_key(*key)
+
+
+# --- the cluster ---------------------------------------------------------------------------
+
+
+def zk_credentials(args: argparse.Namespace) -> tuple[str, str] | None:
+    """``--zk-auth-file``, else :data:`ZK_AUTH_ENV`, else None (only with ``--zk``)."""
+    path = getattr(args, "zk_auth_file", None)
+    if args.zk is None:
+        if path is not None:
+            raise CliError("--zk-auth-file needs --zk (credentials for ZooKeeper)")
+        return None
+    return credentials_from_file(path) if path is not None else credentials_from_environment()
+
+
+def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The connector's cluster options the arguments stand for (credentials aside:
+    :func:`zk_credentials`). ``--timeout-ms`` bounds each broker request and the ZooKeeper
+    connect (handshake included)."""
+    where = {"zk.connect": args.zk, "broker.list": getattr(args, "broker_list", None)}
+    timeout = str(args.timeout_ms)
+    return {**{k: v for k, v in where.items() if v is not None}, "socket.timeout.ms": timeout,
+            "zk.connectiontimeout.ms": timeout}
+
+
+def open_cluster(args: argparse.Namespace) -> Cluster:
+    from kafka_pyspark._cluster import Cluster
+    from kafka_pyspark._cluster_options import parse_cluster_options
+
+    options = parse_cluster_options(cluster_settings(args))
+    return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))
+
+
+def permission_advice(e: RegistryPermissionError) -> str:
+    """A ZooKeeper ACL refusal, with the command's own way to pass credentials."""
+    if not e.denied:
+        return str(e)
+    how = (
+        "the credentials given lack that permission" if e.credentials_given
+        else "no credentials were given: kafka07 takes them from --zk-auth-file PATH or the "
+        f"environment variable {ZK_AUTH_ENV}, one line 'user:password'"
+    )
+    return f"{e.denied} ({how})"
+
+
+def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
+    """The brokers; none registered is the Spark paths' error, saying where a registry is (a
+    wrong chroot, usually: :mod:`kafka_pyspark._chroot_hints`)."""
+    brokers = cluster.brokers()
+    if not brokers:
+        registry = cluster.registry()
+        if registry is None:  # broker.list is never empty
+            raise CliError("no brokers given")
+        from kafka_pyspark._chroot_hints import no_brokers_error
+
+        raise CliError(str(no_brokers_error(registry)))
+    return brokers
+
+
+def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int, int]]) -> None:
+    """Every broker named by a ``(broker, partition)`` key is live, else a usage error."""
+    for broker_id, _ in keys:
+        if broker_id not in brokers:
+            raise CliError(f"broker {broker_id} is not live (live: {sorted(brokers)})")
+
+
+def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:
+    """Sorted (broker, partition) pairs of a topic; an unknown topic is exit 1."""
+    parts = cluster.partitions(topic)
+    if not parts:
+        raise CliError(f"topic {topic!r} is not registered in ZooKeeper", EXIT_DATA)
+    return parts
+
+
+# --- per-broker work with a deadline ---------------------------------------------------------
+
+
+def broker_connection(broker_id: int, address: BrokerAddress, timeout_ms: int) -> BrokerConnection:
+    """A connection for a command: ``timeout_ms`` per request and no retries, so a hung or
+    unreachable broker costs one timeout, not four."""
+    from kafka_pyspark.client import BrokerConnection
+
+    return BrokerConnection(
+        address.host, address.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
+    )
+
+
+@dataclass(frozen=True)
+class BrokerFailure:
+    """Why a broker's part of a table could not be filled."""
+
+    message: str
+    code: int = EXIT_USAGE
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def broker_deadline_ms(timeout_ms: int, requests: int) -> int:
+    """How long a broker's whole part of a table may take: twice the per-request timeout, and
+    once more per window of pipelined requests it is asked beyond the first (the work asked
+    grows it; each answer still has ``timeout_ms``)."""
+    from kafka_pyspark.client._connection import OFFSETS_WINDOW
+
+    return timeout_ms * (2 + max(0, requests - 1) // OFFSETS_WINDOW)
+
+
+def per_broker(
+    brokers: Mapping[int, BrokerAddress],
+    work: Callable[[BrokerConnection, int], T],
+    timeout_ms: int,
+    requests: Mapping[int, int] | None = None,
+) -> dict[int, T | BrokerFailure]:
+    """Run ``work(connection, broker_id)`` for every broker at once, each with its own
+    connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
+    finished within :func:`broker_deadline_ms` for the ``requests`` it is asked (default 1),
+    gets a :class:`BrokerFailure`; the others are unaffected."""
+    out: dict[int, T | BrokerFailure] = {}
+    conns: dict[int, BrokerConnection] = {}
+    threads: dict[int, threading.Thread] = {}
+
+    def run(broker_id: int) -> None:
+        try:
+            out[broker_id] = work(conns[broker_id], broker_id)
+        except KafkaError as e:
+            out[broker_id] = BrokerFailure(str(e), exit_code_for(e))
+        except OSError as e:
+            out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
+
+    began = time.monotonic()
+    for broker_id, a in brokers.items():
+        conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
+        threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
+        threads[broker_id].start()
+    for broker_id, t in threads.items():
+        allowed = broker_deadline_ms(timeout_ms, (requests or {}).get(broker_id, 1))
+        t.join(max(0.0, began + allowed / 1000.0 - time.monotonic()))
+        if t.is_alive():
+            out[broker_id] = BrokerFailure(
+                f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
+                f"{allowed} ms"
+            )
+        conns[broker_id].close()
+    return out
+
+
+def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
+    out: dict[int, list[int]] = {}
+    for b, p in sorted(keys):
+        out.setdefault(b, []).append(p)
+    return out
+
+
+def worst(codes: Sequence[int]) -> int:
+    return max(codes, default=EXIT_OK)

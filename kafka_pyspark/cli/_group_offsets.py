@@ -1,0 +1,277 @@
+"""``kafka07 group-offsets``: set a consumer group's committed offsets (what 0.7's
+``UpdateOffsetsInZK`` does, and more): to the earliest or latest offsets, to the offsets of a
+time (0.7 knows time per segment file), or to an explicit JSON map.
+
+The nodes are written by :meth:`Registry.commit_group_offsets`, the one writer of group offsets
+(``/consumers/[group]/offsets/[topic]/[brokerId]-[partition]`` = decimal ASCII, persistent,
+parents created), so 0.7's consumer starts from them. A group with live consumers (registered
+ids, or owner nodes for the topic) is refused unless ``--force``: a running consumer would
+overwrite the new offsets with its own on its next commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
+
+from kafka_pyspark._partition_key import parse_partition_key
+from kafka_pyspark._wire.protocol import INT64_MAX
+from kafka_pyspark.cli._cluster_cmds import broker_offsets, offsets_requests
+from kafka_pyspark.cli._common import (
+    EXIT_DATA,
+    EXIT_OK,
+    BrokerFailure,
+    CliError,
+    add_cluster_args,
+    bp,
+    by_broker,
+    live_brokers,
+    open_cluster,
+    per_broker,
+    topic_partitions,
+)
+from kafka_pyspark.cli._output import error, json_document, plural, summary, table
+from kafka_pyspark.errors import MessageError
+
+if TYPE_CHECKING:
+    from kafka_pyspark._cluster import Cluster
+    from kafka_pyspark._registry import Registry
+    from kafka_pyspark.client import BrokerConnection
+
+Key = tuple[int, int]
+NAMED_TARGETS = ("earliest", "latest")
+#: bytes first fetched to check that an explicit offset starts a message (a larger message is
+#: fetched whole by the fetcher's doubling)
+BOUNDARY_FETCH_SIZE = 64 << 10
+
+
+@dataclass(frozen=True)
+class OffsetChange:
+    broker: int
+    partition: int
+    current: int | None  # committed now (None: never committed, or not in 0.7's format)
+    new: int
+    earliest: int | None  # the log's bounds, when the broker answered
+    latest: int | None
+    #: why the node committed now is not in 0.7's format (the new value replaces it)
+    current_error: str | None = None
+
+
+def parse_offsets_json(text: str) -> dict[Key, int]:
+    """``{"0-1": 1234, ...}`` -> {(0, 1): 1234}; anything else is a usage error."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CliError(f"--offsets is not JSON: {e}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise CliError('--offsets must be a JSON object {"brokerId-partition": offset, ...}')
+    out: dict[Key, int] = {}
+    for name, value in doc.items():
+        key = parse_partition_key(name)
+        if key is None:
+            raise CliError(f"--offsets: {name!r} is not brokerId-partition (e.g. \"0-1\")")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+            raise CliError(f"--offsets: {name}: {value!r} is not a byte offset (an integer "
+                           f"0..{INT64_MAX})")
+        out[key] = value
+    return out
+
+
+def _target(text: str) -> str:
+    t = text.strip().lower()
+    if t in NAMED_TARGETS or (t.isdigit() and t.isascii() and int(t) <= INT64_MAX):
+        return t
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not earliest, latest or a time in epoch milliseconds (0..{INT64_MAX})"
+    )
+
+
+@dataclass(frozen=True)
+class _Log:
+    """What a broker says of one partition's log for the change."""
+
+    earliest: int
+    latest: int
+    at_time: int | None  # the offset of ``--to TIME_MS`` (None: no segment that old)
+    #: why an explicit offset inside the log is not where a message starts (None: it is)
+    not_a_message: str | None = None
+
+
+def _logs(conn: BrokerConnection, args: argparse.Namespace, broker: int, parts: list[int],
+          time_ms: int | None, given: Mapping[Key, int] | None) -> dict[int, _Log]:
+    from kafka_pyspark.client import before_time
+
+    out = {}
+    for p, lo, hi in broker_offsets(conn, args.topic, parts):
+        at = None if time_ms is None else before_time(conn, args.topic, p, time_ms)
+        log = _Log(lo, hi, at)
+        new = None if given is None else given[(broker, p)]
+        if new is not None and log.earliest < new < log.latest and not args.force:
+            log = replace(log, not_a_message=_not_a_message(conn, args.topic, p, new))
+        out[p] = log
+    return out
+
+
+def _not_a_message(conn: BrokerConnection, topic: str, partition: int, offset: int
+                   ) -> str | None:
+    """Why no whole message with a right CRC starts at ``offset`` (None if one does): 0.7's
+    consumer fails on an offset that is not a message's start."""
+    from kafka_pyspark.client import FetchSettings, iter_range
+
+    try:
+        for _ in iter_range(conn, topic, partition, offset, offset + 1,
+                            FetchSettings(fetch_size=BOUNDARY_FETCH_SIZE)):
+            break
+    except MessageError as e:
+        return str(e)
+    return None
+
+
+def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
+                 ) -> list[OffsetChange]:
+    """The new offset of every broker-partition concerned (asks the brokers its bounds)."""
+    given = parse_offsets_json(args.offsets) if args.offsets is not None else None
+    brokers = live_brokers(cluster)
+    live = topic_partitions(cluster, args.topic) if given is None else \
+        cluster.partitions(args.topic)
+    keys = sorted(given) if given is not None else live
+    time_ms = int(args.to) if args.to is not None and args.to.isdigit() else None
+    # a broker closes the connection when asked of a partition it does not have
+    asked = by_broker(k for k in keys if k in live)
+    # each partition: its bounds, then a time's offset or the message at an explicit offset
+    requests = {b: n + len(asked[b]) for b, n in offsets_requests(asked).items()}
+    answers = per_broker({b: brokers[b] for b in asked},
+                         lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
+                         args.timeout_ms, requests)
+    current, malformed = registry.group_offsets_checked(args.group, args.topic)
+    bad = {parse_partition_key(name): e for name, e in malformed.items()}
+    changes = []
+    for key in keys:
+        got = answers.get(key[0])
+        if isinstance(got, BrokerFailure):
+            raise CliError(f"cannot set {bp(key)}: {got}", got.code)
+        log = got.get(key[1]) if got is not None else None
+        if log is None and not args.force:
+            raise CliError(_not_live(args.topic, key, brokers, live), EXIT_DATA)
+        new = _new_offset(args, key, given, log)
+        changes.append(OffsetChange(*key, current.get(key), new,
+                                    None if log is None else log.earliest,
+                                    None if log is None else log.latest, bad.get(key)))
+    return changes
+
+
+def _not_live(topic: str, key: Key, brokers: Mapping[int, object], live: list[Key]) -> str:
+    why = (f"broker {key[0]} is not live" if key[0] not in brokers
+           else f"topic {topic!r} has no partition {bp(key)} registered in ZooKeeper")
+    return (f"{bp(key)}: {why} (live partitions: {', '.join(map(bp, live)) or 'none'}), so "
+            "the offset cannot be checked against its log (--force sets it anyway)")
+
+
+def _new_offset(args: argparse.Namespace, key: Key, given: Mapping[Key, int] | None,
+                log: _Log | None) -> int:
+    if given is not None:
+        new = given[key]
+        if log is None or args.force:
+            return new
+        if not log.earliest <= new <= log.latest:
+            raise CliError(f"{bp(key)}: offset {new} is outside the log [{log.earliest}, "
+                           f"{log.latest}] (--force sets it anyway)", EXIT_DATA)
+        if log.not_a_message is not None:
+            raise CliError(f"{bp(key)}: offset {new} is not where a message starts "
+                           f"({log.not_a_message}); 0.7's consumer would fail there (--force "
+                           "sets it anyway)", EXIT_DATA)
+        return new
+    assert log is not None  # --to: only live partitions
+    if args.to == "earliest":
+        return log.earliest
+    if args.to == "latest":
+        return log.latest
+    return log.earliest if log.at_time is None else log.at_time  # none that old: all newer
+
+
+def live_consumers(registry: Registry, group: str, topic: str) -> list[str]:
+    """What shows the group is running: registered consumer ids and owner nodes."""
+    ids = [f"consumer {c}" for c in registry.consumer_ids(group)]
+    owners = [f"owner of {bp(k)}: {o}" for k, o in registry.group_owners(group, topic).items()]
+    return ids + owners
+
+
+def cmd_group_offsets(args: argparse.Namespace) -> int:
+    if (args.to is None) == (args.offsets is None):
+        raise CliError("give exactly one of --to earliest|latest|TIME_MS and --offsets JSON")
+    with open_cluster(args) as cluster:
+        registry = cluster.registry()
+        assert registry is not None  # --zk is required
+        live = live_consumers(registry, args.group, args.topic)
+        running = (f"group {args.group!r} has live consumers ({'; '.join(live)}): they "
+                   "would overwrite the new offsets on their next commit")
+        refusal = f"{running}. Stop them first, or --force"
+        if live and not args.force and not args.dry_run:
+            raise CliError(refusal, EXIT_DATA)
+        changes = plan_changes(cluster, registry, args)
+        if not args.dry_run:
+            creator = f"{socket.gethostname()}-{os.getpid()}-kafka07"
+            registry.commit_group_offsets(args.group, args.topic,
+                                          {(c.broker, c.partition): c.new for c in changes},
+                                          creator=creator)
+    _show(args, changes)
+    if live and not args.force:  # a dry run: the real one would be refused
+        error(refusal)
+        return EXIT_DATA
+    if live:
+        error(f"{running}; {'would be' if args.dry_run else 'was'} written anyway (--force)")
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
+    if args.json:
+        json_document({"group": args.group, "topic": args.topic, "dry_run": args.dry_run,
+                       "partitions": [asdict(c) for c in changes]})
+    else:
+        table(["broker-partition", "current", "new", "change", "earliest", "latest"], [
+            [bp((c.broker, c.partition)),
+             "bad" if c.current_error else "-" if c.current is None else c.current, c.new,
+             "-" if c.current is None else f"{c.new - c.current:+d}",
+             "-" if c.earliest is None else c.earliest, "-" if c.latest is None else c.latest]
+            for c in changes
+        ])
+    verb = "would set" if args.dry_run else "set"
+    for c in changes:
+        if c.current_error:
+            error(f"{c.current_error}: {'would be' if args.dry_run else 'was'} overwritten")
+    moved = sum(c.current != c.new for c in changes)
+    summary(f"{verb} {plural(len(changes), 'offset')} of group {args.group!r} topic "
+            f"{args.topic!r} ({moved} changed)" + (": dry run, nothing written"
+                                                  if args.dry_run else ""))
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "group-offsets",
+        help="set a consumer group's committed offsets (like 0.7's UpdateOffsetsInZK)",
+        description="Set the committed offsets of GROUP for TOPIC, as 0.7's consumer writes "
+        "them (/consumers/GROUP/offsets/TOPIC/BROKER-PARTITION, decimal). Refused while the "
+        "group has live consumers unless --force. --dry-run shows the change only.",
+    )
+    add_cluster_args(p, broker_list=False)
+    p.add_argument("--group", required=True, help="the consumer group (group.id)")
+    p.add_argument("--topic", required=True, help="the topic whose offsets to set")
+    p.add_argument("--to", type=_target, metavar="earliest|latest|TIME_MS",
+                   help="every live partition of the topic to its earliest or latest offset, "
+                   "or to the start of the newest segment last written before TIME_MS (epoch "
+                   "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
+    p.add_argument("--offsets", metavar="JSON",
+                   help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
+                   "where a message starts (or the log end) on a live partition of the topic, "
+                   "unless --force")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show what would change, write nothing")
+    p.add_argument("--force", action="store_true",
+                   help="write anyway: while the group has live consumers, and --offsets "
+                   "outside the log, not where a message starts or on a partition not live")
+    p.set_defaults(func=cmd_group_offsets)

@@ -1,0 +1,334 @@
+"""Buffered producing to several brokers, confirmed by the delivery barrier.
+
+``send()`` buffers encoded message sets per broker; ``flush()`` writes each broker's buffer as
+MULTIPRODUCE requests (a PRODUCE for a single message set), split to stay below
+``max_request_size`` (default 90 MiB, under 0.7.2's 100 MiB ``max.socket.request.bytes``), then
+runs the delivery barrier (:meth:`BrokerConnection.barrier`) on every connection it produced on
+and returns what was confirmed. A buffer that grows past ``max_request_size`` is written right
+away (confirmed at the next ``flush()``), so memory stays bounded by about one request per
+broker.
+
+Kafka 0.7 PRODUCE has no answer; nothing here is resent once written. Anything not confirmed
+is reported in :class:`DeliveryError` (``unconfirmed``/``confirmed`` per
+``(topic, broker, partition)``): the caller (a Spark task) fails and is retried, which makes
+writes at-least-once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from kafka_pyspark import _defaults as defaults
+from kafka_pyspark import _wire as wire
+from kafka_pyspark._closing import Closing
+from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._wire.protocol import MAX_MULTI_ITEMS, MULTIPRODUCE_HEADER_SIZE
+from kafka_pyspark.client._appends import AppendLedger, Shortfall
+from kafka_pyspark.client._connection import BrokerConnection
+from kafka_pyspark.client._framing import BROKER_MAX_REQUEST_BYTES
+from kafka_pyspark.client._offsets import latest
+from kafka_pyspark.errors import (
+    AppendShortfallError,
+    DeliveryError,
+    KafkaError,
+    RequestTooLargeError,
+    with_context,
+)
+
+DEFAULT_MAX_REQUEST_SIZE = 90 * 1024 * 1024
+
+
+class DeliveryCount(NamedTuple):
+    message_sets: int
+    bytes: int
+
+
+def _add(
+    into: dict[TopicPartition, DeliveryCount], key: TopicPartition, sets: int, nbytes: int
+) -> None:
+    c = into.get(key)
+    into[key] = DeliveryCount(sets + (c.message_sets if c else 0), nbytes + (c.bytes if c else 0))
+
+
+def _merge(
+    into: dict[TopicPartition, DeliveryCount], other: Mapping[TopicPartition, DeliveryCount]
+) -> None:
+    for key, c in other.items():
+        _add(into, key, c.message_sets, c.bytes)
+
+
+def _as_tuples(d: Mapping[TopicPartition, DeliveryCount]) -> dict[TopicPartition, tuple[int, int]]:
+    return {k: (v.message_sets, v.bytes) for k, v in d.items()}
+
+
+class Producer(Closing):
+    """One connection per broker; buffered sends; ``flush()`` confirms with the barrier."""
+
+    def __init__(
+        self,
+        brokers: Mapping[int, tuple[str, int]],
+        *,
+        timeout: float = defaults.SOCKET_TIMEOUT_MS / 1000,
+        retries: int = 3,
+        backoff: float = 0.2,
+        buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+        check_appends: float | None = None,
+    ) -> None:
+        if not 0 < max_request_size <= BROKER_MAX_REQUEST_BYTES:
+            raise ValueError(
+                f"max_request_size must be in 1..{BROKER_MAX_REQUEST_BYTES}, "
+                f"got {max_request_size}"
+            )
+        self._brokers = {int(b): (h, int(p)) for b, (h, p) in brokers.items()}
+        self._timeout = timeout
+        self._retries = retries
+        self._backoff = backoff
+        self._buffer_size = buffer_size
+        self._max_request_size = max_request_size
+        self._conns: dict[int, BrokerConnection] = {}
+        self._buffers: dict[int, list[wire.ProduceRequest]] = {}
+        self._buffered: dict[int, int] = {}  # request bytes buffered per broker
+        # written, not yet confirmed
+        self._sent: dict[int, dict[TopicPartition, DeliveryCount]] = {}
+        # check_appends: seconds to wait for a short log growth (_appends.py); None: no check
+        self._check_appends = check_appends
+        self._ledgers: dict[int, AppendLedger] = {}
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes buffered by ``send()`` and not written yet (all brokers)."""
+        return sum(self._buffered.values())
+
+    def connection(self, broker_id: int) -> BrokerConnection:
+        conn = self._conns.get(broker_id)
+        if conn is None:
+            try:
+                host, port = self._brokers[broker_id]
+            except KeyError:
+                raise ValueError(
+                    f"unknown broker id {broker_id} (known: {sorted(self._brokers)})"
+                ) from None
+            conn = self._conns[broker_id] = BrokerConnection(
+                host,
+                port,
+                timeout=self._timeout,
+                buffer_size=self._buffer_size,
+                retries=self._retries,
+                backoff=self._backoff,
+                broker_id=broker_id,
+            )
+        return conn
+
+    def send(self, broker_id: int, topic: str, partition: int, message_set: bytes) -> None:
+        """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
+        if broker_id not in self._brokers:
+            raise ValueError(f"unknown broker id {broker_id} (known: {sorted(self._brokers)})")
+        if not message_set:
+            return
+        item = wire.ProduceRequest(topic, partition, bytes(message_set))
+        size = wire.produce_item_size(len(topic), len(message_set))
+        if MULTIPRODUCE_HEADER_SIZE + size > self._max_request_size:
+            raise RequestTooLargeError(
+                f"a message set of {len(message_set)} bytes for topic {topic!r} partition "
+                f"{partition} on broker {broker_id} does not fit in one request "
+                f"({self._max_request_size} bytes max)"
+            )
+        room = self._max_request_size - MULTIPRODUCE_HEADER_SIZE
+        if self._buffered.get(broker_id, 0) + size > room:
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                unconfirmed = self._forget(broker_id)
+                raise DeliveryError(
+                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
+                    f"{_summary(unconfirmed)}",
+                    unconfirmed=_as_tuples(unconfirmed),
+                ) from e
+        self._buffers.setdefault(broker_id, []).append(item)
+        self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
+
+    def _write(self, broker_id: int) -> None:
+        """Write the broker's buffer as requests below max_request_size; no barrier."""
+        items = self._buffers.pop(broker_id, [])
+        self._buffered.pop(broker_id, None)
+        if not items:
+            return
+        conn = self.connection(broker_id)
+        sent = self._sent.setdefault(broker_id, {})
+        if self._check_appends is not None:
+            # The log end before this connection's first set to each partition (the answer
+            # precedes the PRODUCEs: one connection's requests are handled in order).
+            ledger = self._ledgers.setdefault(broker_id, AppendLedger())
+            for item in items:
+                if ledger.needs_base(item.topic, item.partition):
+                    try:
+                        end = latest(conn, item.topic, item.partition)
+                    except KafkaError as e:
+                        self._buffers[broker_id] = items  # not written: _forget reports them
+                        raise with_context(
+                            e,
+                            then=f" (asking the log end of topic {item.topic!r} partition "
+                            f"{item.partition} before producing {len(items)} message "
+                            "sets: nothing was sent)",
+                        ) from e
+                    ledger.set_base(item.topic, item.partition, end, conn.connects)
+        chunks: list[list[wire.ProduceRequest]] = [[]]
+        total = MULTIPRODUCE_HEADER_SIZE
+        for item in items:
+            size = wire.produce_item_size(len(item.topic), len(item.messages))
+            if chunks[-1] and (
+                total + size > self._max_request_size or len(chunks[-1]) >= MAX_MULTI_ITEMS
+            ):
+                chunks.append([])
+                total = MULTIPRODUCE_HEADER_SIZE
+            chunks[-1].append(item)
+            total += size
+        for n, chunk in enumerate(chunks):
+            try:
+                if len(chunk) == 1:
+                    conn.produce(chunk[0].topic, chunk[0].partition, chunk[0].messages)
+                else:
+                    conn.multiproduce(chunk)
+            except KafkaError:
+                # This chunk and the rest were (possibly) not written: unconfirmed.
+                for rest in chunks[n:]:
+                    for it in rest:
+                        _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                raise
+            for it in chunk:
+                _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                ledger_of = self._ledgers.get(broker_id)
+                if ledger_of is not None:
+                    ledger_of.add_sent(it.topic, it.partition, len(it.messages))
+
+    def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
+        """Drop a broker's state after a failure; returns what it had not confirmed."""
+        out = dict(self._sent.pop(broker_id, {}))
+        for it in self._buffers.pop(broker_id, []):
+            _add(out, (it.topic, broker_id, it.partition), 1, len(it.messages))
+        self._buffered.pop(broker_id, None)
+        self._ledgers.pop(broker_id, None)
+        conn = self._conns.get(broker_id)
+        if conn is not None:
+            conn.close()  # forget its own unconfirmed/lost state: reported here, once
+        return out
+
+    def flush(self) -> dict[TopicPartition, DeliveryCount]:
+        """Write all buffers, run the barrier on every connection produced on.
+
+        Returns the message sets and bytes confirmed per ``(topic, broker, partition)`` since
+        the last ``flush()``. Raises :class:`DeliveryError` (listing ``unconfirmed`` and
+        ``confirmed``) if any broker could not be written or confirmed; the others are still
+        confirmed first. With ``check_appends``, a partition whose log grew by fewer bytes
+        than were sent raises :class:`AppendShortfallError` (a :class:`DeliveryError`).
+        """
+        confirmed: dict[TopicPartition, DeliveryCount] = {}
+        unconfirmed: dict[TopicPartition, DeliveryCount] = {}
+        failures: list[str] = []
+        shortfalls: list[str] = []
+        for broker_id in sorted(self._buffers):
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                _merge(unconfirmed, self._forget(broker_id))
+                failures.append(f"broker {broker_id}: {e}")
+        for broker_id in sorted(self._sent):
+            sent = self._sent.pop(broker_id)
+            if not sent:
+                continue
+            topic, partition = _barrier_target(sent)
+            try:
+                end = self.connection(broker_id).barrier(topic, partition)
+                short = self._short_appends(broker_id, (topic, partition), end)
+            except KafkaError as e:
+                _merge(unconfirmed, sent)
+                self.connection(broker_id).close()
+                failures.append(f"broker {broker_id}: {e}")
+                continue
+            for s in short:
+                key = (s.topic, broker_id, s.partition)
+                unconfirmed[key] = sent.pop(key, DeliveryCount(0, s.sent))
+                shortfalls.append(_shortfall_text(broker_id, s, self._check_appends or 0.0))
+            _merge(confirmed, sent)
+        if shortfalls and not failures:
+            raise AppendShortfallError(
+                "; ".join(shortfalls),
+                unconfirmed=_as_tuples(unconfirmed),
+                confirmed=_as_tuples(confirmed),
+            )
+        failures += shortfalls
+        if failures:
+            raise DeliveryError(
+                "delivery not confirmed; " + "; ".join(failures)
+                + f". Not confirmed: {_summary(unconfirmed)}",
+                unconfirmed=_as_tuples(unconfirmed),
+                confirmed=_as_tuples(confirmed),
+            )
+        return confirmed
+
+    def _short_appends(
+        self, broker_id: int, barrier: tuple[str, int], end: int | None
+    ) -> list[Shortfall]:
+        """After the barrier: partitions of ``broker_id`` whose log grew less than was sent."""
+        ledger = self._ledgers.get(broker_id)
+        if ledger is None or self._check_appends is None:
+            return []
+        conn = self.connection(broker_id)
+        known = {barrier: end} if end is not None else {}
+        return ledger.check(
+            lambda t, p: latest(conn, t, p), known=known, wait=self._check_appends,
+            session=conn.connects,
+        )
+
+    def close(self) -> None:
+        """Close every connection; buffered, unflushed data is discarded."""
+        self._buffers.clear()
+        self._ledgers.clear()
+        self._buffered.clear()
+        self._sent.clear()
+        conns, self._conns = self._conns, {}
+        for conn in conns.values():
+            conn.close()
+
+
+def _barrier_target(sent: Mapping[TopicPartition, DeliveryCount]) -> tuple[str, int]:
+    """A (topic, partition) produced to, with partition >= 0 (OFFSETS for a partition the
+    broker lacks closes the connection; PRODUCE to -1 means 'any partition')."""
+    for topic, _, partition in sent:
+        if partition >= 0:
+            return topic, partition
+    topic = next(iter(sent))[0]
+    return topic, 0
+
+
+def _shortfall_text(broker_id: int, s: Shortfall, wait: float) -> str:
+    head = (
+        f"topic {s.topic!r} broker {broker_id} partition {s.partition}: sent {s.sent} bytes "
+        f"but the log grew by {s.grown} bytes (log end {s.before} -> {s.after}, still short "
+        f"after waiting {wait:g} s for the broker to flush)"
+    )
+    if s.reconnected:
+        return (
+            f"{head}, and the connection was re-established in between: the broker may have "
+            "restarted and cut a torn tail from its log, or dropped data without an answer; "
+            "what it holds cannot be told from the log end (check the topic, or rerun: "
+            "at-least-once)"
+        )
+    return (
+        f"{head}: the broker dropped data without an answer. Likely cause: the broker's "
+        "max.message.size is smaller than the writer's (a 0.7 broker silently drops a message "
+        "set holding a larger message); lower the writer's max.message.size to the broker's. "
+        "(A broker that flushes less often than that wait would look the same)"
+    )
+
+
+def _summary(counts: Mapping[TopicPartition, DeliveryCount]) -> str:
+    if not counts:
+        return "nothing"
+    parts = [
+        f"{t}/broker {b}/partition {p}: {c.message_sets} message sets, {c.bytes} bytes"
+        for (t, b, p), c in sorted(counts.items())
+    ]
+    return ", ".join(parts)
