@@ -66,7 +66,7 @@ class TaskWriter:
         self._rows_seen = 0
         self._targets = Targets()
         self._router = Router(plan, self._targets, np.random.default_rng(seed), task)
-        # every message set must fit in one request (write_sizes)
+        # every message set must fit in one request (sizes.py)
         self._limits = SizeLimits.of(self.opts.max_message_size)
         self._sets = SetBuilder(self.opts, self._targets, self._limits, self._queue,
                                 lambda row: row_label(task, row))

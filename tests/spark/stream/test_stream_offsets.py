@@ -1,4 +1,4 @@
-"""Pure tests of the stream offset format (stream_checkpoint), topology merging (discovery)
+"""Pure tests of the stream offset format (checkpoint), topology merging (discovery)
 and admission control (admission)."""
 
 from __future__ import annotations
@@ -364,7 +364,7 @@ def test_scan_window_boundaries_and_lookups() -> None:
     assert head.next_size == 12
 
 
-# --- stream_prefetch: answers from a scan of a larger window ----------------------------------
+# --- prefetch: answers from a scan of a larger window ---------------------------------------------
 
 
 def _log_of(payload_sizes: Sequence[int]) -> bytes:
