@@ -15,9 +15,10 @@ and turning kazoo's exceptions into ours:
   :class:`RegistryError` naming the request and ZooKeeper.
 
 Many writes at once (a group's first commit creates a node per broker-partition) go in
-``multi`` transactions of a few hundred when the server has them (3.4+): kazoo's cost is per
-request, and a transaction is one. A transaction that fails is undone as a whole, and its
-writes are then sent one by one, each getting its own answer. Many reads at once (a group's
+``multi`` transactions of a few hundred (:mod:`kafka_pyspark._zk_requests`) when the server
+has them (3.4+): kazoo's cost is per request, and a transaction is one. A transaction that
+fails is undone as a whole, and its writes are then sent one by one, each getting its own
+answer. Many reads at once (a group's
 offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark._zk_reads`) when the server has them
 (3.6+), each node answered on its own.
 
@@ -38,11 +39,20 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kafka_pyspark._zk_auth import CREDENTIALS_HINT, KAZOO_LOG
-from kafka_pyspark._zk_reads import (
-    four_letter_word,
-    multi_read_supported,
-    multi_supported,
-    send_multi_read,
+from kafka_pyspark._zk_reads import four_letter_word, multi_read_supported, multi_supported
+from kafka_pyspark._zk_requests import (
+    NewNode,
+    Request,
+    chunks,
+    create,
+    get,
+    get_acls,
+    get_children,
+    multi_read,
+    op_bytes,
+    path_bytes,
+    set_value,
+    transaction,
 )
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 
@@ -50,18 +60,6 @@ __all__ = ["Created", "NewNode", "ZkSession", "multi_read_supported", "multi_sup
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
-#: nodes per ``multi`` transaction: kazoo's cost is per request, ZooKeeper's per node; a few
-#: hundred small creates stay far below the server's request size limit (jute.maxbuffer, 1 MiB)
-MULTI_SIZE = 500
-#: bytes of paths, values and ACLs per ``multi`` or ``multiRead`` request: long node names (a
-#: long group id or chroot) make fewer nodes per request, each far below jute.maxbuffer, which
-#: the server answers by closing the connection (a request over it would never succeed)
-MULTI_BYTES = 256 << 10
-#: what a node adds to such a request besides its path, value and ACL ids (headers, lengths)
-_OP_OVERHEAD = 32
-
-#: a node to create: path, value, ACL (None: ZooKeeper's default open ACL)
-NewNode = tuple[str, bytes, "list[Any] | None"]
 _T = TypeVar("_T")
 #: the answer for an item of a transaction that was applied
 _DONE = "done"
@@ -75,12 +73,6 @@ class Created(enum.Enum):
     NO_PARENT = "its parent does not exist"
 
 
-@dataclass(frozen=True)
-class _Request:
-    node: str  # the node it is about (named when its ACL refuses it)
-    send: Callable[[Any], Any]  # kazoo client -> its IAsyncResult
-
-
 @dataclass
 class _Batch:
     """One pipelined call: what it does and where (named in errors), its requests, the
@@ -88,78 +80,13 @@ class _Batch:
 
     what: str
     where: str
-    requests: Sequence[_Request]
+    requests: Sequence[Request]
     expected: Mapping[type[BaseException], Any]
     deadline: float
     answers: list[Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.answers = [None] * len(self.requests)
-
-
-def _children(path: str) -> _Request:
-    return _Request(path, lambda client: client.get_children_async(path))
-
-
-def _get(path: str) -> _Request:
-    return _Request(path, lambda client: client.get_async(path))
-
-
-def _get_acls(path: str) -> _Request:
-    return _Request(path, lambda client: client.get_acls_async(path))
-
-
-def _set(path: str, value: bytes) -> _Request:
-    return _Request(path, lambda client: client.set_async(path, value))
-
-
-def _create(path: str, value: bytes, acl: list[Any] | None) -> _Request:
-    return _Request(path, lambda client: client.create_async(path, value, acl))
-
-
-def _transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: str) -> _Request:
-    """One ``multi`` transaction of ``add(transaction, item)`` for each of ``items``: all of
-    them, or none (its answer lists an exception per item then)."""
-
-    def send(client: Any) -> Any:
-        transaction = client.transaction()
-        for item in items:
-            add(transaction, item)
-        return transaction.commit_async()
-
-    return _Request(where, send)
-
-
-def _chunks(items: Sequence[_T], size: Callable[[_T], int]) -> list[Sequence[_T]]:
-    """``items`` cut into requests of at most :data:`MULTI_SIZE` nodes and :data:`MULTI_BYTES`
-    (by ``size``; a node larger than that alone)."""
-    chunks: list[Sequence[_T]] = []
-    first, total = 0, 0
-    for i, item in enumerate(items):
-        n = size(item)
-        if i > first and (i - first == MULTI_SIZE or total + n > MULTI_BYTES):
-            chunks.append(items[first:i])
-            first, total = i, 0
-        total += n
-    if first < len(items):
-        chunks.append(items[first:])
-    return chunks
-
-
-def _path_bytes(path: str) -> int:
-    return len(path.encode("utf-8")) + _OP_OVERHEAD
-
-
-def _op_bytes(item: Any) -> int:
-    """About what one node ``(path, value[, acl])`` adds to a transaction's request."""
-    path, value, *rest = item
-    acl = rest[0] if rest and rest[0] is not None else []
-    ids = sum(len(a.id.scheme) + len(a.id.id) + _OP_OVERHEAD for a in acl)
-    return _path_bytes(path) + len(value) + ids
-
-
-def _multi_read(paths: Sequence[str]) -> _Request:
-    return _Request(paths[0], lambda client: send_multi_read(client, paths))
 
 
 class ZkSession:
@@ -259,7 +186,7 @@ class ZkSession:
         does not exist). ``where`` names the batch in errors."""
         from kazoo.exceptions import NoNodeError
 
-        reqs = [_children(p) for p in paths]
+        reqs = [get_children(p) for p in paths]
         answers = self._pipeline("listing", where, reqs, {NoNodeError: None})
         return [None if a is None else list(a) for a in answers]
 
@@ -270,20 +197,19 @@ class ZkSession:
 
         if len(paths) > 1 and self.has_multi_read():
             return self._values_together(paths, where)
-        reqs = [_get(p) for p in paths]
+        reqs = [get(p) for p in paths]
         answers = self._pipeline("reading", where, reqs, {NoNodeError: None})
         return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
 
     def _values_together(self, paths: Sequence[str], where: str) -> list[bytes | None]:
-        """:meth:`values` in ``multiRead`` requests of :data:`MULTI_SIZE` nodes and
-        :data:`MULTI_BYTES` at most, one round: each node's answer is its own, an error names
-        the node."""
+        """:meth:`values` in ``multiRead`` requests (:func:`~kafka_pyspark._zk_requests.chunks`),
+        one round: each node's answer is its own, an error names the node."""
         from kazoo.exceptions import NoNodeError
 
-        chunks = _chunks(paths, _path_bytes)
+        batches = chunks(paths, path_bytes)
         out: list[bytes | None] = []
-        for chunk, answers in zip(chunks, self._pipeline(
-                "reading", where, [_multi_read(c) for c in chunks], {}), strict=True):
+        for chunk, answers in zip(batches, self._pipeline(
+                "reading", where, [multi_read(c) for c in batches], {}), strict=True):
             for path, answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, NoNodeError):
                     out.append(None)
@@ -300,7 +226,7 @@ class ZkSession:
         from kazoo.exceptions import NoNodeError
 
         answers = self._transacted(
-            "writing", where, [], items, lambda it: _set(*it),
+            "writing", where, [], items, lambda it: set_value(*it),
             lambda tx, it: tx.set_data(*it), {NoNodeError: False})
         return [a is not False for a in answers]
 
@@ -314,30 +240,30 @@ class ZkSession:
         from kazoo.exceptions import NodeExistsError, NoNodeError
 
         answers = self._transacted(
-            "creating", where, [_create(*n) for n in nodes], together, lambda n: _create(*n),
+            "creating", where, [create(*n) for n in nodes], together, lambda n: create(*n),
             lambda tx, n: tx.create(*n),
             {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS})
         return [a if isinstance(a, Created) else Created.CREATED for a in answers]
 
     def _transacted(
-        self, what: str, where: str, first: Sequence[_Request], items: Sequence[_T],
-        one: Callable[[_T], _Request], add: Callable[[Any, _T], object],
+        self, what: str, where: str, first: Sequence[Request], items: Sequence[_T],
+        one: Callable[[_T], Request], add: Callable[[Any, _T], object],
         expected: Mapping[type[BaseException], Any],
     ) -> list[Any]:
         """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
-        pipelined round; ``items`` go in ``multi`` transactions of :data:`MULTI_SIZE` nodes
-        and :data:`MULTI_BYTES` at most (made with ``add``) when the server has them, kazoo's
-        cost being per request. A transaction that fails (one item's answer is not a success)
-        is all undone: its items are sent one by one in a second round, for their own
-        answers."""
+        pipelined round; ``items`` go in ``multi`` transactions
+        (:func:`~kafka_pyspark._zk_requests.chunks`, made with ``add``) when the server has
+        them, kazoo's cost being per request. A transaction that fails (one item's answer is
+        not a success) is all undone: its items are sent one by one in a second round, for
+        their own answers."""
         batched = len(items) > 1 and self.has_multi()
-        chunks = _chunks(items, _op_bytes) if batched else [[item] for item in items]
+        batches = chunks(items, op_bytes) if batched else [[item] for item in items]
         answers = self._pipeline(what, where, [
-            *first, *(one(c[0]) if len(c) == 1 else _transaction(c, add, where) for c in chunks)],
+            *first, *(one(c[0]) if len(c) == 1 else transaction(c, add, where) for c in batches)],
             expected)
         out = answers[:len(first)]
         redo: list[int] = []
-        for chunk, answer in zip(chunks, answers[len(first):], strict=True):
+        for chunk, answer in zip(batches, answers[len(first):], strict=True):
             if len(chunk) == 1:
                 out.append(answer)
                 continue
@@ -396,7 +322,7 @@ class ZkSession:
         exist)."""
         from kazoo.exceptions import NoNodeError
 
-        reqs = [_get_acls(p) for p in paths]
+        reqs = [get_acls(p) for p in paths]
         answers = self._pipeline("reading the ACL of", where, reqs, {NoNodeError: None})
         return [None if a is None else list(a[0]) for a in answers]
 
@@ -406,7 +332,7 @@ class ZkSession:
         self,
         what: str,
         where: str,
-        requests: Sequence[_Request],
+        requests: Sequence[Request],
         expected: Mapping[type[BaseException], Any],
     ) -> list[Any]:
         """Send all ``requests``, then collect the answers in order, each within the op

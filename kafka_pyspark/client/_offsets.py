@@ -28,6 +28,12 @@ class SegmentStarts(NamedTuple):
     starts: list[int]
     end: int
 
+    @property
+    def earliest(self) -> int:
+        """What OFFSETS earliest answers: the oldest segment start (the end for an empty
+        log)."""
+        return self.starts[0] if self.starts else self.end
+
 
 _NAMES = {wire.OFFSETS_EARLIEST: "earliest", wire.OFFSETS_LATEST: "latest"}
 
@@ -84,10 +90,10 @@ def parse_segment_starts(got: list[int], address: str, topic: str,
 
 
 def log_bounds_of(got: list[int], address: str, topic: str, partition: int) -> tuple[int, int]:
-    """(earliest, latest) from the answer to :func:`segment_starts_request`: its oldest
-    segment start is what OFFSETS earliest answers, its first offset what latest does."""
+    """(earliest, latest) from the answer to :func:`segment_starts_request`
+    (:attr:`SegmentStarts.earliest`; its first offset is what OFFSETS latest answers)."""
     found = parse_segment_starts(got, address, topic, partition)
-    return (found.starts[0] if found.starts else found.end), found.end
+    return found.earliest, found.end
 
 
 def segment_starts(

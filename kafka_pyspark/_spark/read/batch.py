@@ -41,13 +41,13 @@ from kafka_pyspark._spark.read.discovery import discover_view, group_start
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark._spark.read.planning import (
     Kafka07InputPartition,
-    OffsetRange,
     PlanFilter,
     fetch_settings,
     plan_partitions,
 )
 from kafka_pyspark._spark.read.start_end import resolve_ends, resolve_starts
 from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+from kafka_pyspark.client import OffsetRange
 from kafka_pyspark.errors import (
     OffsetOutOfRangeError,
     OptionError,

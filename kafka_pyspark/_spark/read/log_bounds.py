@@ -188,8 +188,7 @@ class OffsetLookup(Closing):
 
         def parse(tp: TopicPartition, got: list[int], address: str) -> LogBounds:
             starts = parse_segment_starts(got, address, tp[0], tp[2])
-            earliest = starts.starts[0] if starts.starts else starts.end
-            return LogBounds(earliest, starts.end, tuple(starts.starts))
+            return LogBounds(starts.earliest, starts.end, tuple(starts.starts))
 
         return self._ask(tps, lambda tp: segment_starts_request(tp[0], tp[2]), parse)
 

@@ -48,9 +48,7 @@ if TYPE_CHECKING:
     from kafka_pyspark._spark.options import ReadOptions
 
 __all__ = [
-    "FetchSettings",
     "Kafka07InputPartition",
-    "OffsetRange",
     "PlanFilter",
     "fetch_settings",
     "pack_ranges",

@@ -5,8 +5,9 @@ limit; :func:`admit` chooses each micro-batch's end offsets at message boundarie
 byte budget and :func:`predict_windows` the windows its first round scans (for the prefetch);
 :func:`next_ages` keeps the starvation ages it uses for fairness; :func:`cap_to_target` caps
 ends at a ``Trigger.AvailableNow`` target. The only I/O admission needs, reading message
-headers in byte windows of the logs, is injected as a callable (:data:`ScanFn`; the stream
-reader's one MULTIFETCH per broker, each answer read by :func:`scan_window`), so the whole
+headers in byte windows of the logs, is injected as a callable
+(:data:`~kafka_pyspark._spark.stream.scan.ScanFn`; the stream reader's one MULTIFETCH per
+broker, each answer read by :func:`~kafka_pyspark._spark.stream.scan.scan_window`), so the whole
 algorithm is tested with synthetic logs (``tests/spark/stream/test_stream_offsets.py``) and driven
 against real brokers by ``kafka_pyspark._spark.stream.reader``. See ``docs/streaming.md`` for the
 algorithm and its cost.
@@ -14,33 +15,25 @@ algorithm and its cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
 from kafka_pyspark._partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark.stream.checkpoint import Offsets
+from kafka_pyspark._spark.stream.scan import HEADER, Scan, ScanFn, Windows
 from kafka_pyspark.errors import InvalidMessageSizeError
 
 if TYPE_CHECKING:
     from kafka_pyspark._spark.options import ReadOptions
 
-I64 = npt.NDArray[np.int64]
-
 __all__ = [
     "Admission",
     "Limits",
-    "Scan",
-    "ScanFn",
-    "Windows",
     "admit",
     "cap_to_target",
     "next_ages",
     "predict_windows",
-    "scan_window",
     "water_fill",
 ]
 
@@ -74,53 +67,6 @@ def water_fill(demands: Mapping[TopicPartition, int], budget: int) -> dict[Topic
     return out
 
 
-class Scan:
-    """What a header-only scan of one byte window ``[lo, hi)`` of a log found.
-
-    ``boundaries``: every message boundary seen, ascending, starting with ``lo`` (a window
-    always starts at a known boundary): the start of each complete message and the end of the
-    last one. ``next_size``: full size (4 + LENGTH) of the message starting at
-    ``boundaries[-1]``, if its 4-byte length field was inside the window, else ``None``.
-
-    The boundaries are kept as one int64 array (a window of a micro-batch holds hundreds of
-    thousands of messages: Python ints per boundary cost more than fetching the window), and
-    looked up by binary search.
-    """
-
-    __slots__ = ("boundaries", "next_size")
-
-    def __init__(self, boundaries: Sequence[int] | I64, next_size: int | None = None) -> None:
-        self.boundaries: I64 = np.asarray(boundaries, dtype=np.int64)
-        self.next_size = next_size
-
-    def __repr__(self) -> str:
-        b = self.boundaries
-        return f"Scan({len(b)} boundaries in [{b[0] if len(b) else '-'}, " \
-               f"{b[-1] if len(b) else '-'}], next_size={self.next_size})"
-
-    def size_at(self, offset: int) -> int | None:
-        """Size of the message starting at boundary ``offset``, if this scan knows it."""
-        b = self.boundaries
-        if not len(b) or offset < b[0] or offset > b[-1]:
-            return None
-        if offset == b[-1]:
-            return self.next_size
-        i = int(np.searchsorted(b, offset))
-        if b[i] != offset:
-            return None
-        return int(b[i + 1]) - offset
-
-    def last_at_or_before(self, limit: int) -> int | None:
-        """The last boundary seen at or before ``limit`` (None if there is none)."""
-        i = int(np.searchsorted(self.boundaries, limit, side="right"))
-        return int(self.boundaries[i - 1]) if i else None
-
-
-Windows = Mapping[TopicPartition, tuple[int, int]]
-"""``{tp: (lo, hi)}``: byte windows to scan; ``lo`` is a message boundary, ``hi <= latest``."""
-ScanFn = Callable[[Windows], Mapping[TopicPartition, Scan]]
-
-
 @dataclass(frozen=True)
 class Admission:
     """Result of :func:`admit`."""
@@ -135,7 +81,6 @@ class Admission:
     """The windows scanned, one mapping per scan round trip."""
 
 
-HEADER = 4  # int32 LENGTH: all a scan needs to learn a message's size
 MAX_ROUNDS = 3  # water-filling rounds (one scan round trip per broker each)
 
 
@@ -432,12 +377,11 @@ class Limits:
         return ["maxBytesPerTrigger"] if options.max_bytes_per_trigger is not None else []
 
     @classmethod
-    def of(cls, options: ReadOptions, limit: object) -> Limits | None:
-        """The limits of one ``latestOffset`` call; None: every log end (``ReadAllAvailable``).
-        ``options`` are where a rule of this reader's own (not Spark's limit) comes from."""
+    def of(cls, limit: object) -> Limits | None:
+        """The limits of one ``latestOffset`` call, from the read limit Spark passes; None:
+        every log end (``ReadAllAvailable``)."""
         from kafka_pyspark._spark.compat import ReadMaxBytes
 
-        del options  # every rule today comes from Spark's read limit
         return cls(limit.max_bytes) if isinstance(limit, ReadMaxBytes) else None
 
     def admit(
@@ -486,23 +430,3 @@ def cap_to_target(
         if tp in target:
             out[tp] = min(off, target[tp])
     return out
-
-
-def scan_window(data: bytes | memoryview, lo: int) -> Scan:
-    """Header-only scan of the bytes of window ``[lo, lo + len(data))`` (no CRC, no
-    decompression): :func:`kafka_pyspark._messages.scan_boundaries` plus the size of the
-    message after the last complete one when its length field is in the window."""
-    from kafka_pyspark._messages import scan_boundaries
-
-    starts, end = scan_boundaries(data, lo)
-    bounds = starts
-    if not len(bounds) or bounds[-1] != end:
-        bounds = np.append(bounds, np.int64(end))
-    if bounds[0] != lo:
-        bounds = np.insert(bounds, 0, np.int64(lo))
-    pos = end - lo
-    next_size = None
-    if len(data) - pos >= HEADER:
-        length = int.from_bytes(bytes(data[pos : pos + HEADER]), "big", signed=True)
-        next_size = HEADER + length if length >= 0 else None
-    return Scan(bounds, next_size)

@@ -30,11 +30,11 @@ from kafka_pyspark._closing import Closing
 from kafka_pyspark._partition_key import TopicPartition
 from kafka_pyspark._spark.read.discovery import current_view, group_start
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
-from kafka_pyspark._spark.stream.admission import Scan, Windows
 from kafka_pyspark._spark.stream.checkpoint import Offsets
 from kafka_pyspark._spark.stream.group import GroupCommitter
 from kafka_pyspark._spark.stream.outage import ZooKeeperOutage
 from kafka_pyspark._spark.stream.prefetch import Prefetch, answer_from, scan_windows
+from kafka_pyspark._spark.stream.scan import Scan, Windows
 from kafka_pyspark.errors import BrokerConnectionError, RegistryUnavailableError
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ import numpy as np
 
 from kafka_pyspark._partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
-from kafka_pyspark._spark.stream.admission import HEADER, Scan, Windows, scan_window
+from kafka_pyspark._spark.stream.scan import HEADER, Scan, Windows, scan_window
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
 
 if TYPE_CHECKING:

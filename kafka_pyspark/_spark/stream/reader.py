@@ -44,12 +44,13 @@ from kafka_pyspark._spark.options import (
 from kafka_pyspark._spark.read.batch import read_partition
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.read.log_bounds import LogBounds
-from kafka_pyspark._spark.read.planning import OffsetRange, fetch_settings, plan_partitions
+from kafka_pyspark._spark.read.planning import fetch_settings, plan_partitions
 from kafka_pyspark._spark.read.start_end import resolve_starts
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.stream.admission import Admission, Limits, cap_to_target, next_ages
 from kafka_pyspark._spark.stream.checkpoint import OffsetDicts, Offsets, to_offset_dict
 from kafka_pyspark._spark.stream.offset_reader import StreamOffsetReader
+from kafka_pyspark.client import OffsetRange
 from kafka_pyspark.errors import SchemaError, data_loss_error, data_loss_skipped
 
 __all__ = ["Kafka07StreamReader", "Memory"]
@@ -163,7 +164,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         added = self._enter_new(new, bounds)
         self._note_missing(change.missing)
         positions, reset = self._positions(begin, bounds)
-        limits = Limits.of(self.options, limit)
+        limits = Limits.of(limit)
         chosen = self._choose_ends(positions, bounds, limits)
         ends: Offsets = merge_topology(begin, added)
         for tp, (s, _) in positions.items():

@@ -29,9 +29,7 @@ from kafka_pyspark._partition_key import TopicPartition
 from kafka_pyspark._spark.options import OffsetSpec, parse_read_options
 from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._spark.read.planning import (
-    FetchSettings,
     Kafka07InputPartition,
-    OffsetRange,
     PlanFilter,
     fetch_settings,
     pack_ranges,
@@ -40,6 +38,7 @@ from kafka_pyspark._spark.read.planning import (
     split_ranges,
 )
 from kafka_pyspark._spark.read.start_end import resolve_ends, resolve_starts
+from kafka_pyspark.client import FetchSettings, OffsetRange
 from kafka_pyspark.errors import DataLossError, OptionError
 
 if TYPE_CHECKING:

@@ -23,8 +23,9 @@ from _cluster import kafka_partitions
 
 from kafka_pyspark._partition_key import TopicPartition
 from kafka_pyspark._spark.read.batch import Kafka07BatchReader, read_partition
-from kafka_pyspark._spark.read.planning import FetchSettings, Kafka07InputPartition, OffsetRange
+from kafka_pyspark._spark.read.planning import Kafka07InputPartition
 from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
+from kafka_pyspark.client import FetchSettings, OffsetRange
 from kafka_pyspark.errors import (
     DataLossError,
     KafkaError,

@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 from kafka_pyspark._partition_key import TopicPartition
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.stream.admission import (
-    Scan,
-    Windows,
     admit,
     cap_to_target,
     next_ages,
@@ -28,6 +26,7 @@ from kafka_pyspark._spark.stream.checkpoint import (
     parse_partition_key,
     to_offset_dict,
 )
+from kafka_pyspark._spark.stream.scan import Scan, Windows
 from kafka_pyspark.errors import OffsetFormatError
 
 A: TopicPartition = ("a", 0, 0)
@@ -341,7 +340,7 @@ def _magic0(payload: bytes) -> bytes:
 
 
 def test_scan_window_boundaries_and_lookups() -> None:
-    from kafka_pyspark._spark.stream.admission import scan_window
+    from kafka_pyspark._spark.stream.scan import scan_window
 
     third = _magic0(b"0123456789")  # 19 bytes, only its first 6 in the window
     data = _magic0(b"abc") + _magic0(b"hello") + third[:6]
@@ -374,8 +373,8 @@ def _log_of(payload_sizes: Sequence[int]) -> bytes:
 def test_restrict_is_exactly_scanning_the_smaller_window() -> None:
     """Every (boundary lo, hi) inside a scanned window: restrict() == scan_window() of the
     sub-window itself; a start that is not a boundary, or an end past the window: None."""
-    from kafka_pyspark._spark.stream.admission import scan_window
     from kafka_pyspark._spark.stream.prefetch import restrict
+    from kafka_pyspark._spark.stream.scan import scan_window
 
     base = 5000
     data = _log_of([0, 3, 17, 1, 40, 2])[:-5]  # the last message cut short
@@ -395,8 +394,8 @@ def test_restrict_is_exactly_scanning_the_smaller_window() -> None:
 
 def test_answer_from_only_while_the_log_holds_the_window() -> None:
     from kafka_pyspark._spark.read.log_bounds import LogBounds
-    from kafka_pyspark._spark.stream.admission import scan_window
     from kafka_pyspark._spark.stream.prefetch import answer_from
+    from kafka_pyspark._spark.stream.scan import scan_window
 
     data = _log_of([10, 10, 10])  # messages of 19 bytes at 0, 19, 38; end 57
     scanned = {A: (0, 57, scan_window(data, 0))}

@@ -19,9 +19,10 @@ from _cluster import kafka_partitions
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._spark.compat import ReadAllAvailable, ReadMaxBytes
 from kafka_pyspark._spark.schema import READ_SCHEMA
-from kafka_pyspark._spark.stream.admission import HEADER, MAX_ROUNDS
+from kafka_pyspark._spark.stream.admission import MAX_ROUNDS
 from kafka_pyspark._spark.stream.prefetch import THREAD_NAME
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
+from kafka_pyspark._spark.stream.scan import HEADER
 from kafka_pyspark._wire import FetchRequest, FetchResponse
 from kafka_pyspark.client import BrokerConnection, Producer
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
