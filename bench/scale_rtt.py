@@ -38,7 +38,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from bench.results import Recorder
 from bench.scale import BROKERS, REPEAT, latest_offset_time, median_time, plan_time
@@ -69,17 +69,18 @@ def hold_for(rtt: float) -> float:
     return max(0.0, hold + (rtt - ping_pong_rtt(hold)) / 2)
 
 
-def first_commit(zk_connect: str, n: int) -> tuple[float, float, str]:
-    """The wall and CPU time of a new group's first ``commitToGroup`` (all ``n`` offsets),
-    and the group."""
+def first_commit(
+    zk_connect: str, options: dict[str, str], label: str
+) -> tuple[float, float, str]:
+    """The wall and CPU time of a new group's first ``commitToGroup`` (every offset the read
+    of ``options`` covers), and the group (named after ``label``)."""
     from kafka_pyspark._spark.compat import ReadAllAvailable
     from kafka_pyspark._spark.schema import READ_SCHEMA
     from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 
-    group = f"bench-{n}-{uuid.uuid4().hex[:8]}"
-    options = {"zk.connect": zk_connect, **_options(n), "commitToGroup": "true",
-               "group.id": group}
-    reader = Kafka07StreamReader(options, READ_SCHEMA)
+    group = f"bench-{label}-{uuid.uuid4().hex[:8]}"
+    reader = Kafka07StreamReader({"zk.connect": zk_connect, **options, "commitToGroup": "true",
+                                  "group.id": group}, READ_SCHEMA)
     try:
         end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -114,11 +115,13 @@ def lag_process(zk_connect: str, group: str) -> Callable[[], object]:
     return lag
 
 
-def measure(zk_connect: str, n: int) -> dict[str, tuple[float, float]]:
-    """Every step's median wall and driver CPU time (seconds) at ``n`` broker-partitions."""
-    found = {"plan": plan_time(zk_connect, _options(n)),
-             "latest_offset": latest_offset_time(zk_connect, _options(n))}
-    commits = [first_commit(zk_connect, n) for _ in range(REPEAT)]
+def measure(
+    zk_connect: str, options: dict[str, str], label: str
+) -> dict[str, tuple[float, float]]:
+    """Every step's median wall and driver CPU time (seconds) reading ``options``."""
+    found = {"plan": plan_time(zk_connect, options),
+             "latest_offset": latest_offset_time(zk_connect, options)}
+    commits = [first_commit(zk_connect, options, label) for _ in range(REPEAT)]
     found["first_commit"] = (statistics.median(c[0] for c in commits),
                              statistics.median(c[1] for c in commits))
     found["lag"] = median_time(lag_command(zk_connect, commits[-1][2]))
@@ -131,25 +134,34 @@ def _load() -> str:
 
 
 def run(recorder: Recorder) -> None:
+    run_shape(recorder, "scale_rtt", {_topic(n): n // BROKERS for n in SIZES},
+              {n: _options(n) for n in SIZES})
+
+
+def run_shape(recorder: Recorder, prefix: str, topics: Mapping[str, int],
+              reads: Mapping[int, dict[str, str]]) -> None:
+    """Every step per round-trip time in ``RTTS_MS`` and per N in ``reads`` (the read's
+    options at N broker-partitions), on a cluster of ``topics[t]`` partitions of every topic
+    ``t`` per broker; rows named ``<prefix>.<step>.<N>.rtt<ms>``."""
     table: dict[tuple[int, float], dict[str, tuple[float, float]]] = {}
     for rtt_ms in RTTS_MS:
         hold = hold_for(rtt_ms / 1000) if rtt_ms else None
         measured = ping_pong_rtt(hold)
         before = _load()
-        with scale_cluster(BROKERS, {_topic(n): n // BROKERS for n in SIZES}, hold) as zk:
-            for n in SIZES:
-                table[(n, rtt_ms)] = measure(zk, n)
+        with scale_cluster(BROKERS, topics, hold) as zk:
+            for n, options in reads.items():
+                table[(n, rtt_ms)] = measure(zk, options, f"{prefix}-{n}")
                 print(f"   N={n} rtt={rtt_ms:g} ms: " + ", ".join(
                     f"{k} {wall * 1000:.0f} ms (driver CPU {cpu * 1000:.0f} ms)"
                     for k, (wall, cpu) in table[(n, rtt_ms)].items()), flush=True)
         note = (f"{BROKERS} brokers; ping-pong RTT {measured * 1e6:.0f} us; "
                 f"load average {before} before, {_load()} after")
         print(f"   rtt {rtt_ms:g} ms: {note}", flush=True)
-        recorder.record(f"scale_rtt.rtt{rtt_ms:g}.measured", measured * 1e6, "us", note=note)
-        for n in SIZES:
+        recorder.record(f"{prefix}.rtt{rtt_ms:g}.measured", measured * 1e6, "us", note=note)
+        for n in reads:
             for step in STEPS:
                 wall, cpu = table[(n, rtt_ms)][step]
-                name = f"scale_rtt.{step}.{n}.rtt{rtt_ms:g}"
+                name = f"{prefix}.{step}.{n}.rtt{rtt_ms:g}"
                 recorder.record(name, wall * 1000, "ms", note=note)
                 recorder.record(f"{name}.driver_cpu", cpu * 1000, "ms", note=note)
     print(markdown(table), flush=True)
