@@ -39,7 +39,9 @@ class LagTotal:
 
 def lag_totals(rows: list[LagRow]) -> list[LagTotal]:
     """One total per topic (in order of appearance), then one for the whole group."""
-    topics = list(dict.fromkeys(r.topic for r in rows))
+    by_topic: dict[str, list[LagRow]] = {}
+    for r in rows:  # one pass: a group may read hundreds of topics
+        by_topic.setdefault(r.topic, []).append(r)
 
     def total(name: str, part: list[LagRow]) -> LagTotal:
         return LagTotal(
@@ -48,9 +50,7 @@ def lag_totals(rows: list[LagRow]) -> list[LagTotal]:
             sum(r.status == ERROR or r.status in DATA_PROBLEMS for r in part),
         )
 
-    return [total(t, [r for r in rows if r.topic == t]) for t in topics] + [
-        total(ALL_TOPICS, rows)
-    ]
+    return [total(t, part) for t, part in by_topic.items()] + [total(ALL_TOPICS, rows)]
 
 
 def _cell(v: int | str | None) -> object:
