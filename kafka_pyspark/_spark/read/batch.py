@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark._messages import MESSAGE_SCHEMA
@@ -34,7 +34,6 @@ from kafka_pyspark._messages.columns import constant_column
 from kafka_pyspark._messages.flat import ValueSink, join_views
 from kafka_pyspark._partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark import worker_gc
-from kafka_pyspark._spark.compat import Filter
 from kafka_pyspark._spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark._spark.read import pushdown
 from kafka_pyspark._spark.read.discovery import discover_view, group_start
@@ -335,7 +334,7 @@ def plan_batch(
     )
 
 
-class Kafka07BatchReader(DataSourceReader):
+class Kafka07BatchReader(pushdown.FilteredReader):
     """``spark.read.format("kafka07")``: options are checked here, on the driver."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
@@ -346,11 +345,7 @@ class Kafka07BatchReader(DataSourceReader):
                 f"next_offset, inner_index, compression, value); do not pass .schema(): got "
                 f"{schema.simpleString()}"
             )
-        self.pushed = pushdown.PushFilters()
-
-    @property
-    def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
-        return self.pushed
+        super().__init__()
 
     def partitions(self) -> list[InputPartition]:
         return list(plan_batch(self.options, self.pushed.plan))

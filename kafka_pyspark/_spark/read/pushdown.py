@@ -6,18 +6,21 @@ behaves; both are version-dependent, and both live here so that the reader stays
 * :data:`NARROW_PLAN`: whether a plan narrowed by one query's filters stays with that query.
 * :class:`PushFilters`: how the reader offers ``pushFilters`` without Spark refusing to plan
   the source when ``spark.sql.python.filterPushdown.enabled`` is false (Spark's default).
+
+:class:`FilteredReader` is the base of both batch readers (brokers, segment files): it holds
+their :class:`PushFilters`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pyspark.sql.datasource import DataSourceReader
 
 from kafka_pyspark._spark.compat import Filter
 from kafka_pyspark._spark.read.planning import PlanFilter, plan_filter
 
-__all__ = ["NARROW_PLAN", "PushFilters", "split"]
+__all__ = ["NARROW_PLAN", "FilteredReader", "PushFilters", "split"]
 
 #: Whether the read plan made while Spark pushes filters belongs to that one scan. Spark 4.3
 #: keeps it on the relation (``PythonScanBuilder.pushFilters`` -> ``PythonDataSourceV2
@@ -50,8 +53,7 @@ class PushFilters:
     the default configuration: the attribute carries the base ``__func__`` and, when pushdown
     is on and Spark calls it, records the plan filter (:func:`split`) and returns the filters
     Spark must still apply. Spark 4.0 has no filter pushdown
-    (:data:`~kafka_pyspark._spark.compat.FILTER_PUSHDOWN`) and never calls it. Both batch readers
-    (brokers, segment files) hold one.
+    (:data:`~kafka_pyspark._spark.compat.FILTER_PUSHDOWN`) and never calls it.
     """
 
     __func__ = staticmethod(getattr(DataSourceReader, "pushFilters", lambda *_: ()))
@@ -62,3 +64,15 @@ class PushFilters:
     def __call__(self, filters: list[Filter]) -> Iterable[Filter]:
         self.plan, rest = split(filters)
         return rest
+
+
+class FilteredReader(DataSourceReader):
+    """A batch reader whose planning may use the filters Spark pushes (:attr:`pushed`, its
+    :class:`PushFilters`, offered as ``pushFilters``)."""
+
+    def __init__(self) -> None:
+        self.pushed = PushFilters()
+
+    @property
+    def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
+        return self.pushed

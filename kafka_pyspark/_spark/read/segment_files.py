@@ -14,13 +14,13 @@ boundaries found by a header-only walk). Executors:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import groupby, pairwise
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark._messages.columns import constant_column
@@ -33,7 +33,6 @@ from kafka_pyspark._segments.files import (
 from kafka_pyspark._segments.index import start_position
 from kafka_pyspark._segments.reading import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark._spark import worker_gc
-from kafka_pyspark._spark.compat import Filter
 from kafka_pyspark._spark.options.segment_path import SegmentOptions, parse_segment_options
 from kafka_pyspark._spark.read import pushdown
 from kafka_pyspark._spark.read.planning import PlanFilter
@@ -153,9 +152,8 @@ def _read(partition: SegmentInputPartition) -> Iterator[pa.RecordBatch]:
                         f.path, item.position, item.error)
 
 
-class SegmentBatchReader(DataSourceReader):
-    """The batch reader for ``path``: filters are pushed as for the live reader (the same
-    :class:`.pushdown.PushFilters`)."""
+class SegmentBatchReader(pushdown.FilteredReader):
+    """The batch reader for ``path``: filters are pushed as for the live reader."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.segment_options = parse_segment_options(options)
@@ -164,11 +162,7 @@ class SegmentBatchReader(DataSourceReader):
                 "kafka07 with path has a fixed read schema (docs/segments.md); do not pass "
                 f".schema(): got {schema.simpleString()}"
             )
-        self.pushed = pushdown.PushFilters()
-
-    @property
-    def pushFilters(self) -> Callable[[list[Filter]], Iterable[Filter]]:
-        return self.pushed
+        super().__init__()
 
     def partitions(self) -> list[InputPartition]:
         return list(plan_segments(self.segment_options, self.pushed.plan))
