@@ -49,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from itertools import islice
 from typing import TypeVar
 
 from kafka_pyspark import _defaults as defaults
@@ -176,8 +175,7 @@ class Registry(GroupRegistry):
         names = [names or [] for names in listed]
         paths = [self._id_paths(base, n) for base, n in zip([BROKER_IDS, *bases], names,
                                                             strict=True)]
-        values = iter(self._values([p for group in paths for p in group]))
-        split = [list(islice(values, len(group))) for group in paths]
+        split = self._values_of(paths)
         brokers = self._brokers_from(names[0], paths[0], split[0])
         counts = {
             topic: self._counts_from(n, ps, vs)

@@ -9,6 +9,7 @@ address.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from typing import NoReturn
 
 from kafka_pyspark._closing import Closing
@@ -70,6 +71,11 @@ class RegistryBase(Closing):
         if not paths:
             return []
         return self._zk.values(paths, paths[0].rsplit("/", 1)[0] + "/*")
+
+    def _values_of(self, groups: Sequence[Sequence[str]]) -> list[list[bytes | None]]:
+        """:meth:`_values` of each group of paths, all of them read in one pipelined round."""
+        values = iter(self._values([p for group in groups for p in group]))
+        return [list(islice(values, len(group))) for group in groups]
 
     def _bad(self, path: str, problem: str) -> RegistryError:
         return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")

@@ -11,7 +11,6 @@ per node.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import islice
 from typing import Any
 
 from kafka_pyspark._partition_key import (
@@ -117,13 +116,12 @@ class GroupRegistry(RegistryBase):
             return []
         where = bases[0].rsplit("/", 1)[0] + "/*"
         listed = [sorted(names or []) for names in self._zk.children_of(bases, where)]
-        paths = [f"{base}/{n}" for base, names in zip(bases, listed, strict=True) for n in names]
-        values = iter(self._values(paths))
+        values = self._values_of([[f"{base}/{n}" for n in names]
+                                  for base, names in zip(bases, listed, strict=True)])
         return [
             [(name, parse_partition_key(name), raw)
-             for name, raw in zip(names, islice(values, len(names)), strict=True)
-             if raw is not None]
-            for names in listed
+             for name, raw in zip(names, raws, strict=True) if raw is not None]
+            for names, raws in zip(listed, values, strict=True)
         ]
 
     def commit_group_offsets(
