@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from kafka_pyspark._cluster_options import BrokerAddress
     from kafka_pyspark.client import BrokerConnection
 
-__all__ = ["WORKER_PREFIX", "BrokerWorkers", "LogBounds", "OffsetLookup", "per_broker"]
+__all__ = ["WORKER_PREFIX", "BrokerWorkers", "LogBounds", "OffsetLookup"]
 
 #: the name of a broker's worker thread is this and the broker id (then ``_0``)
 WORKER_PREFIX = "kafka07-broker-"
@@ -44,21 +44,6 @@ def _raise_first(tps: Sequence[TopicPartition], found: Mapping[TopicPartition, o
     for tp in tps:
         if tp not in found and tp[1] in down:
             raise down[tp[1]]
-
-
-def per_broker(
-    work: Mapping[int, _W], fn: Callable[[int, _W], _R], workers: BrokerWorkers | None = None
-) -> dict[int, _R]:
-    """``fn(broker, work[broker])`` for every broker at the same time, each on its broker's
-    thread: one of ``workers`` (kept for the next call), else a thread started for this call;
-    a single broker runs in the caller's thread. Every request ``fn`` makes has its socket
-    timeout, so every call ends; then the first error raised on a worker is raised here."""
-    if len(work) <= 1:
-        return {broker: fn(broker, w) for broker, w in work.items()}
-    if workers is not None:
-        return workers.run(work, fn)
-    with BrokerWorkers() as once:
-        return once.run(work, fn)
 
 
 class BrokerWorkers(Closing):
@@ -132,8 +117,13 @@ class OffsetLookup(Closing):
             conn.close()
 
     def per_broker(self, work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
-        """:func:`per_broker` on this lookup's broker threads (kept until :meth:`close`)."""
-        return per_broker(work, fn, self._workers)
+        """``fn(broker, work[broker])`` for every broker at the same time, each on its broker's
+        thread of this lookup (kept until :meth:`close`); a single broker runs in the caller's
+        thread. Every request ``fn`` makes has its socket timeout, so every call ends; then the
+        first error raised on a worker is raised here."""
+        if len(work) <= 1:
+            return {broker: fn(broker, w) for broker, w in work.items()}
+        return self._workers.run(work, fn)
 
     def update(self, brokers: Mapping[int, BrokerAddress]) -> None:
         """Brokers as the registry lists them now: the connection to a broker that moved
@@ -179,7 +169,7 @@ class OffsetLookup(Closing):
         self, tps: Iterable[TopicPartition]
     ) -> tuple[dict[TopicPartition, LogBounds], dict[int, BrokerConnectionError]]:
         """:meth:`bounds` of each broker-partition: the brokers asked at the same time
-        (:func:`per_broker`; 0.7 has no OFFSETS request for several partitions), each one's
+        (:meth:`per_broker`; 0.7 has no OFFSETS request for several partitions), each one's
         requests pipelined on its connection
         (:meth:`~kafka_pyspark.client.BrokerConnection.offsets_pipelined`). A broker that does
         not answer is left out from its first failure on, with the error; any other error is
