@@ -210,14 +210,9 @@ class ZkSession:
         out: list[bytes | None] = []
         for chunk, answers in zip(batches, self._pipeline(
                 "reading", where, [multi_read(c) for c in batches], {}), strict=True):
-            for path, answer in zip(chunk, answers, strict=True):
-                if isinstance(answer, NoNodeError):
-                    out.append(None)
-                elif isinstance(answer, Exception):
-                    error = self._translate(answer, "reading", where, path)
-                    raise error if error is not None else answer
-                else:
-                    out.append(answer)
+            out.extend(self._typed(a, "reading", where, path, {NoNodeError: None})
+                       if isinstance(a, Exception) else a
+                       for path, a in zip(chunk, answers, strict=True))
         return out
 
     def set_values(self, items: Sequence[tuple[str, bytes]], where: str) -> list[bool]:
@@ -389,16 +384,23 @@ class ZkSession:
                 lost.append(i)
                 continue
             except Exception as e:
-                cls = next((c for c in batch.expected if isinstance(e, c)), None)
-                if cls is None:
-                    error = self._translate(e, batch.what, batch.where, batch.requests[i].node)
-                    if error is None:
-                        raise
-                    raise error from e
-                batch.answers[i] = batch.expected[cls]
+                batch.answers[i] = self._typed(
+                    e, batch.what, batch.where, batch.requests[i].node, batch.expected)
             # an answer: ZooKeeper is there, the next one gets the whole op timeout again
             batch.deadline = max(batch.deadline, time.monotonic() + self.op_timeout)
         return lost, why
+
+    def _typed(self, e: Exception, what: str, where: str, node: str,
+               expected: Mapping[type[BaseException], Any]) -> Any:
+        """The value ``expected`` answers for ``e``'s class; otherwise ``e`` raised, as ours
+        when it is kazoo's (:meth:`_translate`)."""
+        cls = next((c for c in expected if isinstance(e, c)), None)
+        if cls is not None:
+            return expected[cls]
+        error = self._translate(e, what, where, node)
+        if error is None:
+            raise e
+        raise error from e
 
     def _translate(self, e: Exception, what: str, where: str, node: str
                    ) -> RegistryError | None:
