@@ -14,7 +14,7 @@ setup: $(STAMP) java-check zookeeper-check
 
 # libdeflate's header (installed by libdeflate-check, first) is a prerequisite once it exists:
 # an environment built without it is rebuilt with the gzip lane
-$(STAMP): pyproject.toml $(wildcard kafka_pyspark/messages/_*.[ch]) $(wildcard kafka_pyspark/formats/_*.[ch]) \
+$(STAMP): pyproject.toml $(wildcard kafka_pyspark/_messages/_*.[ch]) $(wildcard kafka_pyspark/_formats/_*.[ch]) \
           $(wildcard /usr/include/libdeflate.h) | libdeflate-check
 	@echo "setup: $(VENV), a virtual environment of $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

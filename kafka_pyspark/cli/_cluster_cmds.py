@@ -244,10 +244,13 @@ class _GroupView:
 
     def keys(self, topic: str) -> set[tuple[int, int]]:
         """The rows of ``topic``: committed (or malformed) and live broker-partitions."""
-        committed, malformed = self.committed[topic]
-        bad = {k for k in (parse_partition_key(n) for n in malformed) if k}
-        return set(committed) | bad | {(b, p) for b, n in self.counts[topic].items()
-                                       if b in self.brokers for p in range(n)}
+        return set(self.committed[topic][0]) | set(self.bad(topic)) | {
+            (b, p) for b, n in self.counts[topic].items() if b in self.brokers for p in range(n)}
+
+    def bad(self, topic: str) -> dict[tuple[int, int], str]:
+        """The error of each malformed offset node of ``topic`` named ``[bid]-[pid]``."""
+        malformed = self.committed[topic][1]
+        return {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
 
     def askable(self, topic: str) -> list[tuple[int, int]]:
         counts = self.counts[topic]
@@ -293,7 +296,7 @@ def _topic_lag(view: _GroupView, group: str, topic: str,
                bounds: Mapping[tuple[str, int, int], tuple[int, int] | BrokerFailure]
                ) -> list[LagRow]:
     committed, malformed = view.committed[topic]
-    bad = {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
+    bad = view.bad(topic)
     owners = view.owners[topic]
     rows = [_lag_row(group, topic, key, committed.get(key), bounds.get((topic, *key)),
                      key[0] in view.brokers, bad.get(key), owners.get(key))

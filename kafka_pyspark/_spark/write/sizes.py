@@ -50,9 +50,14 @@ def request_limit(max_message_size: int) -> int:
     return min(BROKER_MAX_REQUEST_BYTES, MULTIPRODUCE_HEADER_SIZE + largest + REQUEST_HEADROOM)
 
 
+def _set_room(request_bytes: int, topic_bytes: int) -> int:
+    """Most bytes of one message set that fit in one request for a topic of ``topic_bytes``."""
+    return request_bytes - MULTIPRODUCE_HEADER_SIZE - produce_item_size(topic_bytes, 0)
+
+
 def set_limit(request_bytes: int, topic: str) -> int:
     """Most bytes of one encoded message set for ``topic`` that fit in one request."""
-    return request_bytes - MULTIPRODUCE_HEADER_SIZE - produce_item_size(len(topic), 0)
+    return _set_room(request_bytes, len(topic))
 
 
 def message_limit(max_message_size: int, request_bytes: int, topic: str | None = None) -> int:
@@ -60,8 +65,7 @@ def message_limit(max_message_size: int, request_bytes: int, topic: str | None =
     for ``topic``: ``max.message.size``, or less when a request could not carry it. ``topic``
     None: a topic of any legal length (the rows' check, before they are routed)."""
     topic_bytes = MAX_TOPIC_BYTES if topic is None else len(topic)
-    room = request_bytes - MULTIPRODUCE_HEADER_SIZE - produce_item_size(topic_bytes, 0)
-    return min(max_message_size, room - MESSAGE_OVERHEAD)
+    return min(max_message_size, _set_room(request_bytes, topic_bytes) - MESSAGE_OVERHEAD)
 
 
 @dataclass(frozen=True)
