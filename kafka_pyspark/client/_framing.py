@@ -1,5 +1,6 @@
-"""What the client knows about 0.7 request frames without sending them: sizes, answer bounds,
-limits, and the human description of a request used in every error message."""
+"""What the client knows about 0.7 request frames without sending them: answer bounds, limits,
+and the human description of a request used in every error message (request sizes are the wire
+layer's, :func:`kafka_pyspark._wire.produce_request_size`)."""
 
 from __future__ import annotations
 

@@ -60,10 +60,12 @@ class GroupCommitter:
             raise KafkaError("commitToGroup needs zk.connect and group.id")
         if self._outage.waiting(reg.connected):
             return
+        moved = from_offset_dict(pending)
+        if self.committed is not None:  # only the offsets that moved since then are written
+            before = from_offset_dict(self.committed)
+            moved = {tp: off for tp, off in moved.items() if before.get(tp) != off}
         by_topic: dict[str, dict[tuple[int, int], int]] = {}
-        for (topic, broker, partition), off in from_offset_dict(
-            _moved(pending, self.committed)
-        ).items():
+        for (topic, broker, partition), off in moved.items():
             by_topic.setdefault(topic, {})[(broker, partition)] = off
         creator = f"{socket.gethostname()}-{os.getpid()}-kafka_pyspark"
         began = time.monotonic()
@@ -75,22 +77,3 @@ class GroupCommitter:
             return
         self._outage.recovered()
         self.committed, self.pending = pending, None
-
-
-def _moved(end: dict[str, Any], committed: dict[str, Any] | None) -> dict[str, Any]:
-    """The entries of ``end`` (an offset dict) that differ from ``committed`` (all of them
-    when nothing was written yet): only those are written."""
-    if committed is None:
-        return end
-    out: dict[str, Any] = {}
-    for topic, parts in end.items():
-        before = committed.get(topic)
-        if parts == before:
-            continue
-        if not isinstance(parts, dict) or not isinstance(before, dict):
-            out[topic] = parts
-            continue
-        changed = {key: off for key, off in parts.items() if before.get(key) != off}
-        if changed:
-            out[topic] = changed
-    return out
