@@ -160,7 +160,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = self.memory.target
         # with an availableNow target, only broker-partitions it knows enter
         new = change.new if target is None else tuple(tp for tp in change.new if tp in target)
-        bounds = self.offsets.bounds([tp for tp in tps if tp in begin or tp in new])
+        entering = set(new)  # a set: a topic of thousands of partitions may appear at once
+        bounds = self.offsets.bounds([tp for tp in tps if tp in begin or tp in entering])
         added = self._enter_new(new, bounds)
         self._note_missing(change.missing)
         positions, reset = self._positions(begin, bounds)
