@@ -233,6 +233,12 @@ def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
     return hi - offset, OK
 
 
+def malformed_by_key(malformed: Mapping[str, str]) -> dict[tuple[int, int], str]:
+    """The errors of malformed offset nodes (:meth:`~kafka_pyspark._registry.Registry.
+    group_offsets_checked`) by broker-partition, for those named ``[bid]-[pid]``."""
+    return {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
+
+
 @dataclass(frozen=True)
 class _GroupView:
     """What ``lag`` reads from ZooKeeper about a group's topics, all topics at once."""
@@ -249,8 +255,7 @@ class _GroupView:
 
     def bad(self, topic: str) -> dict[tuple[int, int], str]:
         """The error of each malformed offset node of ``topic`` named ``[bid]-[pid]``."""
-        malformed = self.committed[topic][1]
-        return {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
+        return malformed_by_key(self.committed[topic][1])
 
     def askable(self, topic: str) -> list[tuple[int, int]]:
         counts = self.counts[topic]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kafka_pyspark._partition_key import parse_partition_key
 from kafka_pyspark._wire.protocol import INT64_MAX
-from kafka_pyspark.cli._cluster_cmds import broker_offsets, offsets_requests
+from kafka_pyspark.cli._cluster_cmds import broker_offsets, malformed_by_key, offsets_requests
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -149,7 +149,7 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
                          lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
                          args.timeout_ms, requests)
     current, malformed = registry.group_offsets_checked(args.group, args.topic)
-    bad = {parse_partition_key(name): e for name, e in malformed.items()}
+    bad = malformed_by_key(malformed)
     changes = []
     for key in keys:
         got = answers.get(key[0])
