@@ -16,7 +16,7 @@ before a byte is sent. The input columns are checked by :mod:`.write_columns`.
 ========================  =====================================================  ===========
 
 plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
-:mod:`kafka_pyspark._cluster_options`). Spark passes option names lower-cased.
+:mod:`kafka_pyspark._cluster.options`). Spark passes option names lower-cased.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
 from kafka_pyspark._messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark._option_values import int_option, topic_value
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option, topic_value
 from kafka_pyspark._spark.options.habits import unknown_option
 from kafka_pyspark._spark.options.option_names import (
     CLUSTER_OPTIONS,
@@ -37,7 +38,6 @@ from kafka_pyspark._spark.options.option_names import (
     canonical_name,
 )
 from kafka_pyspark._wire.protocol import INT32_MAX
-from kafka_pyspark._zk_auth import refuse_zk_auth
 from kafka_pyspark.errors import OptionError
 
 __all__ = [

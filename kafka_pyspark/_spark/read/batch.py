@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 from kafka_pyspark._messages import MESSAGE_SCHEMA
 from kafka_pyspark._messages.columns import constant_column
 from kafka_pyspark._messages.flat import ValueSink, join_views
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark._spark.read import pushdown
