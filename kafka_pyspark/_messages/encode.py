@@ -186,7 +186,7 @@ def encode_message_sets_arrow(
     magic: int = 1,
     level: int | None = None,
     crcs_out: npt.NDArray[np.uint32] | None = None,
-) -> list[bytes] | list[memoryview]:
+) -> list[bytes | memoryview]:
     """Many message sets from one Arrow array in one call: set ``j`` holds
     ``values[boundaries[j]:boundaries[j + 1]]``, byte for byte what
     ``encode_message_set_arrow`` gives for that slice (one wrapper per set when compressed).
@@ -221,12 +221,13 @@ def encode_message_sets_arrow(
     rows = values.slice(first, last - first)
     if _kernel is not None:
         out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out)
-        view = memoryview(out)
-        return [view[a:b] for a, b in pairwise(ends.tolist())]
+        whole = memoryview(out)
+        return [whole[a:b] for a, b in pairwise(ends.tolist())]
     framed, positions = _frame(rows, magic, first, crcs_out)
     at = positions[cuts - first].tolist()
     view = framed.data
-    return [_wrap(view[a:b], cid, level) for a, b in pairwise(at)]
+    sets: list[bytes | memoryview] = [_wrap(view[a:b], cid, level) for a, b in pairwise(at)]
+    return sets
 
 
 def _check_crcs_out(crcs_out: npt.NDArray[np.uint32] | None, rows: int) -> None:

@@ -31,7 +31,7 @@ from kafka_pyspark._spark.write.sizes import (
 from kafka_pyspark.errors import MessageTooLargeError
 
 Rows = npt.NDArray[np.int64]
-Queue = Callable[[int, bytes, int, "SetDigest | None"], None]
+Queue = Callable[[int, bytes | memoryview, int, "SetDigest | None"], None]
 """queue(target, message set, messages in it, its digest or None when not asked for)"""
 
 
@@ -144,7 +144,8 @@ class SetBuilder:
             return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
         return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
 
-    def _emit(self, target: int, values: pa.Array, rows: Rows, data: bytes | None = None,
+    def _emit(self, target: int, values: pa.Array, rows: Rows,
+              data: bytes | memoryview | None = None,
               crcs: npt.NDArray[np.uint32] | None = None) -> None:
         """Queue one message set, ``data`` if already encoded, ``crcs`` its messages' CRCs
         (split in halves if its wrapper is too large)."""
@@ -172,7 +173,7 @@ class SetBuilder:
             raise RowError(self._too_large(target, values, int(rows[0]), payload))
         self._queue(target, data, len(values), self._digest(values, data, crcs))
 
-    def _digest(self, values: pa.Array, data: bytes,
+    def _digest(self, values: pa.Array, data: bytes | memoryview,
                 crcs: npt.NDArray[np.uint32] | None) -> SetDigest | None:
         if crcs is None:
             return None
