@@ -22,32 +22,30 @@
  * Nothing here trusts its arguments: offsets must not decrease and must lie in the data, cuts
  * must not decrease and lie in 0..n, a payload must fit one message; else ValueError (encode.py
  * checks all of that first and raises the typed errors; this is for a caller that did not).
- * The work runs without the GIL.
+ * The work runs without the GIL. The layout constants come from _kernel.h (exported, checked
+ * at load against walk.KERNEL_CONSTANTS as the other modules' are); nothing else of _kernel's
+ * is used.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "_kernel.h" /* first: Python.h before the standard headers; the layout constants */
 
 #include <libdeflate.h>
 
 #include "_snapenc.h"
 
-/* constants the Python side states too (encode.py ENCODE_CONSTANTS; checked at load) */
-#define MAX_MESSAGE_LENGTH (1 << 30)
-#define HEADER_V1_SIZE 10 /* LENGTH, MAGIC, ATTRIBUTES, CRC32 */
-#define HEADER_V0_SIZE 9  /* LENGTH, MAGIC, CRC32 */
+#define HEADER_V1_SIZE (LENGTH_SIZE + MIN_LENGTH_V1) /* LENGTH, MAGIC, ATTRIBUTES, CRC32 */
+#define HEADER_V0_SIZE (LENGTH_SIZE + MIN_LENGTH)    /* LENGTH, MAGIC, CRC32 */
+/* snappy-java's stream (compression.py, checked at load as SNAPPY_BLOCK_SIZE) */
 #define SNAPPY_BLOCK_SIZE 32768
 #define SNAPPY_JAVA_HEADER_SIZE 16
+/* Java's gzip member around a deflate body (compression.py's GZIP_HEADER) */
 #define GZIP_HEADER_SIZE 10
 #define GZIP_TRAILER_SIZE 8
-enum { CODEC_NONE = 0, CODEC_GZIP = 1, CODEC_SNAPPY = 2 };
 
 static const uint8_t SNAPPY_JAVA_HEADER[SNAPPY_JAVA_HEADER_SIZE] = {
     0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1};
 static const uint8_t GZIP_HEADER[GZIP_HEADER_SIZE] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
 
-static inline void be32(uint8_t *p, uint32_t v)
+static inline void put_be32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
@@ -55,7 +53,7 @@ static inline void be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-static inline void le32(uint8_t *p, uint32_t v)
+static inline void put_le32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -67,15 +65,15 @@ static inline void le32(uint8_t *p, uint32_t v)
 static inline size_t header(uint8_t *p, int magic, int codec, size_t size, uint32_t crc)
 {
     if (magic == 1) {
-        be32(p, (uint32_t)(size + HEADER_V1_SIZE - 4));
+        put_be32(p, (uint32_t)(size + HEADER_V1_SIZE - 4));
         p[4] = 1;
         p[5] = (uint8_t)codec;
-        be32(p + 6, crc);
+        put_be32(p + 6, crc);
         return HEADER_V1_SIZE;
     }
-    be32(p, (uint32_t)(size + HEADER_V0_SIZE - 4));
+    put_be32(p, (uint32_t)(size + HEADER_V0_SIZE - 4));
     p[4] = 0;
-    be32(p + 5, crc);
+    put_be32(p + 5, crc);
     return HEADER_V0_SIZE;
 }
 
@@ -88,7 +86,7 @@ typedef struct {
     uint32_t *crcs; /* n items (rows from cuts[0] on), or NULL */
 } job_t;
 
-static inline size_t hsize(int magic) { return magic == 1 ? HEADER_V1_SIZE : HEADER_V0_SIZE; }
+static inline size_t hsize(int magic) { return (size_t)header_size((uint8_t)magic); }
 
 /* the framed messages of rows lo..hi into dst; their size */
 static size_t frame(const job_t *j, Py_ssize_t lo, Py_ssize_t hi, uint8_t *dst)
@@ -120,7 +118,7 @@ static size_t snappy_stream(const uint8_t *inner, size_t n, uint8_t *dst, uint16
     for (size_t at = 0; at < n; at += SNAPPY_BLOCK_SIZE) {
         size_t len = n - at < SNAPPY_BLOCK_SIZE ? n - at : SNAPPY_BLOCK_SIZE;
         size_t block = kp_snappy_compress(inner + at, len, op + 4, table);
-        be32(op, (uint32_t)block);
+        put_be32(op, (uint32_t)block);
         op += 4 + block;
     }
     return (size_t)(op - dst);
@@ -140,8 +138,8 @@ static size_t gzip_member(struct libdeflate_compressor *c, const uint8_t *inner,
     size_t body = libdeflate_deflate_compress(c, inner, n, dst + GZIP_HEADER_SIZE,
                                               room - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE);
     uint8_t *t = dst + GZIP_HEADER_SIZE + body;
-    le32(t, (uint32_t)libdeflate_crc32(0, inner, n));
-    le32(t + 4, (uint32_t)n);
+    put_le32(t, (uint32_t)libdeflate_crc32(0, inner, n));
+    put_le32(t + 4, (uint32_t)n);
     return GZIP_HEADER_SIZE + body + GZIP_TRAILER_SIZE;
 }
 
@@ -361,12 +359,8 @@ PyMODINIT_FUNC PyInit__encode(void)
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    if (PyModule_AddIntConstant(m, "MAX_MESSAGE_LENGTH", MAX_MESSAGE_LENGTH) < 0 ||
-        PyModule_AddIntConstant(m, "HEADER_V1_SIZE", HEADER_V1_SIZE) < 0 ||
-        PyModule_AddIntConstant(m, "HEADER_V0_SIZE", HEADER_V0_SIZE) < 0 ||
-        PyModule_AddIntConstant(m, "SNAPPY_BLOCK_SIZE", SNAPPY_BLOCK_SIZE) < 0 ||
-        PyModule_AddIntConstant(m, "CODEC_GZIP", CODEC_GZIP) < 0 ||
-        PyModule_AddIntConstant(m, "CODEC_SNAPPY", CODEC_SNAPPY) < 0) {
+    if (kp_add_constants(m) < 0 ||
+        PyModule_AddIntConstant(m, "SNAPPY_BLOCK_SIZE", SNAPPY_BLOCK_SIZE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

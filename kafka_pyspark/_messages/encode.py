@@ -45,6 +45,7 @@ from kafka_pyspark._messages.layout import (
     MIN_LENGTH_V1,
     codec_id,
 )
+from kafka_pyspark._messages.walk import KERNEL_CONSTANTS
 from kafka_pyspark._native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 from kafka_pyspark.errors import (
@@ -57,14 +58,7 @@ from kafka_pyspark.errors import (
 
 # the compiled encode pass (``_encode.c``, optional): used when it imports and states the same
 # layout; KAFKA_PYSPARK_PURE=1 forces the pure path (kafka_pyspark/_native.py)
-ENCODE_CONSTANTS = {
-    "MAX_MESSAGE_LENGTH": MAX_MESSAGE_LENGTH,
-    "HEADER_V1_SIZE": HEADER_V1_SIZE,
-    "HEADER_V0_SIZE": HEADER_V0_SIZE,
-    "SNAPPY_BLOCK_SIZE": SNAPPY_BLOCK_SIZE,
-    "CODEC_GZIP": CODEC_GZIP,
-    "CODEC_SNAPPY": CODEC_SNAPPY,
-}
+ENCODE_CONSTANTS = {**KERNEL_CONSTANTS, "SNAPPY_BLOCK_SIZE": SNAPPY_BLOCK_SIZE}
 _kernel = load_kernel(
     "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS
 )
