@@ -110,9 +110,17 @@ def _need_snappy(offset: int | None) -> None:
 # --- gzip ----------------------------------------------------------------------------------
 
 
-def gzip_compress(data: bytes | bytearray | memoryview) -> bytes:
-    """One gzip member, byte for byte what Java 17's ``GZIPOutputStream`` writes."""
-    deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+def check_gzip_level(level: int) -> int:
+    """``level`` when it is a deflate level both compressors take (0-9), else ValueError."""
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 9:
+        raise ValueError(f"gzip compression level must be an integer 0-9, got {level!r}")
+    return level
+
+
+def gzip_compress(data: bytes | bytearray | memoryview, level: int = GZIP_LEVEL) -> bytes:
+    """One gzip member, byte for byte what Java 17's ``GZIPOutputStream`` writes (at the
+    default ``level``, 6: Java's)."""
+    deflate = zlib.compressobj(check_gzip_level(level), zlib.DEFLATED, -zlib.MAX_WBITS)
     body = deflate.compress(data) + deflate.flush()
     trailer = _GZIP_TRAILER.pack(crc32(data), len(memoryview(data)) & 0xFFFFFFFF)
     return b"".join((GZIP_HEADER, body, trailer))

@@ -25,6 +25,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark._messages import compression
+from kafka_pyspark._messages.compression import check_gzip_level
 from kafka_pyspark._messages.crc import crc32, crc32_many
 from kafka_pyspark._messages.layout import (
     CODEC_GZIP,
@@ -87,11 +88,13 @@ def encode_message(
     return HEADER_V0.pack(size + MIN_LENGTH_V0, 0, zlib.crc32(payload)) + bytes(payload)
 
 
-def _wrap(inner: bytes | memoryview, cid: int) -> bytes:
+def _wrap(inner: bytes | memoryview, cid: int, level: int | None = None) -> bytes:
     if not inner or cid == CODEC_NONE:
         return inner if isinstance(inner, bytes) else bytes(inner)
     if cid == CODEC_GZIP:
-        payload = compression.gzip_compress(inner)
+        payload = compression.gzip_compress(
+            inner, compression.GZIP_LEVEL if level is None else level
+        )
     elif cid == CODEC_SNAPPY:
         payload = compression.snappy_compress(inner)
     else:  # pragma: no cover - codec_id only returns known ids
@@ -157,6 +160,8 @@ def encode_message_sets_arrow(
     *,
     compression: str | int = "none",
     magic: int = 1,
+    level: int | None = None,
+    crcs_out: npt.NDArray[np.uint32] | None = None,
 ) -> list[bytes]:
     """Many message sets from one Arrow array in one call: set ``j`` holds
     ``values[boundaries[j]:boundaries[j + 1]]``, byte for byte what
@@ -165,9 +170,15 @@ def encode_message_sets_arrow(
     ``boundaries`` are non-decreasing row indices within ``0..len(values)`` (``k + 1`` of them
     for ``k`` sets). Headers and CRCs of all rows are computed at once, so the cost per set is
     one copy (or one compression), not a Python loop over its messages.
+
+    ``level``: the gzip level (0-9; None: Java's 6, so the wrapper is what 0.7.2 writes).
+    ``crcs_out``: a numpy ``uint32`` array of ``boundaries[-1] - boundaries[0]`` items, filled
+    with each (inner) message's CRC32 in row order (the sets' digests are computed from them).
     """
     cid = codec_id(compression)
     _check_magic(magic)
+    if level is not None:
+        check_gzip_level(level)
     cuts = np.asarray(boundaries, dtype=np.int64)
     n = len(values)
     if cuts.ndim != 1 or len(cuts) < 1:
@@ -177,11 +188,23 @@ def encode_message_sets_arrow(
     first, last = int(cuts[0]), int(cuts[-1])
     if first < 0 or last > n:
         raise ValueError(f"boundaries must lie within 0..{n}, got {first}..{last}")
+    _check_crcs_out(crcs_out, last - first)
     rows = values.slice(first, last - first)
-    framed, positions = _frame(rows, magic, first)
+    framed, positions = _frame(rows, magic, first, crcs_out)
     at = positions[cuts - first].tolist()
     view = framed.data
-    return [_wrap(view[a:b], cid) for a, b in pairwise(at)]
+    return [_wrap(view[a:b], cid, level) for a, b in pairwise(at)]
+
+
+def _check_crcs_out(crcs_out: npt.NDArray[np.uint32] | None, rows: int) -> None:
+    if crcs_out is None:
+        return
+    if not isinstance(crcs_out, np.ndarray) or crcs_out.dtype != np.uint32 or (
+        crcs_out.shape != (rows,)
+    ) or not crcs_out.flags.writeable:
+        raise ValueError(
+            f"crcs_out must be a writable 1-D numpy uint32 array of {rows} items (one per row)"
+        )
 
 
 def _encode_arrow(values: pa.Array | pa.ChunkedArray, magic: int) -> memoryview:
@@ -232,10 +255,14 @@ def _column(
 
 
 def _frame(
-    values: pa.Array | pa.ChunkedArray, magic: int, base: int
+    values: pa.Array | pa.ChunkedArray,
+    magic: int,
+    base: int,
+    crcs_out: npt.NDArray[np.uint32] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """The messages of all ``values``, back to back (numpy bytes), and where message ``i``
-    starts in them (``n + 1`` positions, the last one the total size).
+    starts in them (``n + 1`` positions, the last one the total size); ``crcs_out`` (when
+    given) receives the messages' CRCs.
 
     The headers of all messages are built as one numpy record array; the payloads are copied
     once: through a strided view when they all have one size, else by an Arrow ``take`` that
@@ -262,6 +289,8 @@ def _frame(
         headers["attributes"] = CODEC_NONE
     # a CRC per message: one C call each, on the bytes objects Arrow makes in one C++ loop
     headers["crc"] = crc32_many(binary.to_numpy(zero_copy_only=False), payload_bytes // n)
+    if crcs_out is not None:
+        crcs_out[:] = headers["crc"]
     payloads = np.frombuffer(data, dtype=np.uint8, count=payload_bytes, offset=first) if (
         payload_bytes
     ) else np.zeros(0, dtype=np.uint8)

@@ -15,19 +15,22 @@ before a byte is sent. The input columns are checked by :mod:`.write_columns`.
                           ``kafka.producer.DefaultPartitioner``)
 ========================  =====================================================  ===========
 
-plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
+plus the delivery options (``delivery.*``, :mod:`.delivery_options`) and the cluster options
+(``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
 :mod:`kafka_pyspark._cluster_options`). Spark passes option names lower-cased.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_pyspark import _defaults as defaults
 from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
 from kafka_pyspark._messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
 from kafka_pyspark._option_values import int_option, topic_value
+from kafka_pyspark._spark.options.delivery_options import DeliveryOptions, parse_delivery_options
 from kafka_pyspark._spark.options.habits import unknown_option
 from kafka_pyspark._spark.options.option_names import (
     CLUSTER_OPTIONS,
@@ -73,6 +76,8 @@ class WriteOptions:
     batch_size: int = defaults.BATCH_SIZE
     max_message_size: int = defaults.MAX_MESSAGE_SIZE
     partitioner: str | None = None  # None: "hash" if there is a key column, else "random"
+    #: the guarantee and its store (:mod:`.delivery_options`; needs the cluster options)
+    delivery: DeliveryOptions = field(default_factory=DeliveryOptions)
 
     @property
     def codec_id(self) -> int:
@@ -143,4 +148,7 @@ def check_option_names(options: Mapping[str, str]) -> None:
 def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, ClusterOptions]:
     """All writer options: unknown names, bad values and conflicts raise :class:`OptionError`."""
     check_option_names(options)
-    return parse_write_options_only(options), parse_cluster_options(options)
+    wopts, copts = parse_write_options_only(options), parse_cluster_options(options)
+    lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    delivery = parse_delivery_options(lowered, copts)
+    return dataclasses.replace(wopts, delivery=delivery), copts

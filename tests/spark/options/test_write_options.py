@@ -21,6 +21,7 @@ from kafka_pyspark._spark.options import (
     parse_write_options,
     parse_write_options_only,
 )
+from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
 from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
 from kafka_pyspark.errors import OptionError, SchemaError
 
@@ -34,7 +35,8 @@ def schema(**cols: DataType) -> StructType:
 def test_defaults() -> None:
     w, c = parse_write_options({**ZK, "topic": "events"})
     assert w == WriteOptions(topic="events", codec="none", batch_size=200,
-                             max_message_size=1_000_000, partitioner=None)
+                             max_message_size=1_000_000, partitioner=None,
+                             delivery=DeliveryOptions(guarantee="exactly-once"))
     assert c.zk_connect == "127.0.0.1:2181"
     assert c.broker_list is None
 
