@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from eo_support import Outcome, StreamRun, maybe_other_producer, read_target, spread, values
+from eo_support import (
+    Outcome,
+    StreamRun,
+    maybe_other_producer,
+    read_target,
+    spread,
+    values,
+)
 from rel_support import Recorder
 
 if TYPE_CHECKING:
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
 
 N = 2000
+AT_LEAST_ONCE = {"delivery.guarantee": "at-least-once"}
+EXACTLY_ONCE = {"delivery.guarantee": "exactly-once"}
 MAX_BYTES = 24 * 1024  # ~720 of the 34-byte messages per micro-batch: 3 micro-batches
 
 
@@ -71,7 +80,8 @@ def test_at_least_once_rerun_duplicates(
     """The guarantee off: the last micro-batch run again after its commit was lost (the driver
     killed after the sink's commit, before Spark's commit log) writes its rows again: the
     duplicates exactly-once removes, seen by the reader."""
-    outcome = run_scenario(brokers, zk_connect, tmp_path, rerun_last=True)
+    outcome = run_scenario(brokers, zk_connect, tmp_path, options=AT_LEAST_ONCE,
+                           rerun_last=True)
     got = outcome.of("v")
     duplicated = len(got) - len(set(got))
     record("at-least-once: last micro-batch re-run (commit log entry lost)",
