@@ -121,7 +121,9 @@ class Producer(Closing):
             )
         return conn
 
-    def send(self, broker_id: int, topic: str, partition: int, message_set: bytes) -> None:
+    def send(
+        self, broker_id: int, topic: str, partition: int, message_set: bytes | memoryview
+    ) -> None:
         """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
         if broker_id not in self._brokers:
             raise ValueError(f"unknown broker id {broker_id} (known: {sorted(self._brokers)})")

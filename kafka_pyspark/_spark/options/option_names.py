@@ -44,7 +44,8 @@ _COMMON_READ_NAMES = (
 _BATCH_ONLY_NAMES = ("endingOffsets",)
 _STREAM_ONLY_NAMES = ("maxBytesPerTrigger", "commitToGroup", "zk.outage.max.ms")
 _WRITE_NAMES = (
-    "topic", "compression.codec", "batch.size", "max.message.size", "partitioner",
+    "topic", "compression.codec", "compression.level", "batch.size", "max.message.size",
+    "partitioner",
     *DELIVERY_NAMES,
 )
 

@@ -169,7 +169,9 @@ class TaskWriter:
             )
         return self._prod
 
-    def _queue(self, target: int, data: bytes, messages: int, digest: SetDigest | None) -> None:
+    def _queue(
+        self, target: int, data: bytes | memoryview, messages: int, digest: SetDigest | None
+    ) -> None:
         topic, broker, partition = self._targets[target]
         try:
             # SetBuilder cut every set to fit one request: the producer's size check holds
