@@ -42,8 +42,8 @@ identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
-kazoo's own log lines go to :data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG` with credentials
-removed.
+kazoo's own log lines go to :data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG` with
+credentials removed.
 """
 
 from __future__ import annotations
