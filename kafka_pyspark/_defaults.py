@@ -43,3 +43,17 @@ ZK_OUTAGE_MAX_MS = 600_000
 BATCH_SIZE = 200
 #: ``max.message.size``: the largest message payload a 0.7.2 broker (and producer) accepts
 MAX_MESSAGE_SIZE = 1_000_000
+
+# --- exactly-once writing (docs/writing.md "Exactly once") -------------------------------------
+
+#: ``delivery.zk.root``: where the sink's records live, under the ``zk.connect`` chroot
+DELIVERY_ZK_ROOT = "/kafka_pyspark/sinks"
+#: ``delivery.lock.timeout.ms``: how long a second attempt of a task waits for the first's lock
+#: (a killed holder's ephemeral lock goes with its ZooKeeper session, ``zk.sessiontimeout.ms``)
+DELIVERY_LOCK_TIMEOUT_MS = 60_000
+#: ``delivery.visibility.wait.ms``: how long after taking the lock a retry waits for message
+#: sets an earlier attempt sent to become readable before sending them again. 0.7.2 flushes a
+#: log every ``log.default.flush.interval.ms`` (3000), checked by a scheduler every
+#: ``log.default.flush.scheduler.interval.ms`` (3000), and serves only flushed bytes: appended
+#: data is readable within ~6 s; one more second of margin.
+DELIVERY_VISIBILITY_WAIT_MS = 7_000

@@ -105,7 +105,9 @@ class Producer(Closing):
             raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")
         return self._conns.get(broker_id)
 
-    def send(self, broker_id: int, topic: str, partition: int, message_set: bytes) -> None:
+    def send(
+        self, broker_id: int, topic: str, partition: int, message_set: bytes | memoryview
+    ) -> None:
         """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
         if broker_id not in self._conns:
             raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")

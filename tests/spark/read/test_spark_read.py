@@ -22,7 +22,8 @@ import pytest
 from _cluster import kafka_partitions
 
 from kafka_pyspark._partition_key import TopicPartition
-from kafka_pyspark._spark.read.batch import Kafka07BatchReader, read_partition
+from kafka_pyspark._spark.read.batch import Kafka07BatchReader
+from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.planning import Kafka07InputPartition
 from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
 from kafka_pyspark.client import FetchSettings, OffsetRange
