@@ -20,13 +20,11 @@ from kafka_pyspark._admin.offsets import (
     live_brokers,
     offsets_requests,
 )
-from kafka_pyspark._partition_key import parse_partition_key, partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key, partition_key
 from kafka_pyspark.errors import KafkaError, OptionError, RegistryError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import BrokerAddress, Cluster, Registry
 
 __all__ = [
     "ALL_TOPICS", "BAD_NODE", "BEFORE_START", "DATA_PROBLEMS", "ERROR", "NOT_COMMITTED",
@@ -82,7 +80,7 @@ def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
 
 
 def malformed_by_key(malformed: Mapping[str, str]) -> dict[tuple[int, int], str]:
-    """The errors of malformed offset nodes (:meth:`~kafka_pyspark._registry.Registry.
+    """The errors of malformed offset nodes (:meth:`~kafka_pyspark._cluster.registry.Registry.
     group_offsets_checked`) by broker-partition, for those named ``[bid]-[pid]``."""
     return {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
 

@@ -21,8 +21,7 @@ from kafka_pyspark.client._brokers import (
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, TopicNotFoundError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark.client import BrokerConnection
 
 __all__ = [
@@ -36,11 +35,11 @@ Key = tuple[int, int]
 
 def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
     """The brokers; none registered is the Spark paths' error, saying where a registry is (a
-    wrong chroot, usually: :mod:`kafka_pyspark._chroot_hints`)."""
+    wrong chroot, usually: :mod:`kafka_pyspark._cluster.chroot_hints`)."""
     brokers = cluster.brokers()
     registry = cluster.registry()
     if not brokers and registry is not None:  # broker.list is never empty
-        from kafka_pyspark._chroot_hints import no_brokers_error
+        from kafka_pyspark._cluster import no_brokers_error
 
         raise no_brokers_error(registry)
     return brokers

@@ -13,8 +13,16 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import not_a_partition_key, parse_partition_key, partition_key
-from kafka_pyspark._zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
+from kafka_pyspark._cluster.zk_auth import (
+    ZK_AUTH_ENV,
+    credentials_from_environment,
+    credentials_from_file,
+)
+from kafka_pyspark._shared.partition_key import (
+    not_a_partition_key,
+    parse_partition_key,
+    partition_key,
+)
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
@@ -24,8 +32,7 @@ from kafka_pyspark.errors import (
 )
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark.client import BrokerConnection
 
 EXIT_OK = 0
@@ -50,7 +57,7 @@ DEFAULT_TIMEOUT_MS = 10000
 
 #: library loggers whose retry chatter would drown the one clear error a command prints
 _QUIET_LOGGERS = (
-    "kazoo", "kafka_pyspark.client", "kafka_pyspark._registry", "kafka_pyspark._spark.write"
+    "kazoo", "kafka_pyspark.client", "kafka_pyspark._cluster.registry", "kafka_pyspark._spark.write"
 )
 
 
@@ -199,8 +206,7 @@ def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
 
 
 def open_cluster(args: argparse.Namespace) -> Cluster:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import parse_cluster_options
+    from kafka_pyspark._cluster import Cluster, parse_cluster_options
 
     options = parse_cluster_options(cluster_settings(args))
     return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))

@@ -20,8 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._closing import Closing
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark.client._connection import OFFSETS_WINDOW, BrokerConnection
 from kafka_pyspark.errors import BrokerTimeoutError
 

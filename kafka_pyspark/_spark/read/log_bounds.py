@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._cluster_options import ClusterOptions
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._shared.closing import Closing
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark.client._brokers import BrokerConnections, BrokerPool, ConnectionSettings
 from kafka_pyspark.errors import BrokerConnectionError, TopicNotFoundError
 
 if TYPE_CHECKING:
     from kafka_pyspark import _wire as wire
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress
     from kafka_pyspark.client import BrokerConnection
 
 __all__ = ["LogBounds", "OffsetLookup"]

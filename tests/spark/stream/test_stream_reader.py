@@ -340,7 +340,7 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
 def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
     brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafka_pyspark._zk_session import ZkSession
+    from kafka_pyspark._cluster.zk_session import ZkSession
 
     for i in range(4):
         for b in brokers:
