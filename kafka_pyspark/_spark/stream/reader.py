@@ -15,8 +15,8 @@ OFFSETS, boundary scans and their prefetch, group commits). Options
 (:mod:`~kafka_pyspark._spark.options`, mode ``stream``), discovery
 (:mod:`~kafka_pyspark._spark.read.discovery`), start resolution
 (:mod:`~kafka_pyspark._spark.read.start_end`), planning (:mod:`~kafka_pyspark._spark.read.planning`)
-and the executor read path (:func:`~kafka_pyspark._spark.read.batch.read_partition`) are the batch
-reader's own. ``docs/streaming.md`` is the user-facing description.
+and the executor read path (:func:`~kafka_pyspark._spark.read.executor.read_partition`) are
+the batch reader's own. ``docs/streaming.md`` is the user-facing description.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.compat import (
     ReadAllAvailable,
@@ -41,8 +41,8 @@ from kafka_pyspark._spark.options import (
     ReadOptions,
     parse_read_options,
 )
-from kafka_pyspark._spark.read.batch import read_partition
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
+from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._spark.read.planning import fetch_settings, plan_partitions
 from kafka_pyspark._spark.read.start_end import resolve_starts

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import errors
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark._spark.write.delivery import ExactlyOnce
 from kafka_pyspark._spark.write.digest import SetDigest
@@ -222,13 +222,15 @@ class TaskWriter:
         tally.nbytes += nbytes
         tally.sets += 1
 
-    def _queue(self, target: int, data: bytes, messages: int, digest: SetDigest | None) -> None:
+    def _queue(
+        self, target: int, data: bytes | memoryview, messages: int, digest: SetDigest | None
+    ) -> None:
         if self._once is not None:
             self._once.add(target, data, messages, digest)
         else:
             self._send(target, data, messages)
 
-    def _send(self, target: int, data: bytes, messages: int) -> None:
+    def _send(self, target: int, data: bytes | memoryview, messages: int) -> None:
         topic, broker, partition = self._targets[target]
         try:
             # SetBuilder cut every set to fit one request: the producer's size check holds

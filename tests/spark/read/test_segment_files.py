@@ -40,7 +40,8 @@ def test_broker_segment_files_read_back_like_the_live_reader(
 ) -> None:
     from kafka_pyspark._messages import encode_message_set
     from kafka_pyspark._spark.options import parse_read_options
-    from kafka_pyspark._spark.read.batch import plan_batch, read_partition
+    from kafka_pyspark._spark.read.batch import plan_batch
+    from kafka_pyspark._spark.read.executor import read_partition
     from kafka_pyspark.client import Producer
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
