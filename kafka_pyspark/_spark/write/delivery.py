@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark._partition_key import TopicPartition, partition_key
+from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
 from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
 from kafka_pyspark._spark.write.digest import LogUnit, SetDigest, log_units
 from kafka_pyspark._spark.write.faults import FAULT_ENV, fault_point
@@ -68,7 +68,7 @@ _READ_FIRST = 1 << 20
 _READ_MAX = 128 << 20
 _POLL_S = 0.25
 
-Send = Callable[[int, bytes, int], None]
+Send = Callable[[int, bytes | memoryview, int], None]
 _R = TypeVar("_R")
 
 
@@ -88,7 +88,7 @@ class ExactlyOnce:
         self._landed: dict[TopicPartition, int] = {}
         self._index: dict[TopicPartition, int] = {}  # sets generated so far per target
         self._next_window = 0
-        self._window: list[tuple[int, bytes, int, SetDigest]] = []
+        self._window: list[tuple[int, bytes | memoryview, int, SetDigest]] = []
         self._window_bytes = 0
         self._window_record = 0
         self._window_keys: set[TopicPartition] = set()
@@ -114,7 +114,8 @@ class ExactlyOnce:
             self._landed = self._read_back(visible_by)
         return None
 
-    def add(self, target: int, data: bytes, messages: int, digest: SetDigest | None) -> None:
+    def add(self, target: int, data: bytes | memoryview, messages: int,
+            digest: SetDigest | None) -> None:
         """One message set, in the order the task makes them."""
         assert digest is not None
         key = self.targets[target]

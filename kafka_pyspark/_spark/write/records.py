@@ -30,7 +30,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.digest import SetDigest
 
 __all__ = [

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import errors
+from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark._spark.write.delivery import ExactlyOnce
