@@ -86,6 +86,7 @@ GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # magic, deflate, no 
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_TRAILER = struct.Struct("<II")  # CRC32 of the data, ISIZE (length mod 2^32)
 GZIP_LEVEL = 6  # java.util.zip.Deflater.DEFAULT_COMPRESSION is zlib's default, 6
+MAX_GZIP_LEVEL = 9  # levels 0-9: what zlib and libdeflate both take (libdeflate goes to 12)
 
 SNAPPY_JAVA_MAGIC = b"\x82SNAPPY\x00"
 _SNAPPY_JAVA_HEADER = struct.Struct(">8sii")  # magic, version, min compatible version
@@ -112,8 +113,10 @@ def _need_snappy(offset: int | None) -> None:
 
 def check_gzip_level(level: int) -> int:
     """``level`` when it is a deflate level both compressors take (0-9), else ValueError."""
-    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 9:
-        raise ValueError(f"gzip compression level must be an integer 0-9, got {level!r}")
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= MAX_GZIP_LEVEL:
+        raise ValueError(
+            f"gzip compression level must be an integer 0-{MAX_GZIP_LEVEL}, got {level!r}"
+        )
     return level
 
 

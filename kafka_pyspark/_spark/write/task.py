@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark import errors
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark._spark.write.digest import SetDigest
 from kafka_pyspark._spark.write.plan import WritePlan
@@ -169,7 +169,9 @@ class TaskWriter:
             )
         return self._prod
 
-    def _queue(self, target: int, data: bytes, messages: int, digest: SetDigest | None) -> None:
+    def _queue(
+        self, target: int, data: bytes | memoryview, messages: int, digest: SetDigest | None
+    ) -> None:
         topic, broker, partition = self._targets[target]
         try:
             # SetBuilder cut every set to fit one request: the producer's size check holds

@@ -14,7 +14,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kafka_pyspark._cluster_options import BrokerAddress
+from kafka_pyspark._cluster import BrokerAddress
 from kafka_pyspark._spark.options import (
     WriteOptions,
     parse_codec,
@@ -77,6 +77,20 @@ def test_bad_values(opt: str, raw: str, problem: str) -> None:
     with pytest.raises(OptionError, match=problem) as e:
         parse_write_options({**ZK, opt: raw})
     assert e.value.option == opt
+
+
+def test_compression_level() -> None:
+    assert parse_write_options_only({"compression.codec": "gzip"}).compression_level is None
+    for raw, level in (("0", 0), ("1", 1), (" 9 ", 9)):
+        opts = parse_write_options({**ZK, "topic": "t", "compression.codec": "1",
+                                    "Compression.Level": raw})[0]
+        assert opts.compression_level == level
+    for codec, raw, problem in (("gzip", "10", "between 0 and 9"), ("gzip", "-1", "between 0"),
+                                ("gzip", "fast", "integer"), ("snappy", "5", "gzip's deflate"),
+                                ("none", "1", "compression.codec is none")):
+        with pytest.raises(OptionError, match=problem) as e:
+            parse_write_options({**ZK, "compression.codec": codec, "compression.level": raw})
+        assert e.value.option == "compression.level"
 
 
 def test_partitioner_aliases() -> None:

@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from kafka_pyspark import _native
 from kafka_pyspark._formats import records
-from kafka_pyspark._messages import flat, walk
-from kafka_pyspark._native import KernelMismatchWarning, kernel_mismatches, load_kernel
+from kafka_pyspark._messages import encode, flat, walk
+from kafka_pyspark._shared import native as _native
+from kafka_pyspark._shared.native import KernelMismatchWarning, kernel_mismatches, load_kernel
 
 KERNEL = "kafka_pyspark._messages._kernel"
 BUILT = importlib.util.find_spec(KERNEL) is not None
@@ -20,6 +20,7 @@ GZIP = "kafka_pyspark._messages._gzip"
 GZIP_BUILT = importlib.util.find_spec(GZIP) is not None
 V2 = "kafka_pyspark._formats._v2kernel"
 V2_BUILT = importlib.util.find_spec(V2) is not None
+ENCODE = "kafka_pyspark._messages._encode"
 
 
 @pytest.fixture
@@ -119,3 +120,12 @@ def test_a_drift_between_a_built_kernel_and_its_python_side_stops_its_use(
     with pytest.warns(KernelMismatchWarning,
                       match=rf": {key} is {value}, not {value + 4}\. Rebuild"):
         assert load_kernel(name, constants=drifted) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec(ENCODE) is None, reason="the encode pass is not built")
+def test_the_encode_pass_exports_the_same_constants_from_the_same_header() -> None:
+    module = importlib.import_module(ENCODE)
+    assert kernel_mismatches(module, encode.ENCODE_CONSTANTS) == []
+    assert module.SNAPPY_BLOCK_SIZE == 32 * 1024  # snappy-java's block (compression.py)
+    if not _native.pure_forced():
+        assert encode._kernel is module
