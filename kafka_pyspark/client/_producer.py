@@ -135,6 +135,30 @@ class Producer(Closing):
         self._buffers.setdefault(broker_id, []).append(item)
         self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
 
+    def log_end(self, broker_id: int, topic: str, partition: int) -> int:
+        """The partition's log end (OFFSETS latest) asked on the connection later sends use;
+        it is also the base of the append check, which then does not ask again."""
+        conn = self.connection(broker_id)
+        end = latest(conn, topic, partition)
+        if self._check_appends is not None:
+            ledger = self._ledgers.setdefault(broker_id, AppendLedger())
+            if ledger.needs_base(topic, partition):
+                ledger.set_base(topic, partition, end, conn.connects)
+        return end
+
+    def write_buffered(self) -> None:
+        """Write every broker's buffered sets to its socket now (no barrier)."""
+        for broker_id in sorted(self._buffers):
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                unconfirmed = self._forget(broker_id)
+                raise DeliveryError(
+                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
+                    f"{_summary(unconfirmed)}",
+                    unconfirmed=_as_tuples(unconfirmed),
+                ) from e
+
     def _write(self, broker_id: int) -> None:
         """Write the broker's buffer as requests below max_request_size; no barrier."""
         items = self._buffers.pop(broker_id, [])
