@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -232,10 +233,14 @@ def test_version_and_help_on_every_option(capsys: pytest.CaptureFixture[str]) ->
     import argparse
 
     from kafka_pyspark import __version__
+    from kafka_pyspark._messages import walk
     from kafka_pyspark.cli import build_parser
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"kafka07 (kafka_pyspark) {__version__}\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"kafka07 (kafka_pyspark) {__version__}"
+    assert out[2] == ("decode none:              compiled (_messages._kernel)" if walk.kernel
+                      else "decode none:              pure Python")
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     missing = [
@@ -245,6 +250,28 @@ def test_version_and_help_on_every_option(capsys: pytest.CaptureFixture[str]) ->
     assert missing == []
     assert all(choice.help for choice in sub._choices_actions)
     assert "exit codes:" in parser.format_help()
+
+
+def test_version_names_the_pure_twins_when_they_are_forced() -> None:
+    import subprocess
+
+    from kafka_pyspark import __version__
+    from kafka_pyspark._messages import compression, crc
+
+    env = {**os.environ, "KAFKA_PYSPARK_PURE": "1"}
+    done = subprocess.run([sys.executable, "-m", "kafka_pyspark.cli", "--version"], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    library = {"isal": "ISA-L (python-isal)", "zlib": "zlib"}
+    assert done.stdout.splitlines() == [
+        f"kafka07 (kafka_pyspark) {__version__}",
+        "engine:                   pure Python (KAFKA_PYSPARK_PURE is set)",
+        "decode none:              pure Python",
+        f"decode gzip:              {library[compression.GZIP_ENGINE]} inflate, pure Python walk",
+        f"decode snappy:            pure Python walk, {compression.SNAPPY_ENGINE}",
+        f"CRC-32:                   {library[crc.CRC32_ENGINE]}",
+        f"encode:                   pure Python (gzip: zlib, snappy: {compression.SNAPPY_ENGINE})",
+        "record batches v2 (.log): pure Python",
+    ]
 
 
 def test_progress_only_on_a_terminal(
