@@ -36,7 +36,6 @@ from kafka_pyspark.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    error_text,
     exit_code_for,
     permission_advice,
     quiet_libraries,
@@ -111,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(permission_advice(e))
             return exit_code_for(e)
         except KafkaError as e:
-            error(error_text(e))
+            error(str(e))
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`: the reader has what it wanted
             _drop_stdout()
