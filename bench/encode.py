@@ -76,7 +76,7 @@ def limits(array: pa.Array, cuts: np.ndarray) -> dict[str, Callable[[], Any]]:
     def snappy() -> None:
         compress = cramjam.snappy.compress_raw_into
         for block in blocks:
-            compress(block, room)
+            compress(block, room)  # type: ignore[arg-type]  # numpy arrays are buffers
 
     def gzip() -> None:
         _encode.deflate_sets(inner, ends, GZIP_DEFAULT_LEVEL)
