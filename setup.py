@@ -3,7 +3,7 @@ compile flags. Everything else about the package is in pyproject.toml.
 
 Every module is optional: a build without a C compiler (or without libdeflate for the two that
 link it) leaves it out, and the package runs its pure-Python twin with the same results
-(``kafka_pyspark/_native.py``). ``KAFKA_PYSPARK_PURE_BUILD=1`` builds the pure-Python wheel
+(``kafka_pyspark/_shared/native.py``). ``KAFKA_PYSPARK_PURE_BUILD=1`` builds the pure-Python wheel
 (``py3-none-any``): no compiled file at all, tagged for every platform.
 """
 
