@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pyspark import __version__
+from kafka_pyspark._shared.partition_key import check_group_id
 from kafka_pyspark.cli import _cluster_cmds as cluster_cmds
 from kafka_pyspark.cli import _consume as consume
 from kafka_pyspark.cli import _dump as dump
@@ -101,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     with quiet_libraries():
         try:
+            if getattr(args, "group", None) is not None:  # refused before any request, as
+                check_group_id(args.group)  # the group.id option is when options are parsed
             rc: int = args.func(args)
             return rc
         except CliError as e:
