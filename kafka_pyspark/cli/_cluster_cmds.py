@@ -3,7 +3,8 @@
 The rows come from below the command (:func:`kafka_pyspark._admin.topics.topic_overview`;
 the offsets rows are :func:`kafka_pyspark._admin.offsets.partition_offsets`, where every
 broker is asked in parallel under its own deadline: a hung or unreachable broker becomes an
-error row, the rest of the table is still filled); this module renders them. ``lag`` is :mod:`kafka_pyspark.cli._lag`.
+error row, the rest of the table is still filled); this module renders them. ``lag`` is
+:mod:`kafka_pyspark.cli._lag`.
 """
 
 from __future__ import annotations
