@@ -35,7 +35,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._partition_key import describe_tp
+from kafka_pyspark._shared.partition_key import describe_tp
 from kafka_pyspark._spark.compat import SPARK_VERSION, ReadAllAvailable, ReadLimit
 from kafka_pyspark._spark.stream.checkpoint import Offsets, from_offset_dict
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
@@ -43,7 +43,7 @@ from kafka_pyspark.errors import KafkaError, data_loss_skipped
 
 __all__ = ["AVAILABLE_NOW_NOTE", "Kafka07LegacyStreamReader"]
 
-log = logging.getLogger("kafka_pyspark._spark.stream.reader")
+log = logging.getLogger(__name__)
 
 AVAILABLE_NOW_NOTE = (
     "Spark {version} has no admission control for Python streams: the source applies "
