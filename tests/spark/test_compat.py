@@ -117,12 +117,14 @@ def test_legacy_reader_restarted_starts_where_spark_says(
     """Restarted from a checkpoint: Spark 4.0 first calls partitions(X, X) with the
     checkpoint's last end X, so the first micro-batch is bounded from there too."""
     send(broker, topic, 0, encode_message_set(values("a", 10)))
-    checkpoint = {topic: {"0-0": broker.log_end(topic, 0), "0-1": 0}}
+    first = broker.log_end(topic, 0)
+    assert first is not None
+    checkpoint = {topic: {"0-0": first, "0-1": 0}}
     send(broker, topic, 0, encode_message_set(values("c", 30)))
     r = legacy(zk_connect, subscribe=topic, maxBytesPerTrigger="400")  # no initialOffset call
     assert r.partitions(checkpoint, checkpoint) == []
     end = r.latestOffset()
-    assert end == {topic: {"0-0": checkpoint[topic]["0-0"] + 400, "0-1": 0}}
+    assert end == {topic: {"0-0": first + 400, "0-1": 0}}
     r.commit(checkpoint)
     assert read_all(r, checkpoint, end) == values("c", 10)
     r.stop()

@@ -285,7 +285,7 @@ def test_max_bytes_per_trigger_bounds_processing_time_micro_batches(
     moved = moved_per_batch(cp, topic)
     assert len(moved) > before >= 4
     assert all(m <= limit for m in moved), moved
-    assert sum(moved) == broker.log_end(topic, 0) + broker.log_end(topic, 1)
+    assert sum(moved) == sum(broker.log_end(topic, p) or 0 for p in (0, 1)) > 0
     got = values_of(spark.read.parquet(str(sink)))
     assert got == sorted(payloads("a", 40, 40) + payloads("b", 30, 40) + payloads("c", 30, 40))
 
