@@ -37,10 +37,14 @@ Failures:
 * ``abort`` (a task failed) logs what is in Kafka anyway: 0.7 cannot take data back.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, abort_job, commit_job
 from kafka_pyspark._spark.write.faces import Kafka07BatchWriter, Kafka07StreamWriter
 from kafka_pyspark._spark.write.plan import WritePlan, build_plan, resolve_plan
-from kafka_pyspark._spark.write.task import TaskWriter
+
+if TYPE_CHECKING:
+    from kafka_pyspark._spark.write.task import TaskWriter
 
 __all__ = [
     "Kafka07BatchWriter",
@@ -53,3 +57,13 @@ __all__ = [
     "commit_job",
     "resolve_plan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``TaskWriter`` (the executor's engine) on first use: the planner processes that build
+    a plan or commit need none of routing and encoding (the first write of a session)."""
+    if name == "TaskWriter":
+        from kafka_pyspark._spark.write.task import TaskWriter
+
+        return TaskWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

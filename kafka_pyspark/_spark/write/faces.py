@@ -13,11 +13,22 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from kafka_pyspark._spark.compat import StreamArrowWriter
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, abort_job, commit_job
 from kafka_pyspark._spark.write.plan import build_plan
-from kafka_pyspark._spark.write.task import TaskWriter
 from kafka_pyspark.errors import OptionError
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+    from kafka_pyspark._spark.write.plan import WritePlan
+    from kafka_pyspark._spark.write.task import TaskWriter
+
+
+def _task_writer(plan: WritePlan, task: str) -> TaskWriter:
+    """An executor's :class:`~.task.TaskWriter`, imported here: the planner processes that only
+    build the plan or commit (a fresh Python each, at every first write of a session) never
+    import the routing and encoding modules."""
+    from kafka_pyspark._spark.write.task import TaskWriter
+
+    return TaskWriter(plan, task=task)
 
 
 def _task_label() -> str:
@@ -48,7 +59,7 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         self.plan = build_plan(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        return TaskWriter(self.plan, task=_task_label()).write(iterator)
+        return _task_writer(self.plan, _task_label()).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         commit_job(messages, "write")
@@ -72,7 +83,7 @@ class Kafka07StreamWriter(StreamArrowWriter):
         self.plan = build_plan(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        return TaskWriter(self.plan, task=_task_label()).write(iterator)
+        return _task_writer(self.plan, _task_label()).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         commit_job(messages, f"micro-batch {batchId}")
