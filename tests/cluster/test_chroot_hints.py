@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from _cluster import kazoo_client
+from _zk_server import server
 from kazoo.client import KazooClient
 
 from kafka_pyspark._cluster import (
@@ -34,7 +35,7 @@ BROKER0 = b"127.0.0.1-1795304894516:127.0.0.1:9092"
 
 @pytest.fixture(scope="module")
 def own_zk() -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer() as zk:
+    with server() as zk:
         yield zk
 
 
