@@ -198,7 +198,7 @@ def test_cli_without_the_chroot(hosts: str, root: KazooClient, command: list[str
     assert main([command[0], "--zk", hosts, *command[1:]]) == 2
     assert capsys.readouterr().err == (
         f"kafka07: ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
-        f"(1 broker registered): use zk.connect '{hosts}/kafka'\n"
+        f"(1 broker registered): use --zk '{hosts}/kafka'\n"  # the command's words (--zk)
     )
 
 
