@@ -4,10 +4,10 @@ Two sources, exactly one of them per :class:`Cluster`:
 
 ``zk.connect``
     The registry (:mod:`kafka_pyspark._cluster.registry`): brokers from ``/brokers/ids/[id]``,
-    partitions
-    from ``/brokers/topics/[topic]/[id]`` (that broker's partition count). Only brokers that are
-    registered in ``/brokers/ids`` contribute partitions: a topic node left by a broker that is
-    gone cannot be read anyway (both nodes are ephemeral, so this is a short window).
+    partitions from ``/brokers/topics/[topic]/[id]`` (that broker's partition count). Only
+    brokers that are registered in ``/brokers/ids`` contribute partitions: a topic node left by
+    a broker that is gone cannot be read anyway (both nodes are ephemeral, so this is a short
+    window).
 
 ``broker.list``
     Kafka 0.7's static producer format ``id:host:port[,id:host:port...]``

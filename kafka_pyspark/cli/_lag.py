@@ -11,6 +11,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
+from kafka_pyspark._admin.group_offsets import offsets_document
 from kafka_pyspark._admin.lag import DATA_PROBLEMS, ERROR, LagRow, group_lag, lag_totals
 from kafka_pyspark.cli._common import EXIT_DATA, EXIT_OK, add_cluster_args, open_cluster, worst
 from kafka_pyspark.cli._output import json_document, plural, summary, table
@@ -34,8 +35,13 @@ def cmd_lag(args: argparse.Namespace) -> int:
     totals = lag_totals(rows)
     code = lag_exit_code(rows)
     if args.json:
+        committed: dict[str, dict[tuple[int, int], int]] = {}
+        for r in rows:
+            if r.offset is not None and r.broker is not None and r.partition is not None:
+                committed.setdefault(r.topic, {})[(r.broker, r.partition)] = r.offset
         doc: dict[str, Any] = {"group": args.group, "partitions": [asdict(r) for r in rows],
-                               "totals": [asdict(t) for t in totals]}
+                               "totals": [asdict(t) for t in totals],
+                               "offsets": offsets_document(args.group, committed)["offsets"]}
         json_document(doc)
         return code
     table(
@@ -47,12 +53,17 @@ def cmd_lag(args: argparse.Namespace) -> int:
         ],
     )
     print()
-    table(["group", "topic", "lag", "partitions", "owned", "problems"],
-          [[args.group, t.topic, t.lag, t.partitions, t.owned, t.problems] for t in totals])
-    group_total = totals[-1]
-    summary(f"group {args.group!r}: lag {group_total.lag} bytes over "
-            f"{plural(group_total.partitions, 'broker-partition')}, "
-            f"{plural(group_total.problems, 'problem')}")
+    table(["group", "topic", "lag", "partitions", "owned", "problems", "not-committed",
+           "not-committed-bytes"],
+          [[args.group, t.topic, t.lag, t.partitions, t.owned, t.problems, t.not_committed,
+            t.not_committed_bytes] for t in totals])
+    g = totals[-1]
+    fresh = (f"; {plural(g.not_committed, 'broker-partition')} not committed, holding "
+             f"{plural(g.not_committed_bytes, 'byte')} (not in the lag)" if g.not_committed
+             else "")
+    summary(f"group {args.group!r}: lag {g.lag} bytes over "
+            f"{plural(g.partitions, 'broker-partition')}, {plural(g.problems, 'problem')}"
+            + fresh)
     return code
 
 
