@@ -33,7 +33,7 @@ def _module(
 EXTENSIONS = [
     # the decode kernel (_messages/walk.py) and the snappy lane (flat.py)
     _module("kafka_pyspark._messages._kernel",
-            [MESSAGES + f for f in ("_kernel.c", "_snappy.c", "_wrappers.c")],
+            [MESSAGES + f for f in ("_module.c", "_kernel.c", "_snappy.c", "_wrappers.c")],
             [MESSAGES + "_kernel.h"]),
     # the gzip lane (flat.py): gzip wrappers inflated by libdeflate; without it gzip sets take
     # the ISA-L path
