@@ -7,8 +7,8 @@ import socket
 
 import pytest
 from _bytes import message
+from _client_servers import FakeBroker, ScriptedServer, read_request
 from _kwargs import FAST
-from test_client_servers import FakeBroker, ScriptedServer, read_request
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client import DeliveryCount, Producer

@@ -9,30 +9,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from _cluster import java_hash, java_index, read_log
+from _cluster import java_hash, java_index
+from _spark_write import read_topic, values_of, writer
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
     from pyspark.sql import SparkSession
 
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
-
-
-Found = dict[tuple[int, int], list[tuple[Any, ...]]]  # (value, compression) per message
-
-
-def read_topic(brokers: Sequence[EmbeddedBroker], topic: str) -> Found:
-    """Every (value, compression) per (broker, partition), in log order."""
-    return read_log(brokers, topic, "value", "compression")
-
-
-def values_of(found: Found) -> Counter[bytes]:
-    return Counter(v for vals in found.values() for v, _ in vals)
 
 
 def create_topic(
@@ -44,13 +34,6 @@ def create_topic(
     writer(df, zk, topic=topic).save()
     for b in brokers:
         b.wait_for_topic(topic)
-
-
-def writer(df: Any, zk: str, **options: str) -> Any:
-    w = df.write.format("kafka07").mode("append").option("zk.connect", zk)
-    for k, v in options.items():
-        w = w.option(k.replace("_", "."), v)
-    return w
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])
@@ -234,3 +217,14 @@ def test_broker_list_mode(spark: SparkSession, broker: EmbeddedBroker) -> None:
     for (_, p), vals in found.items():
         for v, _ in vals:
             assert p == java_index(v.decode(), 2)
+
+
+def test_a_batch_write_leaves_no_records(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    """exactly-once (the default with zk.connect): the job's records go with its commit."""
+    rows = [(f"value-{i}",) for i in range(500)]
+    df = spark.createDataFrame(rows, "value string").repartition(3)
+    writer(df, zk_connect, topic="no-records", batch_size="20").save()
+    assert values_of(read_topic(brokers, "no-records")) == Counter(v.encode() for v, in rows)
+    assert kz.get_children("/kafka_pyspark/sinks") == []
