@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from _cluster import kazoo_client
-from _zk_server import server
 from kazoo.client import KazooClient
 
 from kafka_pyspark._cluster import (
@@ -35,7 +34,7 @@ BROKER0 = b"127.0.0.1-1795304894516:127.0.0.1:9092"
 
 @pytest.fixture(scope="module")
 def own_zk() -> Iterator[ZooKeeperServer]:
-    with server() as zk:
+    with ZooKeeperServer() as zk:
         yield zk
 
 
@@ -196,9 +195,10 @@ def test_cli_without_the_chroot(hosts: str, root: KazooClient, command: list[str
 
     register(root, "/kafka")
     assert main([command[0], "--zk", hosts, *command[1:]]) == 2
+    # the Spark paths' diagnosis, in the command's words (--zk, not zk.connect)
     assert capsys.readouterr().err == (
         f"kafka07: ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
-        f"(1 broker registered): use --zk '{hosts}/kafka'\n"  # the command's words (--zk)
+        f"(1 broker registered): use --zk '{hosts}/kafka'\n"
     )
 
 
