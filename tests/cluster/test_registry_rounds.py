@@ -338,6 +338,7 @@ def test_a_node_another_committer_created_meanwhile_is_overwritten(
     assert kz.get("/consumers/g/offsets/t/2-17")[0] == b"2017"
 
 
+@NEEDS_MULTI
 def test_transactions_of_long_node_names_stay_below_the_request_limit(
     zk_connect: str, rounds: list[str], requests_sent: list[str],
 ) -> None:
