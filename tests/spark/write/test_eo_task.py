@@ -161,3 +161,13 @@ def test_exactly_once_without_a_store_names_the_option(bare_broker: EmbeddedBrok
     with pytest.raises(OptionError, match=r"delivery\.store"):
         build_plan(options({"broker.list": f"0:127.0.0.1:{bare_broker.port}",
                             "delivery.guarantee": "exactly-once"}), SCHEMA)
+
+
+def test_a_task_without_rows_writes_no_records(
+    brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    plan = build_plan(options({"zk.connect": zk_connect}), SCHEMA)
+    empty = pa.RecordBatch.from_arrays([pa.array([], pa.binary())], ["value"])
+    msg = TaskWriter(plan, identity=IDENT).write([empty])
+    assert (msg.rows, msg.written, msg.sink) == (0, {}, ("query-1", 7))
+    assert kz.exists("/kafka_pyspark") is None
