@@ -46,7 +46,8 @@ def register(spark: SparkSession) -> None:
 
     It registers the source in the session once, even where Spark already found it by itself
     (from the installed ``pyspark_kafka07`` module; Spark then logs once that it "replaced a
-    statically registered data source"): Spark starts Python workers per environment, and a
+    statically registered data source", and Spark 4.0, which refuses to, keeps its own): Spark
+    starts Python workers per environment, and a
     statically found source's tasks get one of their own, so a session's first ``kafka07``
     read would start a fresh Python worker (a second or more) instead of reusing the one the
     session's earlier Python work (UDFs, other data sources) already started. Later calls for
@@ -62,7 +63,11 @@ def register(spark: SparkSession) -> None:
 
     key = _session_key(spark)
     if key is None or key not in _REGISTERED_IN:
-        spark.dataSource.register(Kafka07DataSource)
+        try:
+            spark.dataSource.register(Kafka07DataSource)
+        except Exception as e:  # Spark 4.0 refuses to replace a source it found installed
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+                raise
         if key is not None:
             _REGISTERED_IN.add(key)
     _redact_password_in_statements(spark)
