@@ -46,7 +46,7 @@ def batches(vals: list[bytes]) -> Iterator[pa.RecordBatch]:
 
 
 def options(cluster: dict[str, str], **more: str) -> dict[str, str]:
-    return {**cluster, "topic": "eo", "batch.size": "10", "delivery.visibility.wait.ms": "500",
+    return {"topic": "eo", "batch.size": "10", "delivery.visibility.wait.ms": "500", **cluster,
             **more}
 
 
@@ -171,3 +171,29 @@ def test_a_task_without_rows_writes_no_records(
     msg = TaskWriter(plan, identity=IDENT).write([empty])
     assert (msg.rows, msg.written, msg.sink) == (0, {}, ("query-1", 7))
     assert kz.exists("/kafka_pyspark") is None
+
+
+@pytest.mark.parametrize(("wait_ms", "twice"), [(6000, 0), (0, 10)])
+def test_a_retry_waits_for_unflushed_sets(
+    tmp_path: Path, zk_connect: str, kz: KazooClient, wait_ms: int, twice: int
+) -> None:
+    """A broker flushing every 2 s serves the killed attempt's first set only once flushed. The
+    dead attempt's lock is deleted at once (as if its session had expired at once), so the retry
+    reads back before the flush: it polls up to ``delivery.visibility.wait.ms`` and finds the
+    set; without the wait it sends that set (10 messages) again, so the wait is what counts."""
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with EmbeddedBroker(broker_id=0, log_dir=tmp_path / "lazy", zk_connect=zk_connect,
+                        num_partitions=1, flush_interval=1_000_000,
+                        flush_interval_ms=2000) as lazy:
+        opts = options({"zk.connect": zk_connect, "delivery.visibility.wait.ms": str(wait_ms)})
+        killed_attempt(opts, "mid-send", tmp_path)
+        kz.delete("/kafka_pyspark/sinks/query-1/7/3/lock")
+        msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+        assert msg.messages == N
+        deadline = time.monotonic() + 10  # everything flushed, for the reader
+        while sum(count_values(read_topic([lazy], "eo")).values()) < N + twice:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        got = count_values(read_topic([lazy], "eo"))
+    assert set(got) == set(values()) and sum(got.values()) == N + twice
