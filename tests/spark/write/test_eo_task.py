@@ -156,6 +156,10 @@ def test_file_store_with_broker_list(tmp_path: Path, bare_broker: EmbeddedBroker
     assert msg.messages == N
     written_once([bare_broker], values())
     assert sorted(os.listdir(store / "query-1" / "7" / "3")) == ["done", "intent-00000"]
+    again = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    assert again.written == msg.written
+    written_once([bare_broker], values())
+    assert sorted(os.listdir(store / "query-1" / "7" / "3")) == ["done", "intent-00000"]
     FileStore(str(store)).forget("query-1", below=8)
     assert os.listdir(store / "query-1") == []
 
