@@ -122,6 +122,8 @@ class ZooKeeperServer(Service):
     :meth:`restart` stops and starts the same server on the same port with the same data
     (:meth:`halt` only stops it, :meth:`start` brings it back);
     :meth:`pause`/:meth:`resume` freeze and thaw it (a server that accepts but never answers).
+    ``own_process_group``: the JVM runs in a session of its own, so a terminal's Ctrl-C reaches
+    only this process, which then stops the JVM in its turn (``kafka07 local-cluster``).
     """
 
     host = "127.0.0.1"
@@ -132,6 +134,7 @@ class ZooKeeperServer(Service):
         port: int = 0,
         data_dir: str | Path | None = None,
         start_timeout: float = 60.0,
+        own_process_group: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
@@ -139,6 +142,7 @@ class ZooKeeperServer(Service):
         self.port = port
         self._user_data_dir = Path(data_dir) if data_dir is not None else None
         self.start_timeout = start_timeout
+        self.own_process_group = own_process_group
         self.work_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[..., ZooKeeperServer] | None = None
@@ -156,9 +160,13 @@ class ZooKeeperServer(Service):
     def new_chroot(self, prefix: str = "t") -> str:
         """Create a fresh, empty chroot ``/<prefix>-<hex>`` on this server; the connect string
         with it (``"127.0.0.1:<port>/<prefix>-<hex>"``), so tests never see each other's nodes."""
+        return self.create_chroot(f"/{prefix}-{uuid.uuid4().hex[:12]}")
+
+    def create_chroot(self, chroot: str) -> str:
+        """Create ``chroot`` (and its parents) on this server if missing; the connect string
+        with it (``"127.0.0.1:<port>/kafka"``)."""
         from kazoo.client import KazooClient
 
-        chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
         client = KazooClient(hosts=self.connect_string, timeout=10.0, logger=_PROBE_LOGGER)
         client.start(timeout=10.0)
         try:
@@ -272,6 +280,7 @@ class ZooKeeperServer(Service):
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     cwd=self.work_dir,
+                    start_new_session=self.own_process_group,
                 )
             self._finalizer = weakref.finalize(self, _terminate, self._proc, 2.0)
             self.port = port
