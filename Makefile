@@ -55,8 +55,11 @@ libdeflate-check:
 # the pure-Python path
 CODEC_TESTS := tests/messages tests/formats
 
+# `-m "not faults"`: the exactly-once sink's whole fault matrix (one Spark driver subprocess or
+# two per scenario, tests/reliability/test_exactly_once.py) runs in `make test-reliability`;
+# `make test` keeps its cheapest scenarios (docs/reliability.md has the times)
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests -m "not faults"
 	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
 # The Spark-facing tests again on the oldest pyspark the connector supports (pyproject's spark
@@ -81,7 +84,8 @@ test-oldest: setup $(OLDEST_VENV)/.installed
 	PYSPARK_PYTHON=$(abspath $(OLDEST_PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(OLDEST_PY)) \
 	  $(OLDEST_PY) -m pytest -q -m spark $(OLDEST_TESTS)
 
-# faults and hostile input (tests/reliability; also part of `make test`): prints the table
+# faults and hostile input (tests/reliability; also part of `make test`, but for the tests
+# marked `faults`): prints the table
 test-reliability: setup
 	$(PY) -m pytest -q tests/reliability --durations=15
 

@@ -293,7 +293,7 @@ def _encode_rows(rec: Recorder, values: list[bytes]) -> None:
         def one(c: str = codec) -> list[bytes]:
             return [encode_message_set_arrow(s, compression=c) for s in slices]
 
-        def sets(c: str = codec) -> list[bytes]:
+        def sets(c: str = codec) -> list[bytes | memoryview]:
             return encode_message_sets_arrow(array, cuts, compression=c)
 
         best = best_times({"one": one, "sets": sets}, repeat=REPEAT)

@@ -37,7 +37,7 @@ def run(local: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    from kafka_pyspark._messages import flat, walk
+    from kafka_pyspark._messages import encode, flat, walk
     from kafka_pyspark.testing._local import LocalCluster
 
     local = LocalCluster(partitions=(2,)).start()
@@ -45,7 +45,8 @@ def main() -> int:
         seen = run(local)
     finally:
         local.close()
-    engines = {"walk": walk.ENGINE, "gzip_lane": flat.gzip_lane is not None}
+    engines = {"walk": walk.ENGINE, "gzip_lane": flat.gzip_lane is not None,
+               "encode": encode.ENGINE}
     print(json.dumps({"engines": engines, **seen}))
     return 0
 

@@ -129,7 +129,8 @@ def test_pure_wheel_has_no_compiled_file(dist: Dist) -> None:
     assert "pyspark_kafka07/__init__.py" in names and "kafka_pyspark/py.typed" in names
     assert [n for n in names if n.endswith((".so", ".pyd", ".c", ".h"))] == []
     binary = zipfile.ZipFile(dist.binary).namelist()
-    assert len([n for n in binary if n.endswith(".so")]) == 3  # walk, gzip lane, v2 records
+    # walk, gzip lane, encode pass, v2 records
+    assert len([n for n in binary if n.endswith(".so")]) == 4
 
 
 def test_wheels_install_beside_pyspark_and_agree(dist: Dist, venv: Venv) -> None:
@@ -137,13 +138,13 @@ def test_wheels_install_beside_pyspark_and_agree(dist: Dist, venv: Venv) -> None
     venv.pip("install", str(dist.binary))
     assert venv.pyspark_state() == before
     compiled = venv.smoke()
-    assert compiled["engines"] == {"walk": "kernel", "gzip_lane": True}
+    assert compiled["engines"] == {"walk": "kernel", "gzip_lane": True, "encode": "kernel"}
 
     venv.pip("uninstall", "-y", "kafka_pyspark")
     venv.pip("install", "--no-deps", str(dist.pure))
     assert venv.pyspark_state() == before
     pure = venv.smoke()
-    assert pure["engines"] == {"walk": "python", "gzip_lane": False}
+    assert pure["engines"] == {"walk": "python", "gzip_lane": False, "encode": "python"}
 
     values = [f"value-{i:04d}" for i in range(60)]
     assert sorted(row[4] for row in compiled["batch"]) == values
@@ -157,8 +158,8 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     venv.pip("install", str(dist.pure))  # its dependencies too, when run alone
     venv.pip("uninstall", "-y", "pyspark")
     plain = venv.run("-c", "import kafka_pyspark.client, kafka_pyspark.testing.broker, "
-                     "kafka_pyspark._registry; from kafka_pyspark import encode_message_set, "
-                     "decode_message_set; "
+                     "kafka_pyspark._cluster.registry; "
+                     "from kafka_pyspark import encode_message_set, decode_message_set; "
                      "print(decode_message_set(encode_message_set([b'x'])).batch.num_rows)")
     assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
     cli = venv.run("--help", program="kafka07")

@@ -11,7 +11,8 @@ Public API (see ``docs/dev/CONTRACTS.md``, "messages/")::
     encode_message(payload, *, magic=1, codec=0) -> bytes
     encode_message_set(values, *, compression="none", magic=1) -> bytes
     encode_message_set_arrow(values, *, compression="none", magic=1) -> bytes
-    encode_message_sets_arrow(values, boundaries, *, compression="none", magic=1) -> list[bytes]
+    encode_message_sets_arrow(values, boundaries, *, compression="none", magic=1, level=None,
+                              crcs_out=None) -> list[bytes]
     codec_id(name_or_int) -> int, codec_name(name_or_int) -> str, CODEC_NAMES, CODEC_IDS
 
 Modules: ``layout`` (the wire layout and constants), ``decode``, ``encode``, ``compression``

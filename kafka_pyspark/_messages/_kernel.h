@@ -4,7 +4,7 @@
  *
  * - every constant the Python side also states (message layout, codec ids, statuses, the CRC
  *   check's result and chunk, the CRC engines), exported by kp_add_constants from both
- *   modules and checked at load against walk.KERNEL_CONSTANTS (kafka_pyspark/_native.py): a
+ *   modules and checked at load against walk.KERNEL_CONSTANTS (kafka_pyspark/_shared/native.py): a
  *   build that differs is not used;
  * - the message walk (kp_walk): read_head checks each header, a visitor takes each message
  *   (scan's records in _kernel.c; kp_sink_take's payloads into a value column, used by `take`
@@ -419,9 +419,15 @@ static inline void xor_word(uint8_t *at, uint32_t w)
 int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc);
 PyObject *kp_check_rows(PyObject *self, PyObject *args); /* kp_rows_ok for Python */
 
-/* --- _kernel's other parts (_snappy.c, _wrappers.c) ----------------------------------------- */
+/* --- _kernel's parts (_kernel.c, _snappy.c, _wrappers.c; _module.c lists their entry points) - */
 
+void kp_kernel_init(void);
+PyObject *kp_scan_py(PyObject *self, PyObject *args);
+PyObject *kp_take_py(PyObject *self, PyObject *args);
+PyObject *kp_gather_py(PyObject *self, PyObject *args);
+PyObject *kp_zeros_crc_py(PyObject *self, PyObject *arg);
 void kp_snappy_init(void);
+Py_ssize_t kp_snappy_decompress(const uint8_t *p, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap);
 int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value);
 int64_t kp_snappy_payload_size(const uint8_t *p, Py_ssize_t n);
 PyObject *kp_snappy_size(PyObject *self, PyObject *arg);
@@ -452,7 +458,7 @@ typedef struct {
 
 /* --- the constants, exported ------------------------------------------------------------------
  * Every fact above that the Python side states too, as module attributes of _kernel and
- * _gzip: walk.KERNEL_CONSTANTS holds the Python values, and kafka_pyspark._native.load_kernel
+ * _gzip: walk.KERNEL_CONSTANTS holds the Python values, and kafka_pyspark._shared.native.load_kernel
  * does not use a module whose values differ. 0, or -1 raised. */
 static inline int kp_add_constants(PyObject *m)
 {

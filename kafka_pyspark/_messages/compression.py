@@ -80,12 +80,16 @@ try:
     _SNAPPY_ERRORS = (*_SNAPPY_ERRORS, _snappy_module.UncompressError)
 except ImportError:  # pragma: no cover
     _python_snappy = None
+#: the library snappy is (de)compressed with where the compiled kernel is not used (None: none)
+SNAPPY_ENGINE = ("cramjam" if _cramjam_snappy is not None
+                 else "python-snappy" if _python_snappy is not None else None)
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # magic, deflate, no flags, mtime 0,
 #                                                            xfl 0, os 255 (Java 17)
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_TRAILER = struct.Struct("<II")  # CRC32 of the data, ISIZE (length mod 2^32)
 GZIP_LEVEL = 6  # java.util.zip.Deflater.DEFAULT_COMPRESSION is zlib's default, 6
+MAX_GZIP_LEVEL = 9  # levels 0-9: what zlib and libdeflate both take (libdeflate goes to 12)
 
 SNAPPY_JAVA_MAGIC = b"\x82SNAPPY\x00"
 _SNAPPY_JAVA_HEADER = struct.Struct(">8sii")  # magic, version, min compatible version
@@ -110,9 +114,19 @@ def _need_snappy(offset: int | None) -> None:
 # --- gzip ----------------------------------------------------------------------------------
 
 
-def gzip_compress(data: bytes | bytearray | memoryview) -> bytes:
-    """One gzip member, byte for byte what Java 17's ``GZIPOutputStream`` writes."""
-    deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+def check_gzip_level(level: int) -> int:
+    """``level`` when it is a deflate level both compressors take (0-9), else ValueError."""
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= MAX_GZIP_LEVEL:
+        raise ValueError(
+            f"gzip compression level must be an integer 0-{MAX_GZIP_LEVEL}, got {level!r}"
+        )
+    return level
+
+
+def gzip_compress(data: bytes | bytearray | memoryview, level: int = GZIP_LEVEL) -> bytes:
+    """One gzip member, byte for byte what Java 17's ``GZIPOutputStream`` writes (at the
+    default ``level``, 6: Java's)."""
+    deflate = zlib.compressobj(check_gzip_level(level), zlib.DEFLATED, -zlib.MAX_WBITS)
     body = deflate.compress(data) + deflate.flush()
     trailer = _GZIP_TRAILER.pack(crc32(data), len(memoryview(data)) & 0xFFFFFFFF)
     return b"".join((GZIP_HEADER, body, trailer))

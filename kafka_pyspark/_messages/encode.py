@@ -25,7 +25,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark._messages import compression
-from kafka_pyspark._messages.crc import crc32, crc32_many
+from kafka_pyspark._messages.compression import (
+    GZIP_LEVEL,
+    SNAPPY_BLOCK_SIZE,
+    check_gzip_level,
+)
+from kafka_pyspark._messages.crc import crc32, crc32_many, isal_crc_address, isal_zlib
 from kafka_pyspark._messages.layout import (
     CODEC_GZIP,
     CODEC_NONE,
@@ -40,6 +45,8 @@ from kafka_pyspark._messages.layout import (
     MIN_LENGTH_V1,
     codec_id,
 )
+from kafka_pyspark._messages.walk import KERNEL_CONSTANTS
+from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 from kafka_pyspark.errors import (
     MessageError,
@@ -48,6 +55,22 @@ from kafka_pyspark.errors import (
     UnknownCodecError,
     UnknownMagicError,
 )
+
+# the compiled encode pass (``_encode.c``, optional): used when it imports and states the same
+# layout; KAFKA_PYSPARK_PURE=1 forces the pure path (kafka_pyspark/_shared/native.py)
+ENCODE_CONSTANTS = {**KERNEL_CONSTANTS, "SNAPPY_BLOCK_SIZE": SNAPPY_BLOCK_SIZE}
+_kernel = load_kernel(
+    "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS
+)
+ENGINE = "kernel" if _kernel is not None else "python"
+# the messages' CRCs: ISA-L's CRC-32 called from C when python-isal's module has it (the decode
+# kernel's engine too), else libdeflate's
+ENCODE_CRC = "isal" if _kernel is not None and isal_zlib is not None and (
+    _kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__))
+) else "libdeflate"
+# gzip level when none is given: libdeflate's 7 is the fastest of its levels whose output is at
+# least as small as zlib's 6 (Java's, the pure path's) on JSON-like values (docs/writing.md)
+GZIP_DEFAULT_LEVEL = 7 if _kernel is not None else GZIP_LEVEL
 
 _OVERHEAD = MIN_LENGTH_BY_MAGIC  # LENGTH - payload size, per magic
 _MAX_PAYLOAD = {m: MAX_MESSAGE_LENGTH - o for m, o in _OVERHEAD.items()}
@@ -87,11 +110,11 @@ def encode_message(
     return HEADER_V0.pack(size + MIN_LENGTH_V0, 0, zlib.crc32(payload)) + bytes(payload)
 
 
-def _wrap(inner: bytes | memoryview, cid: int) -> bytes:
+def _wrap(inner: bytes | memoryview, cid: int, level: int | None = None) -> bytes:
     if not inner or cid == CODEC_NONE:
         return inner if isinstance(inner, bytes) else bytes(inner)
     if cid == CODEC_GZIP:
-        payload = compression.gzip_compress(inner)
+        payload = compression.gzip_compress(inner, GZIP_LEVEL if level is None else level)
     elif cid == CODEC_SNAPPY:
         payload = compression.snappy_compress(inner)
     else:  # pragma: no cover - codec_id only returns known ids
@@ -117,7 +140,7 @@ def encode_message_set(
     cid = codec_id(compression)
     _check_magic(magic)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return _wrap(_encode_arrow(values, magic), cid)
+        return encode_message_set_arrow(values, compression=cid, magic=magic)
     parts: list[Any] = []
     append = parts.append
     crc32 = zlib.crc32
@@ -148,6 +171,9 @@ def encode_message_set_arrow(
     """:func:`encode_message_set` for a pyarrow binary/string array (the writer's path)."""
     cid = codec_id(compression)
     _check_magic(magic)
+    if _kernel is not None:
+        out, _ = _kernel_sets(values, np.array([0, len(values)]), 0, magic, cid, None, None)
+        return out  # one set: all of it
     return _wrap(_encode_arrow(values, magic), cid)
 
 
@@ -157,7 +183,9 @@ def encode_message_sets_arrow(
     *,
     compression: str | int = "none",
     magic: int = 1,
-) -> list[bytes]:
+    level: int | None = None,
+    crcs_out: npt.NDArray[np.uint32] | None = None,
+) -> list[bytes | memoryview]:
     """Many message sets from one Arrow array in one call: set ``j`` holds
     ``values[boundaries[j]:boundaries[j + 1]]``, byte for byte what
     ``encode_message_set_arrow`` gives for that slice (one wrapper per set when compressed).
@@ -165,9 +193,20 @@ def encode_message_sets_arrow(
     ``boundaries`` are non-decreasing row indices within ``0..len(values)`` (``k + 1`` of them
     for ``k`` sets). Headers and CRCs of all rows are computed at once, so the cost per set is
     one copy (or one compression), not a Python loop over its messages.
+
+    ``level``: the gzip level (0-9; None: :data:`GZIP_DEFAULT_LEVEL`).
+    ``crcs_out``: a numpy ``uint32`` array of ``boundaries[-1] - boundaries[0]`` items, filled
+    with each (inner) message's CRC32 in row order (the sets' digests are computed from them).
+
+    With the compiled kernel (:data:`ENGINE` ``"kernel"``) the sets are views of one bytes
+    object (valid as long as any of them is held), else bytes; the same bytes either way for
+    none and snappy; gzip bodies differ (libdeflate's deflate, not zlib's) but hold the same
+    messages.
     """
     cid = codec_id(compression)
     _check_magic(magic)
+    if level is not None:
+        check_gzip_level(level)
     cuts = np.asarray(boundaries, dtype=np.int64)
     n = len(values)
     if cuts.ndim != 1 or len(cuts) < 1:
@@ -177,11 +216,59 @@ def encode_message_sets_arrow(
     first, last = int(cuts[0]), int(cuts[-1])
     if first < 0 or last > n:
         raise ValueError(f"boundaries must lie within 0..{n}, got {first}..{last}")
+    _check_crcs_out(crcs_out, last - first)
     rows = values.slice(first, last - first)
-    framed, positions = _frame(rows, magic, first)
+    if _kernel is not None:
+        out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out)
+        whole = memoryview(out)
+        return [whole[a:b] for a, b in pairwise(ends.tolist())]
+    framed, positions = _frame(rows, magic, first, crcs_out)
     at = positions[cuts - first].tolist()
     view = framed.data
-    return [_wrap(view[a:b], cid) for a, b in pairwise(at)]
+    sets: list[bytes | memoryview] = [_wrap(view[a:b], cid, level) for a, b in pairwise(at)]
+    return sets
+
+
+def _check_crcs_out(crcs_out: npt.NDArray[np.uint32] | None, rows: int) -> None:
+    if crcs_out is None:
+        return
+    if not isinstance(crcs_out, np.ndarray) or crcs_out.dtype != np.uint32 or (
+        crcs_out.shape != (rows,)
+    ) or not crcs_out.flags.writeable or not crcs_out.flags.c_contiguous:
+        raise ValueError(
+            f"crcs_out must be a writable 1-D numpy uint32 array of {rows} items (one per row)"
+        )
+
+
+def _kernel_sets(
+    rows: pa.Array | pa.ChunkedArray,
+    cuts: npt.NDArray[np.int64],
+    base: int,
+    magic: int,
+    cid: int,
+    level: int | None,
+    crcs_out: npt.NDArray[np.uint32] | None,
+) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """All sets of ``rows`` (``cuts`` from 0; ``base``: the first row's index, for errors) by
+    the kernel: the bytes and where each set starts and ends in them. The errors are raised
+    here, as the pure path raises them."""
+    assert _kernel is not None
+    _, offsets, data = _column(rows, base)
+    if len(offsets) > 1:
+        biggest = int(np.diff(offsets).max())
+        if biggest > _MAX_PAYLOAD[magic]:
+            raise _too_large(biggest)
+    out, at = _kernel.encode_sets(
+        offsets, b"" if data is None else data, cuts, magic, cid,
+        GZIP_DEFAULT_LEVEL if level is None else level, crcs_out,
+    )
+    ends = np.frombuffer(at, dtype=np.int64)
+    if cid != CODEC_NONE:
+        payloads = np.diff(ends) - HEADER_V1_SIZE
+        over = np.flatnonzero(payloads > _MAX_PAYLOAD[1])
+        if len(over):
+            raise _too_large(int(payloads[over[0]]), "compressed wrapper payload")
+    return out, ends
 
 
 def _encode_arrow(values: pa.Array | pa.ChunkedArray, magic: int) -> memoryview:
@@ -232,10 +319,14 @@ def _column(
 
 
 def _frame(
-    values: pa.Array | pa.ChunkedArray, magic: int, base: int
+    values: pa.Array | pa.ChunkedArray,
+    magic: int,
+    base: int,
+    crcs_out: npt.NDArray[np.uint32] | None = None,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """The messages of all ``values``, back to back (numpy bytes), and where message ``i``
-    starts in them (``n + 1`` positions, the last one the total size).
+    starts in them (``n + 1`` positions, the last one the total size); ``crcs_out`` (when
+    given) receives the messages' CRCs.
 
     The headers of all messages are built as one numpy record array; the payloads are copied
     once: through a strided view when they all have one size, else by an Arrow ``take`` that
@@ -262,6 +353,8 @@ def _frame(
         headers["attributes"] = CODEC_NONE
     # a CRC per message: one C call each, on the bytes objects Arrow makes in one C++ loop
     headers["crc"] = crc32_many(binary.to_numpy(zero_copy_only=False), payload_bytes // n)
+    if crcs_out is not None:
+        crcs_out[:] = headers["crc"]
     payloads = np.frombuffer(data, dtype=np.uint8, count=payload_bytes, offset=first) if (
         payload_bytes
     ) else np.zeros(0, dtype=np.uint8)

@@ -3,10 +3,11 @@
     kafka07 topics  --zk ZK                          brokers, topics, partitions per broker
     kafka07 offsets --zk ZK | --broker-list L --topic T   earliest/latest per broker-partition
     kafka07 lag     --zk ZK --group G [--topic T]    committed offsets, owners, lag, totals
-    kafka07 group-offsets set --zk ZK --group G --topic T --to earliest|latest|TIME|--json M
+    kafka07 group-offsets --zk ZK --group G --topic T --to earliest|latest|TIME|--offsets M
+    kafka07 group-offsets --zk ZK --group G --export | --import FILE   all topics, one JSON
     kafka07 dump    FILE|DIR... | --zk ZK --topic T --partition B-P   messages and their facts
     kafka07 produce --zk ZK --topic T [--codec C] [--key-separator S]   stdin lines
-    kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N] [--max-messages N]
+    kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N | --start B-P=N,...]
     kafka07 local-cluster [--brokers N] [--chroot /kafka]   ZooKeeper + brokers here, until Ctrl-C
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pyspark import __version__
+from kafka_pyspark._shared.partition_key import check_group_id
 from kafka_pyspark.cli import _cluster_cmds as cluster_cmds
 from kafka_pyspark.cli import _consume as consume
 from kafka_pyspark.cli import _dump as dump
@@ -38,7 +40,6 @@ from kafka_pyspark.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    error_text,
     exit_code_for,
     permission_advice,
     quiet_libraries,
@@ -58,6 +59,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"kafka07: {message}\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, then which engine decodes and encodes each codec here
+    (compiled kernels or their pure-Python twins: :mod:`kafka_pyspark._messages.engines`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from kafka_pyspark._messages.engines import codec_engines
+
+        rows = codec_engines()
+        width = max(len(what) for what, _ in rows) + 1
+        lines = [f"kafka07 (kafka_pyspark) {__version__}"]
+        lines += [f"{what + ':':<{width}} {engine}" for what, engine in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="kafka07",
@@ -67,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"kafka07 (kafka_pyspark) {__version__}",
-                   help="print the version and exit")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="print the version, the engine and the codecs in use, and exit")
     sub: Any = p.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
     cluster_cmds.add_parsers(sub)
@@ -89,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     with quiet_libraries():
         try:
+            if getattr(args, "group", None) is not None:  # refused before any request, as
+                check_group_id(args.group)  # the group.id option is when options are parsed
             rc: int = args.func(args)
             return rc
         except CliError as e:
@@ -98,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(permission_advice(e))
             return exit_code_for(e)
         except KafkaError as e:
-            error(error_text(e))
+            error(str(e))
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`: the reader has what it wanted
             _drop_stdout()

@@ -100,6 +100,8 @@ def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
+        # one process, no retries and no task identity: nothing for exactly-once to key on
+        "delivery.guarantee": "at-least-once",
         **cluster_settings(args),
     }
     fields = [StructField("value", BinaryType())]

@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._closing import Closing
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark.client._framing import (
     BROKER_MAX_REQUEST_BYTES,
     check_int32,
@@ -434,9 +434,9 @@ class BrokerConnection(Closing):
                 f"{n} pipelined OFFSETS requests, which no request asked for"
             )
 
-    def produce(self, topic: str, partition: int, message_set: bytes) -> None:
+    def produce(self, topic: str, partition: int, message_set: bytes | memoryview) -> None:
         """PRODUCE (no answer in 0.7). Never resent once a byte of it was sent."""
-        self._write_request(wire.ProduceRequest(topic, partition, bytes(message_set)),
+        self._write_request(wire.ProduceRequest(topic, partition, message_set),
                             len(message_set))
 
     def multiproduce(self, items: Sequence[wire.ProduceRequest]) -> None:

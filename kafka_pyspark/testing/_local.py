@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared.closing import Service
 from kafka_pyspark.testing.cluster import DEFAULT_CHROOT, LocalKafka
 
 if TYPE_CHECKING:

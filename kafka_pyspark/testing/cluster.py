@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared.closing import Service
 from kafka_pyspark.errors import KafkaError, OptionError
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from _outcome import outcome
 from kafka_pyspark._messages import decode_message_set, encode_message, walk
 from kafka_pyspark._messages import encode_message_set as encode
 from kafka_pyspark._messages.flat import ValueSink, join_views
-from kafka_pyspark._spark.read.batch import _join
+from kafka_pyspark._spark.read.executor import _join
 from kafka_pyspark.errors import MessageError
 
 needs_kernel = pytest.mark.skipif(walk.kernel is None, reason="the compiled kernel is not built")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_pyspark._cluster_options import CLUSTER_NAMES
-from kafka_pyspark._option_values import lower_options
+from kafka_pyspark._cluster import CLUSTER_NAMES
+from kafka_pyspark._shared.option_values import lower_options
+from kafka_pyspark._spark.options.delivery_options import DELIVERY_NAMES
 
 __all__ = [
     "BATCH_ONLY_OPTIONS",
@@ -42,7 +43,11 @@ _COMMON_READ_NAMES = (
 )
 _BATCH_ONLY_NAMES = ("endingOffsets",)
 _STREAM_ONLY_NAMES = ("maxBytesPerTrigger", "commitToGroup", "zk.outage.max.ms")
-_WRITE_NAMES = ("topic", "compression.codec", "batch.size", "max.message.size", "partitioner")
+_WRITE_NAMES = (
+    "topic", "compression.codec", "compression.level", "batch.size", "max.message.size",
+    "partitioner",
+    *DELIVERY_NAMES,
+)
 
 _CANONICAL: dict[str, str] = {
     n.lower(): n

@@ -8,6 +8,7 @@ before a byte is sent. The input columns are checked by :mod:`.write_columns`.
 ========================  =====================================================  ===========
 ``topic``                 target topic when rows have no ``topic`` column        (none)
 ``compression.codec``     ``none``/``gzip``/``snappy`` or 0/1/2 (0.7's integers)  ``none``
+``compression.level``     gzip's deflate level, 0-9 (gzip only)                  (encoder's)
 ``batch.size``            most messages per message set                          200
 ``max.message.size``      largest message payload (or compressed wrapper         1000000
                           payload) a broker accepts; 0.7 compares the payload
@@ -15,19 +16,24 @@ before a byte is sent. The input columns are checked by :mod:`.write_columns`.
                           ``kafka.producer.DefaultPartitioner``)
 ========================  =====================================================  ===========
 
-plus the cluster options (``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
-:mod:`kafka_pyspark._cluster_options`). Spark passes option names lower-cased.
+plus the delivery options (``delivery.*``, :mod:`.delivery_options`) and the cluster options
+(``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
+:mod:`kafka_pyspark._cluster.options`). Spark passes option names lower-cased.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
+from kafka_pyspark._messages.compression import MAX_GZIP_LEVEL
 from kafka_pyspark._messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark._option_values import int_option, topic_value
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option, int_value, topic_value
+from kafka_pyspark._spark.options.delivery_options import DeliveryOptions, parse_delivery_options
 from kafka_pyspark._spark.options.habits import unknown_option
 from kafka_pyspark._spark.options.option_names import (
     CLUSTER_OPTIONS,
@@ -37,7 +43,6 @@ from kafka_pyspark._spark.options.option_names import (
     canonical_name,
 )
 from kafka_pyspark._wire.protocol import INT32_MAX
-from kafka_pyspark._zk_auth import refuse_zk_auth
 from kafka_pyspark.errors import OptionError
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "WriteOptions",
     "check_option_names",
     "parse_codec",
+    "parse_level",
     "parse_write_options",
     "parse_write_options_only",
 ]
@@ -70,9 +76,13 @@ class WriteOptions:
 
     topic: str | None = None
     codec: str = "none"
+    #: gzip level (None: the encoder's default, ``encode.GZIP_DEFAULT_LEVEL``)
+    compression_level: int | None = None
     batch_size: int = defaults.BATCH_SIZE
     max_message_size: int = defaults.MAX_MESSAGE_SIZE
     partitioner: str | None = None  # None: "hash" if there is a key column, else "random"
+    #: the guarantee and its store (:mod:`.delivery_options`; needs the cluster options)
+    delivery: DeliveryOptions = field(default_factory=DeliveryOptions)
 
     @property
     def codec_id(self) -> int:
@@ -94,6 +104,17 @@ def parse_codec(raw: str) -> str:
     )
 
 
+def parse_level(opts: Mapping[str, str], codec: str) -> int | None:
+    """``compression.level`` (lower-cased ``opts``): a gzip level 0-9, or None when unset."""
+    if "compression.level" not in opts:
+        return None
+    if codec != "gzip":
+        raise OptionError(
+            "compression.level", f"is gzip's deflate level; compression.codec is {codec}"
+        )
+    return int_value("compression.level", opts["compression.level"], 0, MAX_GZIP_LEVEL)
+
+
 def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
     """The write options in ``options`` (other keys are ignored here)."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
@@ -101,6 +122,7 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
     if topic is not None:
         topic_value("topic", topic)
     codec = parse_codec(opts["compression.codec"]) if "compression.codec" in opts else "none"
+    level = parse_level(opts, codec)
     batch_size = int_option(opts, "batch.size", defaults.BATCH_SIZE, 1, MAX_BATCH_SIZE)
     max_message_size = int_option(opts, "max.message.size", defaults.MAX_MESSAGE_SIZE, 1, INT32_MAX)
     partitioner: str | None = None
@@ -114,6 +136,7 @@ def parse_write_options_only(options: Mapping[str, str]) -> WriteOptions:
     return WriteOptions(
         topic=topic,
         codec=codec,
+        compression_level=level,
         batch_size=batch_size,
         max_message_size=max_message_size,
         partitioner=partitioner,
@@ -143,4 +166,7 @@ def check_option_names(options: Mapping[str, str]) -> None:
 def parse_write_options(options: Mapping[str, str]) -> tuple[WriteOptions, ClusterOptions]:
     """All writer options: unknown names, bad values and conflicts raise :class:`OptionError`."""
     check_option_names(options)
-    return parse_write_options_only(options), parse_cluster_options(options)
+    wopts, copts = parse_write_options_only(options), parse_cluster_options(options)
+    lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    delivery = parse_delivery_options(lowered, copts)
+    return dataclasses.replace(wopts, delivery=delivery), copts

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._cluster_options import ClusterOptions
+from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._partitioner import sorted_partitions
 from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
 from kafka_pyspark._spark.options.write_options import WriteOptions, parse_write_options
@@ -33,9 +33,9 @@ class WritePlan:
     """Everything a write task needs, resolved on the driver (picklable)."""
 
     options: WriteOptions
-    #: the cluster options as parsed on the driver, without ZooKeeper credentials (a write
-    #: task never contacts ZooKeeper); in ``broker.list`` mode tasks probe the topics the
-    #: driver did not resolve (``topic`` column) with them
+    #: the cluster options as parsed on the driver; ZooKeeper credentials only when tasks keep
+    #: exactly-once records in ZooKeeper (kept out of reprs); in ``broker.list`` mode tasks
+    #: probe the topics the driver did not resolve (``topic`` column) with them
     cluster: ClusterOptions
     layout: ColumnLayout
     brokers: dict[int, tuple[str, int]]
@@ -68,7 +68,7 @@ def resolve_plan(
     brokers = {b: (a.host, a.port) for b, a in cluster.brokers().items()}
     registry = cluster.registry()
     if not brokers and registry is not None:
-        from kafka_pyspark._chroot_hints import no_brokers_error
+        from kafka_pyspark._cluster import no_brokers_error
 
         raise no_brokers_error(registry)  # where the brokers are when it is a wrong chroot
     if not brokers:
@@ -91,8 +91,13 @@ def resolve_plan(
         )
     return WritePlan(
         options=wopts,
-        cluster=dataclasses.replace(copts, zk_auth=None),
+        cluster=copts if _tasks_use_zookeeper(wopts) else dataclasses.replace(copts, zk_auth=None),
         layout=layout,
         brokers=brokers,
         topics=topics,
     )
+
+
+def _tasks_use_zookeeper(wopts: WriteOptions) -> bool:
+    """Whether write tasks keep exactly-once records in ZooKeeper (with the credentials)."""
+    return wopts.delivery.exactly_once and wopts.delivery.store is None

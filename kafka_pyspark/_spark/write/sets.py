@@ -17,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark._partition_key import partition_key
+from kafka_pyspark._shared.partition_key import partition_key
 from kafka_pyspark._spark.options.write_options import WriteOptions
+from kafka_pyspark._spark.write.digest import SetDigest, set_digest
 from kafka_pyspark._spark.write.rows import RowError, Targets, compact, value_offsets
 from kafka_pyspark._spark.write.sizes import (
     MAX_COMPRESS_INPUT,
@@ -30,8 +31,8 @@ from kafka_pyspark._spark.write.sizes import (
 from kafka_pyspark.errors import MessageTooLargeError
 
 Rows = npt.NDArray[np.int64]
-Queue = Callable[[int, bytes, int], None]
-"""queue(target, message set, messages in it)"""
+Queue = Callable[[int, bytes | memoryview, int, "SetDigest | None"], None]
+"""queue(target, message set, messages in it, its digest or None when not asked for)"""
 
 
 class _Pending:
@@ -55,17 +56,20 @@ class SetBuilder:
         limits: SizeLimits,
         queue: Queue,
         label: Callable[[int], str],
+        *,
+        digests: bool = False,
     ) -> None:
-        from kafka_pyspark._messages import encode_message_set_arrow, encode_message_sets_arrow
+        from kafka_pyspark._messages import encode_message_sets_arrow
 
         self.opts = opts
         self.targets = targets
         self._limits = limits
         self._queue = queue
         self._label = label
-        self._encode = encode_message_set_arrow
         self._encode_many = encode_message_sets_arrow
         self._pending: dict[int, _Pending] = {}
+        #: compute each set's :class:`SetDigest` (exactly-once delivery needs them)
+        self._digests = digests
 
     def add_in_order(self, values: pa.Array, dest: Rows, base: int) -> None:
         """Rows whose targets come in runs (keyless rows): zero-copy slices, in order."""
@@ -118,9 +122,12 @@ class SetBuilder:
         if cuts:
             # every set of this flush in one encoder call (no per-set Python loop over rows)
             bounds = [lo for lo, _ in cuts] + [cuts[-1][1]]
-            sets = self._encode_many(values, bounds, compression=self.opts.codec)
+            crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
+            sets = self._encode_many(values, bounds, compression=self.opts.codec,
+                                     level=self.opts.compression_level, crcs_out=crcs)
             for (lo, hi), data in zip(cuts, sets, strict=True):
-                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data)
+                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
+                           None if crcs is None else crcs[lo - bounds[0]:hi - bounds[0]])
         if end < len(values):
             pend.chunks = [compact(values.slice(end))]
             pend.rows = [rows[end:].copy()]
@@ -137,11 +144,15 @@ class SetBuilder:
             return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
         return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
 
-    def _emit(self, target: int, values: pa.Array, rows: Rows, data: bytes | None = None) -> None:
-        """Queue one message set, ``data`` if already encoded (split in halves if its wrapper
-        is too large)."""
+    def _emit(self, target: int, values: pa.Array, rows: Rows,
+              data: bytes | memoryview | None = None,
+              crcs: npt.NDArray[np.uint32] | None = None) -> None:
+        """Queue one message set, ``data`` if already encoded, ``crcs`` its messages' CRCs
+        (split in halves if its wrapper is too large)."""
         if data is None:
-            data = self._encode(values, compression=self.opts.codec)
+            crcs = np.empty(len(values), dtype=np.uint32) if self._digests else None
+            data = self._encode_many(values, [0, len(values)], compression=self.opts.codec,
+                                     level=self.opts.compression_level, crcs_out=crcs)[0]
         topic = self.targets[target][0]
         payload = len(data) - MESSAGE_OVERHEAD
         # one message (a compressed wrapper, or a lone row) is held to max.message.size too
@@ -157,7 +168,16 @@ class SetBuilder:
                 self._emit(target, values.slice(half), rows[half:])
                 return
             raise RowError(self._too_large(target, values, int(rows[0]), payload))
-        self._queue(target, data, len(values))
+        self._queue(target, data, len(values), self._digest(values, data, crcs))
+
+    def _digest(self, values: pa.Array, data: bytes | memoryview,
+                crcs: npt.NDArray[np.uint32] | None) -> SetDigest | None:
+        if crcs is None:
+            return None
+        if self.opts.codec == "none":
+            return set_digest(crcs, len(data))
+        offsets = value_offsets(values)
+        return set_digest(crcs, int(offsets[-1] - offsets[0]) + MESSAGE_OVERHEAD * len(values))
 
     def _too_large(
         self, target: int, values: pa.Array, row: int, payload: int

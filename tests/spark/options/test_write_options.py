@@ -14,13 +14,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kafka_pyspark._cluster_options import BrokerAddress
+from kafka_pyspark._cluster import BrokerAddress
 from kafka_pyspark._spark.options import (
     WriteOptions,
     parse_codec,
     parse_write_options,
     parse_write_options_only,
 )
+from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
 from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
 from kafka_pyspark.errors import OptionError, SchemaError
 
@@ -34,7 +35,8 @@ def schema(**cols: DataType) -> StructType:
 def test_defaults() -> None:
     w, c = parse_write_options({**ZK, "topic": "events"})
     assert w == WriteOptions(topic="events", codec="none", batch_size=200,
-                             max_message_size=1_000_000, partitioner=None)
+                             max_message_size=1_000_000, partitioner=None,
+                             delivery=DeliveryOptions(guarantee="exactly-once"))
     assert c.zk_connect == "127.0.0.1:2181"
     assert c.broker_list is None
 
@@ -75,6 +77,20 @@ def test_bad_values(opt: str, raw: str, problem: str) -> None:
     with pytest.raises(OptionError, match=problem) as e:
         parse_write_options({**ZK, opt: raw})
     assert e.value.option == opt
+
+
+def test_compression_level() -> None:
+    assert parse_write_options_only({"compression.codec": "gzip"}).compression_level is None
+    for raw, level in (("0", 0), ("1", 1), (" 9 ", 9)):
+        opts = parse_write_options({**ZK, "topic": "t", "compression.codec": "1",
+                                    "Compression.Level": raw})[0]
+        assert opts.compression_level == level
+    for codec, raw, problem in (("gzip", "10", "between 0 and 9"), ("gzip", "-1", "between 0"),
+                                ("gzip", "fast", "integer"), ("snappy", "5", "gzip's deflate"),
+                                ("none", "1", "compression.codec is none")):
+        with pytest.raises(OptionError, match=problem) as e:
+            parse_write_options({**ZK, "compression.codec": codec, "compression.level": raw})
+        assert e.value.option == "compression.level"
 
 
 def test_partitioner_aliases() -> None:

@@ -1,4 +1,4 @@
-"""The executor's batch coalescing (``_spark/read/batch.py``): its byte count is Arrow's."""
+"""The executor's batch coalescing (``_spark/read/executor.py``): its byte count is Arrow's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from kafka_pyspark._messages import decode_message_set, encode_message_set
 from kafka_pyspark._messages.flat import ValueSink
-from kafka_pyspark._spark.read.batch import _Coalescer, _join, _nbytes
+from kafka_pyspark._spark.read.executor import _Coalescer, _join, _nbytes
 
 VALUES = [b"x" * (i % 37) for i in range(300)] + [b"", b"\x00" * 1000]
 

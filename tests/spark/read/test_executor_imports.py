@@ -17,7 +17,7 @@ _SCRIPT = """
 import sys
 from kafka_pyspark._messages import decode_message_set, encode_message_set
 from kafka_pyspark._messages.flat import ValueSink
-from kafka_pyspark._spark.read.batch import _Coalescer, with_source_columns
+from kafka_pyspark._spark.read.executor import _Coalescer, with_source_columns
 values = [b"a" * 10, b"", b"ccc"] * 50
 sets = [encode_message_set(values, compression=c) for c in ("none", "gzip", "snappy")]
 out = _Coalescer(0, 100, 1 << 20)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_segments_read import logdir  # noqa: F401  (a fixture)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,7 +39,8 @@ def test_broker_segment_files_read_back_like_the_live_reader(
 ) -> None:
     from kafka_pyspark._messages import encode_message_set
     from kafka_pyspark._spark.options import parse_read_options
-    from kafka_pyspark._spark.read.batch import plan_batch, read_partition
+    from kafka_pyspark._spark.read.batch import plan_batch
+    from kafka_pyspark._spark.read.executor import read_partition
     from kafka_pyspark.client import Producer
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
@@ -74,7 +74,7 @@ def test_broker_segment_files_read_back_like_the_live_reader(
 
 
 def test_log_directory_subscribe_and_filters(
-    spark: SparkSession, logdir: Path  # noqa: F811
+    spark: SparkSession, logdir: Path
 ) -> None:
     everything = load(spark, path=str(logdir))
     assert everything.count() == 47
@@ -122,7 +122,7 @@ def test_corrupt_file_fails_naming_file_and_byte(spark: SparkSession, tmp_path: 
 
 
 def test_path_with_zk_connect_or_stream_is_an_error(
-    spark: SparkSession, logdir: Path  # noqa: F811
+    spark: SparkSession, logdir: Path
 ) -> None:
     with pytest.raises(Exception, match=r"option 'path': conflicts with zk\.connect"):
         load(spark, path=str(logdir), **{"zk.connect": "127.0.0.1:1"})

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from _cluster import kafka_partitions
+from _cluster import kafka_partitions, send, values
 
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._spark.compat import ReadAllAvailable, ReadMaxBytes
@@ -24,22 +24,11 @@ from kafka_pyspark._spark.stream.prefetch import THREAD_NAME
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 from kafka_pyspark._spark.stream.scan import HEADER
 from kafka_pyspark._wire import FetchRequest, FetchResponse
-from kafka_pyspark.client import BrokerConnection, Producer
+from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.zk
-
-
-def send(broker: EmbeddedBroker, topic: str, partition: int, message_set: bytes) -> None:
-    with Producer({broker.broker_id: (broker.host, broker.port)}, timeout=10.0) as p:
-        p.send(broker.broker_id, topic, partition, message_set)
-        p.flush()
-    broker.wait_for_topic(topic)
-
-
-def values(prefix: str, n: int, size: int = 30) -> list[bytes]:
-    return [f"{prefix}{i:05d}".encode().ljust(size, b".") for i in range(n)]
 
 
 def make(zk: str, **options: str) -> Kafka07StreamReader:
@@ -235,34 +224,45 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
 def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
     tmp_path: Path, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kafka_pyspark._cluster
+    from kafka_pyspark.client import _brokers
     from kafka_pyspark.testing._zookeeper import free_port
 
     opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
     conns: list[BrokerConnection] = []
-    real = kafka_pyspark._cluster.connect
+    real = _brokers.open_connection
 
-    def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
-        opened.append((broker_id, address.port))
-        conns.append(real(broker_id, address, *args))
-        return conns[-1]
+    sending = [False]  # the test's own producer opens its connections the same way
 
-    monkeypatch.setattr(kafka_pyspark._cluster, "connect", spy)
+    def spy(broker_id: int, host: str, port: int, *args: Any) -> BrokerConnection:
+        conn = real(broker_id, host, port, *args)
+        if not sending[0]:
+            opened.append((broker_id, port))
+            conns.append(conn)
+        return conn
+
+    def produce(b: EmbeddedBroker, *args: Any) -> None:
+        sending[0] = True
+        try:
+            send(b, *args)
+        finally:
+            sending[0] = False
+
+    monkeypatch.setattr(_brokers, "open_connection", spy)
     log_dir = tmp_path / "b0"
     first, second = free_port(), free_port()
     with EmbeddedBroker(0, port=first, log_dir=log_dir, zk_connect=zk_connect) as b0:
-        send(b0, topic, 0, encode_message_set(values("a", 5)))
+        produce(b0, topic, 0, encode_message_set(values("a", 5)))
         r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
         start = r.initialOffset()
         for n in range(3):
-            send(b0, topic, 0, encode_message_set(values("b", 1)))
+            produce(b0, topic, 0, encode_message_set(values("b", 1)))
             end = r.latestOffset(start, ReadAllAvailable())
             assert end == {topic: {"0-0": 200 + 40 * (n + 1)}}
             start = end
         assert opened == [(0, first)]  # one connection for the whole query
     # the broker comes back at another port: its old connection is dropped, a new one made
     with EmbeddedBroker(0, port=second, log_dir=log_dir, zk_connect=zk_connect) as b0:
-        send(b0, topic, 0, encode_message_set(values("c", 1)))
+        produce(b0, topic, 0, encode_message_set(values("c", 1)))
         assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0-0": 360}}
         assert opened == [(0, first), (0, second)]
         assert [c.connected for c in conns] == [False, True]  # the moved one closed
@@ -329,7 +329,7 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
 def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
     brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafka_pyspark._zk_session import ZkSession
+    from kafka_pyspark._cluster.zk_session import ZkSession
 
     for i in range(4):
         for b in brokers:

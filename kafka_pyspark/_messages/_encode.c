@@ -1,0 +1,396 @@
+/* Message sets from an Arrow value column, in one pass: the compiled twin of encode.py's
+ * encode_message_sets_arrow (kafka_pyspark/_messages/encode.py, which checks the arguments and
+ * calls `encode_sets` when this optional module is built; KAFKA_PYSPARK_PURE=1 takes the pure
+ * path, which gives the same bytes for none and snappy and the same messages for gzip).
+ *
+ * For rows [cuts[0], cuts[k]) of a column given as its offsets (int64, n + 1) and data buffer:
+ * each row becomes one message, LENGTH | MAGIC | [ATTRIBUTES 0] | CRC32 | payload (magic 1 or
+ * 0), its CRC32 also stored in `crcs` (when given, in row order); set j (rows cuts[j] to
+ * cuts[j + 1]) is
+ *   - codec none: its messages back to back, written straight into the output;
+ *   - snappy: ONE magic-1 wrapper (ATTRIBUTES 2) whose payload is snappy-java's stream framing
+ *     (8-byte magic 82 SNAPPY 00, int32 version 1, int32 compatible version 1, then per 32 KiB
+ *     of input an int32 compressed length and one raw snappy block, _snapenc.c) of the framed
+ *     messages;
+ *   - gzip: ONE magic-1 wrapper (ATTRIBUTES 1) whose payload is one gzip member with Java's
+ *     header (1f 8b 08 00, mtime 0, xfl 0, os ff), a raw deflate body by libdeflate at `level`,
+ *     CRC32 and ISIZE little-endian;
+ *   an empty set is zero bytes. Sets are written back to back into one bytes object; `ends`
+ * (k + 1 int64) says where each one starts and ends, so Python hands out views of it (each set
+ * is written once, and copied once more only into the request).
+ *
+ * Nothing here trusts its arguments: offsets must not decrease and must lie in the data, cuts
+ * must not decrease and lie in 0..n, a payload must fit one message; else ValueError (encode.py
+ * checks all of that first and raises the typed errors; this is for a caller that did not).
+ * The work runs without the GIL. The layout constants come from _kernel.h (exported, checked
+ * at load against walk.KERNEL_CONSTANTS as the other modules' are); nothing else of _kernel's
+ * is used.
+ */
+#include "_kernel.h" /* first: Python.h before the standard headers; the layout constants */
+
+#include <libdeflate.h>
+
+#include "_snapenc.h"
+
+#define HEADER_V1_SIZE (LENGTH_SIZE + MIN_LENGTH_V1) /* LENGTH, MAGIC, ATTRIBUTES, CRC32 */
+#define HEADER_V0_SIZE (LENGTH_SIZE + MIN_LENGTH)    /* LENGTH, MAGIC, CRC32 */
+/* snappy-java's stream (compression.py, checked at load as SNAPPY_BLOCK_SIZE) */
+#define SNAPPY_BLOCK_SIZE 32768
+#define SNAPPY_JAVA_HEADER_SIZE 16
+/* Java's gzip member around a deflate body (compression.py's GZIP_HEADER) */
+#define GZIP_HEADER_SIZE 10
+#define GZIP_TRAILER_SIZE 8
+
+static const uint8_t SNAPPY_JAVA_HEADER[SNAPPY_JAVA_HEADER_SIZE] = {
+    0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1};
+static const uint8_t GZIP_HEADER[GZIP_HEADER_SIZE] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* the CRC-32 of each message: ISA-L's when crc_engine_at found it (faster on messages of a few
+ * hundred bytes than libdeflate's, which is the fallback) */
+static uint32_t deflate_crc(uint32_t init, const unsigned char *buf, uint64_t len)
+{
+    return (uint32_t)libdeflate_crc32(init, buf, (size_t)len);
+}
+static kp_crc32_fn message_crc = deflate_crc;
+
+/* crc_engine_at(address) -> bool: whether the function at address (ISA-L's crc32_gzip_refl,
+ * found by crc.isal_crc_address; 0: none) gives zlib's CRC-32 of known inputs; if so, it
+ * computes the messages' CRCs from now on (as _wrappers.c's crc_engine_at, for the same reason:
+ * the lookup is Python's, so the module links no dynamic-loader symbol). */
+static PyObject *crc_engine_at(PyObject *self, PyObject *arg)
+{
+    void *at = PyLong_AsVoidPtr(arg);
+    if (!at && PyErr_Occurred())
+        return NULL;
+    kp_crc32_fn fn = NULL;
+    *(void **)&fn = at;
+    int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
+             fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
+    if (ok)
+        message_crc = fn;
+    return PyBool_FromLong(ok);
+}
+
+/* the header of a message of `size` payload bytes with CRC `crc`; its size */
+static inline size_t header(uint8_t *p, int magic, int codec, size_t size, uint32_t crc)
+{
+    if (magic == 1) {
+        put_be32(p, (uint32_t)(size + HEADER_V1_SIZE - 4));
+        p[4] = 1;
+        p[5] = (uint8_t)codec;
+        put_be32(p + 6, crc);
+        return HEADER_V1_SIZE;
+    }
+    put_be32(p, (uint32_t)(size + HEADER_V0_SIZE - 4));
+    p[4] = 0;
+    put_be32(p + 5, crc);
+    return HEADER_V0_SIZE;
+}
+
+typedef struct {
+    const int64_t *offs; /* n + 1 */
+    const uint8_t *data;
+    const int64_t *cuts; /* k + 1, row indices */
+    Py_ssize_t n, k;
+    int magic, codec, level;
+    uint32_t *crcs; /* n items (rows from cuts[0] on), or NULL */
+} job_t;
+
+static inline size_t hsize(int magic) { return (size_t)header_size((uint8_t)magic); }
+
+/* the framed messages of rows lo..hi into dst; their size */
+static size_t frame(const job_t *j, Py_ssize_t lo, Py_ssize_t hi, uint8_t *dst)
+{
+    uint8_t *op = dst;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const uint8_t *payload = j->data + j->offs[i];
+        size_t size = (size_t)(j->offs[i + 1] - j->offs[i]);
+        uint32_t crc = message_crc(0, payload, size);
+        if (j->crcs)
+            j->crcs[i - j->cuts[0]] = crc;
+        op += header(op, j->magic, CODEC_NONE, size, crc);
+        memcpy(op, payload, size);
+        op += size;
+    }
+    return (size_t)(op - dst);
+}
+
+static inline size_t inner_size(const job_t *j, Py_ssize_t lo, Py_ssize_t hi)
+{
+    return (size_t)(j->offs[hi] - j->offs[lo]) + (size_t)(hi - lo) * hsize(j->magic);
+}
+
+/* snappy-java's stream of inner[0..n) into dst (room: snappy_room(n)); its size */
+static size_t snappy_stream(const uint8_t *inner, size_t n, uint8_t *dst, uint16_t *table)
+{
+    memcpy(dst, SNAPPY_JAVA_HEADER, SNAPPY_JAVA_HEADER_SIZE);
+    uint8_t *op = dst + SNAPPY_JAVA_HEADER_SIZE;
+    for (size_t at = 0; at < n; at += SNAPPY_BLOCK_SIZE) {
+        size_t len = n - at < SNAPPY_BLOCK_SIZE ? n - at : SNAPPY_BLOCK_SIZE;
+        size_t block = kp_snappy_compress(inner + at, len, op + 4, table);
+        put_be32(op, (uint32_t)block);
+        op += 4 + block;
+    }
+    return (size_t)(op - dst);
+}
+
+static size_t snappy_room(size_t n)
+{
+    size_t blocks = (n + SNAPPY_BLOCK_SIZE - 1) / SNAPPY_BLOCK_SIZE;
+    return SNAPPY_JAVA_HEADER_SIZE + blocks * 4 + n + blocks * 32 + n / 6 + blocks;
+}
+
+/* one gzip member of inner[0..n) into dst (room: gzip_room); its size */
+static size_t gzip_member(struct libdeflate_compressor *c, const uint8_t *inner, size_t n,
+                          uint8_t *dst, size_t room)
+{
+    memcpy(dst, GZIP_HEADER, GZIP_HEADER_SIZE);
+    size_t body = libdeflate_deflate_compress(c, inner, n, dst + GZIP_HEADER_SIZE,
+                                              room - GZIP_HEADER_SIZE - GZIP_TRAILER_SIZE);
+    uint8_t *t = dst + GZIP_HEADER_SIZE + body;
+    put_le32(t, (uint32_t)libdeflate_crc32(0, inner, n));
+    put_le32(t + 4, (uint32_t)n);
+    return GZIP_HEADER_SIZE + body + GZIP_TRAILER_SIZE;
+}
+
+static size_t gzip_room(struct libdeflate_compressor *c, size_t n)
+{
+    return GZIP_HEADER_SIZE + libdeflate_deflate_compress_bound(c, n) + GZIP_TRAILER_SIZE;
+}
+
+static size_t wrapper_room(const job_t *j, struct libdeflate_compressor *c, size_t n)
+{
+    if (!n)
+        return 0;
+    return HEADER_V1_SIZE + (j->codec == CODEC_GZIP ? gzip_room(c, n) : snappy_room(n));
+}
+
+/* set lo..hi as one wrapper at dst, its inner messages framed in scratch; its size */
+static size_t wrapped(const job_t *j, struct libdeflate_compressor *c, uint16_t *table,
+                      Py_ssize_t lo, Py_ssize_t hi, uint8_t *scratch, uint8_t *dst)
+{
+    size_t n = frame(j, lo, hi, scratch);
+    if (!n)
+        return 0;
+    uint8_t *payload = dst + HEADER_V1_SIZE;
+    size_t size = j->codec == CODEC_GZIP ? gzip_member(c, scratch, n, payload, gzip_room(c, n))
+                                         : snappy_stream(scratch, n, payload, table);
+    header(dst, 1, j->codec, size, (uint32_t)libdeflate_crc32(0, payload, size));
+    return HEADER_V1_SIZE + size;
+}
+
+/* every set into out; ends[0..k] where each starts and ends */
+static void encode_all(const job_t *j, struct libdeflate_compressor *c, uint16_t *table,
+                       uint8_t *scratch, uint8_t *out, int64_t *ends)
+{
+    size_t at = 0;
+    ends[0] = 0;
+    for (Py_ssize_t s = 0; s < j->k; s++) {
+        Py_ssize_t lo = j->cuts[s], hi = j->cuts[s + 1];
+        at += j->codec == CODEC_NONE ? frame(j, lo, hi, out + at)
+                                     : wrapped(j, c, table, lo, hi, scratch, out + at);
+        ends[s + 1] = (int64_t)at;
+    }
+}
+
+/* the argument checks (encode.py makes them first, with typed errors); -1: ValueError set */
+static int check_job(const job_t *j, Py_ssize_t data_len, Py_ssize_t crcs_len)
+{
+    if (j->magic != 0 && j->magic != 1)
+        return PyErr_Format(PyExc_ValueError, "magic must be 0 or 1"), -1;
+    if (j->codec < CODEC_NONE || j->codec > CODEC_SNAPPY)
+        return PyErr_Format(PyExc_ValueError, "unknown codec %d", j->codec), -1;
+    if (j->codec == CODEC_GZIP && (j->level < 0 || j->level > 12))
+        return PyErr_Format(PyExc_ValueError, "gzip level %d is not 0-12", j->level), -1;
+    int64_t limit = MAX_MESSAGE_LENGTH - (int64_t)hsize(j->magic) + 4;
+    for (Py_ssize_t i = 0; i <= j->n; i++) {
+        if (j->offs[i] < 0 || j->offs[i] > data_len || (i && j->offs[i] < j->offs[i - 1]))
+            return PyErr_Format(PyExc_ValueError, "offset %zd out of order or range", i), -1;
+        if (i && j->offs[i] - j->offs[i - 1] > limit)
+            return PyErr_Format(PyExc_ValueError, "value %zd does not fit a message", i - 1), -1;
+    }
+    for (Py_ssize_t s = 0; s <= j->k; s++)
+        if (j->cuts[s] < 0 || j->cuts[s] > j->n || (s && j->cuts[s] < j->cuts[s - 1]))
+            return PyErr_Format(PyExc_ValueError, "cut %zd out of order or range", s), -1;
+    if (crcs_len >= 0 && crcs_len != 4 * (j->cuts[j->k] - j->cuts[0]))
+        return PyErr_Format(PyExc_ValueError, "crcs must hold one uint32 per row"), -1;
+    return 0;
+}
+
+/* bytes all sets take at most; *most: the largest set's framed messages */
+static size_t room_of(const job_t *j, struct libdeflate_compressor *c, size_t *most)
+{
+    *most = 0;
+    if (j->codec == CODEC_NONE)
+        return inner_size(j, j->cuts[0], j->cuts[j->k]);
+    size_t total = 0;
+    for (Py_ssize_t s = 0; s < j->k; s++) {
+        size_t n = inner_size(j, j->cuts[s], j->cuts[s + 1]);
+        if (n > *most)
+            *most = n;
+        total += wrapper_room(j, c, n);
+    }
+    return total;
+}
+
+typedef struct {
+    Py_buffer offs, data, cuts, crcs;
+} views_t;
+
+static void release(views_t *v)
+{
+    PyBuffer_Release(&v->offs);
+    PyBuffer_Release(&v->data);
+    PyBuffer_Release(&v->cuts);
+    PyBuffer_Release(&v->crcs);
+}
+
+static int parse(PyObject *args, views_t *v, job_t *j)
+{
+    PyObject *crcs;
+    memset(v, 0, sizeof *v);
+    if (!PyArg_ParseTuple(args, "y*y*y*iiiO:encode_sets", &v->offs, &v->data, &v->cuts,
+                          &j->magic, &j->codec, &j->level, &crcs))
+        return -1;
+    if (crcs != Py_None && PyObject_GetBuffer(crcs, &v->crcs, PyBUF_WRITABLE) < 0)
+        return -1;
+    if (v->offs.len < 8 || v->offs.len % 8 || v->cuts.len < 8 || v->cuts.len % 8)
+        return PyErr_SetString(PyExc_ValueError, "offsets and cuts must be int64 arrays"), -1;
+    j->offs = (const int64_t *)v->offs.buf;
+    j->data = (const uint8_t *)v->data.buf;
+    j->cuts = (const int64_t *)v->cuts.buf;
+    j->n = v->offs.len / 8 - 1;
+    j->k = v->cuts.len / 8 - 1;
+    j->crcs = crcs != Py_None ? (uint32_t *)v->crcs.buf : NULL;
+    return check_job(j, v->data.len, crcs != Py_None ? v->crcs.len : -1);
+}
+
+/* encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (bytes, ends: int64 bytes) */
+static PyObject *encode_sets(PyObject *self, PyObject *args)
+{
+    views_t v;
+    job_t j;
+    PyObject *out = NULL, *ends = NULL, *result = NULL;
+    struct libdeflate_compressor *c = NULL;
+    uint16_t *table = NULL;
+    uint8_t *scratch = NULL;
+    if (parse(args, &v, &j) < 0)
+        goto done;
+    if (j.codec == CODEC_GZIP && !(c = libdeflate_alloc_compressor(j.level))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t most, room = room_of(&j, c, &most);
+    if (room > (size_t)PY_SSIZE_T_MAX) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if ((j.codec == CODEC_SNAPPY && !(table = PyMem_RawMalloc(KP_SNAPPY_TABLE_SIZE * 2))) ||
+        (most && !(scratch = PyMem_RawMalloc(most)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
+    ends = PyBytes_FromStringAndSize(NULL, (j.k + 1) * 8);
+    if (!out || !ends)
+        goto done;
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(ends);
+    Py_BEGIN_ALLOW_THREADS
+    encode_all(&j, c, table, scratch, (uint8_t *)PyBytes_AS_STRING(out), at);
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&out, (Py_ssize_t)at[j.k]) == 0)
+        result = Py_BuildValue("OO", out, ends);
+done:
+    release(&v);
+    libdeflate_free_compressor(c);
+    PyMem_RawFree(table);
+    PyMem_RawFree(scratch);
+    Py_XDECREF(out);
+    Py_XDECREF(ends);
+    return result;
+}
+
+/* deflate_sets(data, ends, level) -> bytes out: each data[ends[i]:ends[i + 1]] deflated by
+ * libdeflate at `level` into one reused buffer, nothing else (the benchmark's bare limit) */
+static PyObject *deflate_sets(PyObject *self, PyObject *args)
+{
+    Py_buffer data, ends;
+    int level;
+    if (!PyArg_ParseTuple(args, "y*y*i:deflate_sets", &data, &ends, &level))
+        return NULL;
+    PyObject *result = NULL;
+    struct libdeflate_compressor *c = NULL;
+    uint8_t *buf = NULL;
+    const int64_t *e = (const int64_t *)ends.buf;
+    Py_ssize_t k = ends.len / 8 - 1, total = 0, most = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (e[i] < 0 || e[i + 1] < e[i] || e[i + 1] > data.len) {
+            PyErr_SetString(PyExc_ValueError, "ends out of order or range");
+            goto done;
+        }
+        most = e[i + 1] - e[i] > most ? e[i + 1] - e[i] : most;
+    }
+    if (level < 0 || level > 12 || !(c = libdeflate_alloc_compressor(level))) {
+        PyErr_SetString(PyExc_ValueError, "level must be 0-12");
+        goto done;
+    }
+    size_t room = libdeflate_deflate_compress_bound(c, (size_t)most);
+    if (!(buf = PyMem_RawMalloc(room))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k; i++)
+        total += (Py_ssize_t)libdeflate_deflate_compress(
+            c, (const uint8_t *)data.buf + e[i], (size_t)(e[i + 1] - e[i]), buf, room);
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(total);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&ends);
+    libdeflate_free_compressor(c);
+    PyMem_RawFree(buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_sets", encode_sets, METH_VARARGS,
+     "encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (sets, ends)"},
+    {"crc_engine_at", crc_engine_at, METH_O,
+     "crc_engine_at(address) -> bool: use the CRC-32 function at address if it is zlib's"},
+    {"deflate_sets", deflate_sets, METH_VARARGS,
+     "deflate_sets(data, ends, level) -> compressed bytes in all (a benchmark's limit)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_encode",
+                                    "Message sets from Arrow value columns (encode.py).", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__encode(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (kp_add_constants(m) < 0 ||
+        PyModule_AddIntConstant(m, "SNAPPY_BLOCK_SIZE", SNAPPY_BLOCK_SIZE) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
