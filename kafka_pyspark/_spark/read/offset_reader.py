@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark._spark.options import ReadOptions
 
-__all__ = ["OffsetReader", "View"]
+__all__ = ["OffsetReader"]
 
 
 class OffsetReader(Closing):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from _cluster import java_hash, java_index
 from _spark_write import read_topic, values_of, writer
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
     from pyspark.sql import SparkSession
 
     from kafka_pyspark.testing.broker import EmbeddedBroker
@@ -219,7 +220,7 @@ def test_broker_list_mode(spark: SparkSession, broker: EmbeddedBroker) -> None:
 
 
 def test_a_batch_write_leaves_no_records(
-    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, kz: Any
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
 ) -> None:
     """exactly-once (the default with zk.connect): the job's records go with its commit."""
     rows = [(f"value-{i}",) for i in range(500)]
