@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from eo_support import (
+    DRIVER_POINTS,
+    EXECUTOR_POINTS,
     Outcome,
     StreamRun,
     maybe_other_producer,
@@ -90,3 +92,50 @@ def test_at_least_once_rerun_duplicates(
     assert set(got) == set(values(N))  # nothing lost
     assert 0 < duplicated < N, "the re-run micro-batch's rows were not written twice"
     assert len(outcome.of("seed")) == sum(b.num_partitions for b in brokers)
+
+
+# (fault, another producer beside the sink, runs expected); `make test` runs the unmarked ones
+CASES = [
+    pytest.param("mid-send", True, id="mid-send+other"),
+    *(pytest.param(p, False, marks=pytest.mark.faults, id=p) for p in EXECUTOR_POINTS),
+    *(pytest.param(p, False, marks=pytest.mark.faults, id=p) for p in DRIVER_POINTS),
+    pytest.param("during-commit", True, marks=pytest.mark.faults, id="during-commit+other"),
+]
+
+
+@pytest.mark.parametrize(("point", "other"), CASES)
+def test_exactly_once_under_fault(
+    point: str, other: bool, brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path,
+    record: Recorder,
+) -> None:
+    """SIGKILL at one point of the protocol (a Python worker on the executor side, Spark
+    retries the task; the driver on its side, restarted from the checkpoint): each input
+    value exactly once, the other producer's values all there once."""
+    outcome = run_scenario(brokers, zk_connect, tmp_path, fault=point, options=EXACTLY_ONCE,
+                           other=other)
+    got = outcome.of("v")
+    detail = f"runs {outcome.runs}" + (f", {len(outcome.others)} foreign values" if other else "")
+    record(f"exactly-once: SIGKILL at {point}" + (" + another producer" if other else ""),
+           expected=values(N), got=got, detail=detail)
+    assert outcome.fired == [f"{point}.fired"], f"the point was not reached\n{outcome.output}"
+    runs = [-9, 0] if point in DRIVER_POINTS else [0]
+    assert outcome.runs == runs, outcome.output[-4000:]
+    assert_once(outcome, point)
+    assert len(outcome.of("seed")) == sum(b.num_partitions for b in brokers)
+    if other:
+        assert outcome.others and sorted(outcome.of("o")) == sorted(outcome.others)
+
+
+@pytest.mark.faults
+def test_exactly_once_lost_commit_log_entry(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, record: Recorder
+) -> None:
+    """The driver killed after the sink's commit of the last micro-batch, before Spark wrote
+    it to the commit log: the re-run of that micro-batch appends nothing (its done records
+    outlive the sink's commit of it)."""
+    outcome = run_scenario(brokers, zk_connect, tmp_path, options=EXACTLY_ONCE, rerun_last=True)
+    record("exactly-once: last micro-batch re-run (commit log entry lost)",
+           expected=values(N), got=outcome.of("v"),
+           detail=f"runs {outcome.runs}, re-ran micro-batch {outcome.rerun}")
+    assert outcome.runs == [0, 0], outcome.output[-4000:]
+    assert_once(outcome, "re-run after the sink's commit")
