@@ -3,7 +3,7 @@
 Everything else about the build is in pyproject.toml. The compiled kernels are optional
 there; a pure build leaves them out entirely, so that the wheel holds no compiled file and is
 tagged for every platform (the package then runs its pure-Python paths, with the same
-results: ``kafka_pyspark/_native.py``).
+results: ``kafka_pyspark/_shared/native.py``).
 """
 
 import os

@@ -41,7 +41,7 @@ def write_logs(log_dir: Path, topics: Mapping[str, int], message_set: bytes) -> 
 
 def _wait_registered(zk_connect: str, brokers: int, topics: Mapping[str, int]) -> None:
     """Until every broker and every topic of every broker is in ZooKeeper."""
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import Registry
     from kafka_pyspark.errors import KafkaError
 
     deadline = time.monotonic() + START_TIMEOUT

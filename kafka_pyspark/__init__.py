@@ -49,7 +49,8 @@ def register(spark: SparkSession) -> None:
     only make Spark log a WARN that it replaced the source.
 
     It also sets ``spark.sql.redaction.string.regex`` for the session, if it is unset, to
-    :data:`kafka_pyspark._zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts ``zk.auth.password``
+    :data:`kafka_pyspark._cluster.zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts
+    ``zk.auth.password``
     in the option maps it shows, but Spark Connect also shows each plan as text (the UI's
     Connect tab, the event log), and SQL statements are shown as typed; that conf is what
     Spark redacts those texts with (docs/reading.md, "ZooKeeper ACLs").
@@ -62,7 +63,7 @@ def register(spark: SparkSession) -> None:
 
 
 def _redact_password_in_statements(spark: SparkSession) -> None:
-    from kafka_pyspark._zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
+    from kafka_pyspark._cluster.zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
 
     try:
         if not spark.conf.get(STATEMENT_REDACTION_CONF, None):  # the user's own is kept

@@ -29,8 +29,7 @@ LAG_TIMEOUT_MS = 10_000
 
 
 def _cluster(zk_connect: str, options: Mapping[str, str] | None) -> Cluster:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import CLUSTER_NAMES, parse_cluster_options
+    from kafka_pyspark._cluster import CLUSTER_NAMES, Cluster, parse_cluster_options
 
     given = dict(options or {})
     for name in given:

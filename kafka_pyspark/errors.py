@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # names imports this module at run time
-    from kafka_pyspark._partition_key import TopicPartition
+    from kafka_pyspark._shared.partition_key import TopicPartition
 
 
 class KafkaError(Exception):

@@ -10,8 +10,8 @@ import pytest
 from _cluster import java_index
 
 import kafka_pyspark
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._registry import Registry
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import InvalidPartitionError, OptionError, RegistryError

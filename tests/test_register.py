@@ -44,7 +44,7 @@ def test_register_sets_the_statement_redaction_pattern_unless_one_is_set(
 ) -> None:
     """Spark redacts SQL and Spark Connect statement texts only with this pattern (unset by
     default); register sets it to hide a zk.auth.password's value there, and keeps a user's."""
-    from kafka_pyspark._zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
+    from kafka_pyspark._cluster.zk_auth import PASSWORD_STATEMENT_REGEX, STATEMENT_REDACTION_CONF
 
     spark.conf.unset(STATEMENT_REDACTION_CONF)
     register(spark)

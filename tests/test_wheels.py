@@ -146,8 +146,8 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     venv.pip("install", str(dist.pure))  # its dependencies too, when run alone
     venv.pip("uninstall", "-y", "pyspark")
     plain = venv.run("-c", "import kafka_pyspark.client, kafka_pyspark.testing.broker, "
-                     "kafka_pyspark._registry; from kafka_pyspark import encode_message_set, "
-                     "decode_message_set; "
+                     "kafka_pyspark._cluster.registry; "
+                     "from kafka_pyspark import encode_message_set, decode_message_set; "
                      "print(decode_message_set(encode_message_set([b'x'])).batch.num_rows)")
     assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
     cli = venv.run("--help", program="kafka07")

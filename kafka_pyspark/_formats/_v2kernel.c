@@ -36,7 +36,7 @@
  * kafka_pyspark/_formats/records.py is the pure-Python twin; keep the two in step. Every
  * constant below that it states too (sizes, field rows, statuses, the fields at fault) is
  * exported by add_constants and checked at load against records.KERNEL_CONSTANTS: a build that
- * differs is not used (kafka_pyspark/_native.py).
+ * differs is not used (kafka_pyspark/_shared/native.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

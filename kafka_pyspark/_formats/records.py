@@ -8,7 +8,8 @@ how many) or the first problem: what it is (``ST_*``), which field (``W_*``), th
 value, and which record of which piece. :func:`header_positions` lists the key and value
 positions of every header of walked records.
 
-The kernel is used when it imports (see :mod:`kafka_pyspark._native`; ``KAFKA_PYSPARK_PURE=1``
+The kernel is used when it imports (see :mod:`kafka_pyspark._shared.native`;
+``KAFKA_PYSPARK_PURE=1``
 forces the pure path); :data:`ENGINE` names the one in use. The pure path walks valid data
 with numpy (the lengths one record at a time, confirmed in bulk over runs of records of one
 size; every field at once for all records) and, when anything is wrong, walks again one
@@ -35,7 +36,7 @@ from kafka_pyspark._formats.varint import (
     read_one_checked,
 )
 from kafka_pyspark._messages.arrays import int_array
-from kafka_pyspark._native import load_kernel
+from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 
 Bool = npt.NDArray[np.bool_]
@@ -70,7 +71,7 @@ _MIN_SIZE = MIN_RECORD + 1  # with its length varint
 _RUN_MIN = 8  # records of one size from which the numpy walk confirms them in bulk
 
 # Every fact _v2kernel.c repeats, as it exports it: a build that disagrees (a drift, a stale
-# build) is not used, with a warning (kafka_pyspark._native.load_kernel).
+# build) is not used, with a warning (kafka_pyspark._shared.native.load_kernel).
 KERNEL_CONSTANTS: Mapping[str, int] = {
     "MIN_RECORD": MIN_RECORD, "VARINT_MAX": VARINT_MAX, "VARLONG_MAX": VARLONG_MAX,
     "F_END": F_END, "F_TIMESTAMP": F_TIMESTAMP, "F_OFFSET": F_OFFSET, "F_KEY_POS": F_KEY_POS,

@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark._formats.batch_layout import (
     EMPTY_LOG_BATCH,
     ENTRY_HEADER,
@@ -33,6 +32,7 @@ from kafka_pyspark._formats.batch_layout import (
 )
 from kafka_pyspark._formats.legacy import decode_messages
 from kafka_pyspark._formats.v2 import Marker, TxnBatch, decode_batches
+from kafka_pyspark._shared import defaults
 from kafka_pyspark.errors import (
     CorruptMessageError,
     InvalidMessageSizeError,

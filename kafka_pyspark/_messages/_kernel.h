@@ -4,7 +4,7 @@
  *
  * - every constant the Python side also states (message layout, codec ids, statuses, the CRC
  *   check's result and chunk, the CRC engines), exported by kp_add_constants from both
- *   modules and checked at load against walk.KERNEL_CONSTANTS (kafka_pyspark/_native.py): a
+ *   modules and checked at load against walk.KERNEL_CONSTANTS (kafka_pyspark/_shared/native.py): a
  *   build that differs is not used;
  * - the message walk (kp_walk): read_head checks each header, a visitor takes each message
  *   (scan's records in _kernel.c; kp_sink_take's payloads into a value column, used by `take`
@@ -452,7 +452,7 @@ typedef struct {
 
 /* --- the constants, exported ------------------------------------------------------------------
  * Every fact above that the Python side states too, as module attributes of _kernel and
- * _gzip: walk.KERNEL_CONSTANTS holds the Python values, and kafka_pyspark._native.load_kernel
+ * _gzip: walk.KERNEL_CONSTANTS holds the Python values, and kafka_pyspark._shared.native.load_kernel
  * does not use a module whose values differ. 0, or -1 raised. */
 static inline int kp_add_constants(PyObject *m)
 {

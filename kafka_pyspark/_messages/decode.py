@@ -30,7 +30,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark._messages import columns, compression, flat, walk
 from kafka_pyspark._messages.crc import crc32
 from kafka_pyspark._messages.layout import (
@@ -42,6 +41,7 @@ from kafka_pyspark._messages.layout import (
     MIN_LENGTH,
 )
 from kafka_pyspark._messages.walk import Piece, Scan
+from kafka_pyspark._shared import defaults
 from kafka_pyspark._wire.protocol import INT64_MAX
 from kafka_pyspark.errors import (
     CorruptMessageError,

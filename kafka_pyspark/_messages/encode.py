@@ -46,7 +46,7 @@ from kafka_pyspark._messages.layout import (
     codec_id,
 )
 from kafka_pyspark._messages.walk import KERNEL_CONSTANTS
-from kafka_pyspark._native import load_kernel
+from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 from kafka_pyspark.errors import (
     MessageError,
@@ -57,7 +57,7 @@ from kafka_pyspark.errors import (
 )
 
 # the compiled encode pass (``_encode.c``, optional): used when it imports and states the same
-# layout; KAFKA_PYSPARK_PURE=1 forces the pure path (kafka_pyspark/_native.py)
+# layout; KAFKA_PYSPARK_PURE=1 forces the pure path (kafka_pyspark/_shared/native.py)
 ENCODE_CONSTANTS = {**KERNEL_CONSTANTS, "SNAPPY_BLOCK_SIZE": SNAPPY_BLOCK_SIZE}
 _kernel = load_kernel(
     "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS

@@ -32,7 +32,7 @@ import pyarrow as pa
 from kafka_pyspark._messages import compression, walk
 from kafka_pyspark._messages.crc import CRC32_ENGINE, crc32
 from kafka_pyspark._messages.layout import CODEC_GZIP
-from kafka_pyspark._native import load_kernel
+from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 
 _BINARY = pa.binary()

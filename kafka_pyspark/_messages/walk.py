@@ -10,7 +10,7 @@ their CRC-32s at once (one CRC call over the column's data, see :mod:`.crc`).
 Which engine runs: the compiled kernel when it imports (``make setup`` builds it; a wheel
 without it, or one built where no compiler was found, runs the pure path), unless the
 environment variable ``KAFKA_PYSPARK_PURE`` is set to a non-empty value other than ``0``
-(read once, at import; :mod:`kafka_pyspark._native` loads both kernels). :data:`ENGINE`
+(read once, at import; :mod:`kafka_pyspark._shared.native` loads both kernels). :data:`ENGINE`
 names the one in use. Both raise nothing on bad data:
 a problem in the input is a ``status`` of the scan, turned into a typed error by the caller.
 """
@@ -39,7 +39,7 @@ from kafka_pyspark._messages.layout import (
     MIN_LENGTH,
     MIN_LENGTH_V1,
 )
-from kafka_pyspark._native import load_kernel
+from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
 
 # scan status (the kernel's ``ST_*``)

@@ -28,13 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark._formats import LOG_SCHEMA, LogChunk, decode_log
 from kafka_pyspark._formats.batch_layout import NO_TIMESTAMP_TYPE
 from kafka_pyspark._messages import decode_message_set
 from kafka_pyspark._messages.arrays import bool_array, int_array
 from kafka_pyspark._segments.files import SegmentFile
 from kafka_pyspark._segments.txn import TxnResolver
+from kafka_pyspark._shared import defaults
 from kafka_pyspark.errors import MessageError
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import argparse
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import parse_partition_key, partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key, partition_key
 from kafka_pyspark.cli._common import (
     DEFAULT_TIMEOUT_MS,
     EXIT_DATA,
@@ -33,9 +33,7 @@ from kafka_pyspark.cli._output import json_document, table
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import BrokerAddress, Cluster, Registry
     from kafka_pyspark.client import BrokerConnection
 
 # lag statuses (the same words in the text table and in --json)
@@ -234,7 +232,7 @@ def _classify(offset: int | None, lo: int, hi: int) -> tuple[int | None, str]:
 
 
 def malformed_by_key(malformed: Mapping[str, str]) -> dict[tuple[int, int], str]:
-    """The errors of malformed offset nodes (:meth:`~kafka_pyspark._registry.Registry.
+    """The errors of malformed offset nodes (:meth:`~kafka_pyspark._cluster.registry.Registry.
     group_offsets_checked`) by broker-partition, for those named ``[bid]-[pid]``."""
     return {k: e for k, e in ((parse_partition_key(n), e) for n, e in malformed.items()) if k}
 

@@ -14,8 +14,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark._partition_key import not_a_partition_key, parse_partition_key, partition_key
-from kafka_pyspark._zk_auth import ZK_AUTH_ENV, credentials_from_environment, credentials_from_file
+from kafka_pyspark._cluster.zk_auth import (
+    ZK_AUTH_ENV,
+    credentials_from_environment,
+    credentials_from_file,
+)
+from kafka_pyspark._shared.partition_key import (
+    not_a_partition_key,
+    parse_partition_key,
+    partition_key,
+)
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
@@ -25,8 +33,7 @@ from kafka_pyspark.errors import (
 )
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark.client import BrokerConnection
 
 EXIT_OK = 0
@@ -53,7 +60,7 @@ T = TypeVar("T")
 
 #: library loggers whose retry chatter would drown the one clear error a command prints
 _QUIET_LOGGERS = (
-    "kazoo", "kafka_pyspark.client", "kafka_pyspark._registry", "kafka_pyspark._spark.write"
+    "kazoo", "kafka_pyspark.client", "kafka_pyspark._cluster.registry", "kafka_pyspark._spark.write"
 )
 
 
@@ -199,8 +206,7 @@ def cluster_settings(args: argparse.Namespace) -> dict[str, str]:
 
 
 def open_cluster(args: argparse.Namespace) -> Cluster:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import parse_cluster_options
+    from kafka_pyspark._cluster import Cluster, parse_cluster_options
 
     options = parse_cluster_options(cluster_settings(args))
     return Cluster(dataclasses.replace(options, zk_auth=zk_credentials(args)))
@@ -220,13 +226,13 @@ def permission_advice(e: RegistryPermissionError) -> str:
 
 def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
     """The brokers; none registered is the Spark paths' error, saying where a registry is (a
-    wrong chroot, usually: :mod:`kafka_pyspark._chroot_hints`)."""
+    wrong chroot, usually: :mod:`kafka_pyspark._cluster.chroot_hints`)."""
     brokers = cluster.brokers()
     if not brokers:
         registry = cluster.registry()
         if registry is None:  # broker.list is never empty
             raise CliError("no brokers given")
-        from kafka_pyspark._chroot_hints import no_brokers_error
+        from kafka_pyspark._cluster import no_brokers_error
 
         raise CliError(str(no_brokers_error(registry)))
     return brokers

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import parse_partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
     EXIT_INTERRUPTED,

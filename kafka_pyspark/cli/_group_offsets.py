@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import parse_partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key
 from kafka_pyspark._wire.protocol import INT64_MAX
 from kafka_pyspark.cli._cluster_cmds import broker_offsets, malformed_by_key, offsets_requests
 from kafka_pyspark.cli._common import (
@@ -39,8 +39,7 @@ from kafka_pyspark.cli._output import error, json_document, plural, summary, tab
 from kafka_pyspark.errors import MessageError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import Cluster, Registry
     from kafka_pyspark.client import BrokerConnection
 
 Key = tuple[int, int]

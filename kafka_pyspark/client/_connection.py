@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._closing import Closing
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark.client._framing import (
     BROKER_MAX_REQUEST_BYTES,
     check_int32,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 
 __all__ = ["FetchSettings", "OffsetRange"]
 
@@ -44,7 +44,8 @@ class OffsetRange:
 
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
-    """How a read connects, fetches and decodes; the defaults are :mod:`kafka_pyspark._defaults`.
+    """How a read connects, fetches and decodes; the defaults are
+    :mod:`kafka_pyspark._shared.defaults`.
 
     The fetcher uses ``fetch_size`` (bytes asked per FETCH), ``max_fetch_size`` (the most a
     FETCH grows to for one large message), ``verify_crc``, ``max_decompressed_size``,

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Closing
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._wire.protocol import MAX_MULTI_ITEMS, MULTIPRODUCE_HEADER_SIZE
 from kafka_pyspark.client._appends import AppendLedger, Shortfall
 from kafka_pyspark.client._connection import BrokerConnection

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared.closing import Service
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -37,7 +37,7 @@ import uuid
 import weakref
 from pathlib import Path
 
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared.closing import Service
 from kafka_pyspark.errors import KafkaError
 
 JAVA_DIR = Path("/usr/share/java")

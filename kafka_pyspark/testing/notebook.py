@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared.closing import Service
 from kafka_pyspark.testing._local import LocalCluster
 
 if TYPE_CHECKING:

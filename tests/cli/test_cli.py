@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 from _cluster import kazoo_client, unanswering_broker
 
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._registry import Registry
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
 
@@ -153,7 +153,7 @@ def test_unknown_topic_group_and_wrong_chroot(
     server = zk_connect.rsplit("/", 1)[0]
     assert main(["topics", "--zk", server + "/kafka"]) == 2
     # the chroot diagnosis of the Spark paths; the registries it finds on this shared server
-    # vary (tests/test_chroot_hints.py checks its full text on a ZooKeeper of its own)
+    # vary (tests/cluster/test_chroot_hints.py checks its full text on a ZooKeeper of its own)
     err = capsys.readouterr().err
     assert err.startswith(
         f"kafka07: ZooKeeper {server}/kafka has no node /kafka/brokers/ids: "

@@ -13,7 +13,7 @@ import pytest
 from _bytes import gzip_wrapper, message, message_set
 from _cluster import silent_peer
 
-from kafka_pyspark import _defaults as defaults
+from kafka_pyspark._shared import defaults
 from kafka_pyspark.cli import main
 from kafka_pyspark.cli._dump import DumpMessage, DumpStop, read_segment_file
 

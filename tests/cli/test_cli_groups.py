@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _cluster import kazoo_client, unanswering_broker
 
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._registry import Registry
 from kafka_pyspark.cli import main
 from kafka_pyspark.client import BrokerConnection
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._registry import Registry
 from kafka_pyspark._wire import OffsetsRequest
 from kafka_pyspark.cli import main
 from kafka_pyspark.cli._common import broker_deadline_ms

@@ -14,7 +14,7 @@ from _bytes import message
 from test_client_servers import FakeBroker, Handler, ScriptedServer, read_request
 
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._cluster_options import BrokerAddress, cluster_options
+from kafka_pyspark._cluster import BrokerAddress, cluster_options
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark.client import BrokerConnection, Producer
 from kafka_pyspark.client._connection import OFFSETS_WINDOW

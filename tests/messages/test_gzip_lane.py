@@ -27,7 +27,7 @@ from _outcome import outcome
 
 from kafka_pyspark._messages import decode, decode_message_set, flat, walk
 from kafka_pyspark._messages.crc import crc32
-from kafka_pyspark._native import pure_forced
+from kafka_pyspark._shared.native import pure_forced
 from kafka_pyspark.errors import DecompressionError, MessageError
 
 LANE = flat.gzip_lane

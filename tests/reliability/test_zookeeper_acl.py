@@ -20,7 +20,7 @@ import pytest
 from _cluster import kazoo_client
 from rel_support import Recorder, produce, values
 
-from kafka_pyspark._registry import Registry
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark.errors import RegistryPermissionError
 from kafka_pyspark.testing.broker import EmbeddedBroker
 

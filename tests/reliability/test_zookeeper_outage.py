@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from rel_support import Recorder, new_chroot, produce, read_sink, stream_query, values
 
-from kafka_pyspark._registry import Registry
+from kafka_pyspark._cluster import Registry
 from kafka_pyspark._spark.compat import ReadAllAvailable
 from kafka_pyspark.errors import RegistryUnavailableError
 from kafka_pyspark.testing.broker import EmbeddedBroker

@@ -2,11 +2,11 @@
 
 By subject:
 
-- :mod:`kafka_pyspark._cluster_options` (one layer down, because ``Cluster`` and ``Registry``
+- :mod:`kafka_pyspark._cluster.options` (one layer down, because ``Cluster`` and ``Registry``
   take it): where the cluster is (``zk.connect``/``broker.list``, timeouts, credentials
   ``zk.auth.user`` + ``zk.auth.password``) -> :class:`ClusterOptions`; the value parsers all
   options share are
-  :mod:`kafka_pyspark._option_values`;
+  :mod:`kafka_pyspark._shared.option_values`;
 - :mod:`.option_names`: which option belongs to which mode, and its documented spelling;
 - :mod:`.habits`: what an unknown name is told (Spark's Kafka source options, near misses);
 - :mod:`.subscription`: ``subscribe``/``subscribePattern``/``assign``;
@@ -18,7 +18,7 @@ Segment-file reads (``path``) have their own options:
 :mod:`kafka_pyspark._spark.options.segment_path`.
 """
 
-from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
 from kafka_pyspark._spark.options.option_names import (
     BATCH_ONLY_OPTIONS,
     CLUSTER_OPTIONS,

@@ -8,7 +8,7 @@
 * ``delivery.visibility.wait.ms``: how long a retry waits for an earlier attempt's sets to
   become readable before sending them again.
 
-Defaults: :mod:`kafka_pyspark._defaults`.
+Defaults: :mod:`kafka_pyspark._shared.defaults`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import ClusterOptions
-from kafka_pyspark._option_values import int_option
+from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option
 from kafka_pyspark.errors import OptionError
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from kafka_pyspark._zk_auth import ZK_AUTH_OPTIONS
+from kafka_pyspark._cluster.zk_auth import ZK_AUTH_OPTIONS
 from kafka_pyspark.errors import OptionError
 
 __all__ = ["SPARK_KAFKA_POINTERS", "unknown_option", "write_option_when_reading"]

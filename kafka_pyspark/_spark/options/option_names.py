@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_pyspark._cluster_options import CLUSTER_NAMES
-from kafka_pyspark._option_values import lower_options
+from kafka_pyspark._cluster import CLUSTER_NAMES
+from kafka_pyspark._shared.option_values import lower_options
 from kafka_pyspark._spark.options.delivery_options import DELIVERY_NAMES
 
 __all__ = [

@@ -21,16 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
-from kafka_pyspark._option_values import (
+from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import (
     bool_option,
     int_option,
     int_value,
     json_value,
     topic_value,
 )
-from kafka_pyspark._partition_key import TopicPartition, check_group_id, partition_key
+from kafka_pyspark._shared.partition_key import TopicPartition, check_group_id, partition_key
 from kafka_pyspark._spark.options.habits import unknown_option, write_option_when_reading
 from kafka_pyspark._spark.options.option_names import (
     BATCH_ONLY_OPTIONS,
@@ -51,7 +52,6 @@ from kafka_pyspark._spark.options.subscription import (
     partition_key_value,
 )
 from kafka_pyspark._wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
-from kafka_pyspark._zk_auth import refuse_zk_auth
 from kafka_pyspark.errors import OptionError
 
 __all__ = [

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._option_values import bool_option, int_option
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import bool_option, int_option
 from kafka_pyspark._spark.options.habits import unknown_option, write_option_when_reading
 from kafka_pyspark._spark.options.option_names import (
     CLUSTER_OPTIONS,

@@ -1,7 +1,8 @@
 """What to read: ``subscribe``, ``subscribePattern`` or ``assign`` (exactly one), parsed.
 
 Also the ``brokerId-partition`` keys these options and the JSON offsets name
-(:func:`partition_key_value`; the format itself is :mod:`kafka_pyspark._partition_key`). Pure.
+(:func:`partition_key_value`; the format itself is :mod:`kafka_pyspark._shared.partition_key`).
+Pure.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from kafka_pyspark._option_values import json_value, topic_value
-from kafka_pyspark._partition_key import (
+from kafka_pyspark._shared.option_values import json_value, topic_value
+from kafka_pyspark._shared.partition_key import (
     TopicPartition,
     is_decimal,
     not_a_partition_key,

@@ -18,7 +18,7 @@ before a byte is sent. The input columns are checked by :mod:`.write_columns`.
 
 plus the delivery options (``delivery.*``, :mod:`.delivery_options`) and the cluster options
 (``zk.connect``/``broker.list``/``zk.*``/``socket.*``,
-:mod:`kafka_pyspark._cluster_options`). Spark passes option names lower-cased.
+:mod:`kafka_pyspark._cluster.options`). Spark passes option names lower-cased.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
+from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
 from kafka_pyspark._messages.compression import MAX_GZIP_LEVEL
 from kafka_pyspark._messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark._option_values import int_option, int_value, topic_value
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option, int_value, topic_value
 from kafka_pyspark._spark.options.delivery_options import DeliveryOptions, parse_delivery_options
 from kafka_pyspark._spark.options.habits import unknown_option
 from kafka_pyspark._spark.options.option_names import (
@@ -42,7 +43,6 @@ from kafka_pyspark._spark.options.option_names import (
     canonical_name,
 )
 from kafka_pyspark._wire.protocol import INT32_MAX
-from kafka_pyspark._zk_auth import refuse_zk_auth
 from kafka_pyspark.errors import OptionError
 
 __all__ = [

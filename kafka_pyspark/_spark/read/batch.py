@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.options import Assign, ReadOptions, parse_read_options
 from kafka_pyspark._spark.read import pushdown

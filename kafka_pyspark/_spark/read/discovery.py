@@ -1,7 +1,7 @@
 """Which broker-partitions a read covers: from the registry or ``broker.list``.
 
 - :func:`discover` (a batch read): subscription -> sorted ``(topic, broker, partition)`` list
-  (:class:`kafka_pyspark._cluster.Cluster`); a named topic that does not exist is a
+  (:class:`kafka_pyspark._cluster.cluster.Cluster`); a named topic that does not exist is a
   :class:`TopicNotFoundError`, an assigned broker-partition the cluster lacks an
   :class:`OptionError`; :func:`discover_view`: that and the live brokers, from one registry
   read.
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import TopicPartition, partition_key
+from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
 from kafka_pyspark._spark.options import Assign, ReadOptions, Subscribe, Subscription
 from kafka_pyspark.errors import (
     BrokerConnectionError,
@@ -34,8 +34,7 @@ from kafka_pyspark.errors import (
 )
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress, Cluster
 
 __all__ = [
     "TopologyChange",
@@ -57,7 +56,7 @@ def discover(cluster: Cluster, subscription: Subscription) -> list[TopicPartitio
 
     ``subscribe``: every partition of every named topic on every live broker; a topic with
     none is a :class:`TopicNotFoundError` (ZooKeeper mode; with ``broker.list`` a 0.7 broker
-    cannot tell an unknown topic from an empty one, see :mod:`kafka_pyspark._cluster`).
+    cannot tell an unknown topic from an empty one, see :mod:`kafka_pyspark._cluster.cluster`).
     ``subscribePattern``: every registered topic the pattern matches (none: an empty list).
     ``assign``: the named ones, each checked to exist.
     """
@@ -68,8 +67,8 @@ def discover_view(
     cluster: Cluster, subscription: Subscription
 ) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
     """:func:`discover` and the live brokers. With ZooKeeper, one
-    :meth:`~kafka_pyspark._registry.Registry.topology` read: two pipelined rounds (three with
-    ``subscribePattern``) whatever the number of topics; no broker registered is a
+    :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read: two pipelined rounds (three
+    with ``subscribePattern``) whatever the number of topics; no broker registered is a
     :class:`~kafka_pyspark.errors.NoBrokersRegisteredError` saying where else a registry is."""
     registry = cluster.registry()
     if registry is None:
@@ -88,7 +87,7 @@ def discover_view(
             )
     live, counts = registry.topology(topics)
     if not live:
-        from kafka_pyspark._chroot_hints import no_brokers_error
+        from kafka_pyspark._cluster import no_brokers_error
 
         raise no_brokers_error(registry)  # a wrong chroot, usually: say so, not "no topic"
     brokers = {b.id: b.address for b in live.values()}
@@ -121,7 +120,8 @@ def current_view(
     cluster: Cluster, subscription: Subscription
 ) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
     """What a stream sees before a micro-batch: :func:`current_partitions` and the live
-    brokers. With ZooKeeper, one :meth:`~kafka_pyspark._registry.Registry.topology` read (two
+    brokers. With ZooKeeper, one :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read
+    (two
     pipelined rounds, three with ``subscribePattern``, however many topics)."""
     registry = cluster.registry()
     if registry is None:
@@ -180,7 +180,7 @@ def _not_found(cluster: Cluster, topic: str) -> str:
     where = repr(cluster)
     registry = cluster.registry()
     if registry is not None:
-        from kafka_pyspark._chroot_hints import topic_elsewhere
+        from kafka_pyspark._cluster import topic_elsewhere
 
         return (
             f"topic {topic!r} does not exist: it has no broker-partition in the ZooKeeper "

@@ -24,7 +24,7 @@ from pyspark.sql.datasource import InputPartition
 from kafka_pyspark._messages import MESSAGE_SCHEMA
 from kafka_pyspark._messages.columns import constant_column
 from kafka_pyspark._messages.flat import ValueSink, join_views
-from kafka_pyspark._partition_key import describe_tp
+from kafka_pyspark._shared.partition_key import describe_tp
 from kafka_pyspark._spark.read.planning import Kafka07InputPartition
 from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA
 from kafka_pyspark.client import OffsetRange

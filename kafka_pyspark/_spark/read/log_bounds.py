@@ -19,14 +19,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._cluster_options import ClusterOptions
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._shared.closing import Closing
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark.errors import BrokerConnectionError, TopicNotFoundError
 
 if TYPE_CHECKING:
     from kafka_pyspark import _wire as wire
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress
     from kafka_pyspark.client import BrokerConnection
 
 __all__ = ["WORKER_PREFIX", "BrokerWorkers", "LogBounds", "OffsetLookup"]
@@ -135,7 +135,7 @@ class OffsetLookup(Closing):
         self._brokers = brokers
 
     def connection(self, broker: int) -> BrokerConnection:
-        from kafka_pyspark._cluster import connect
+        from kafka_pyspark._cluster.cluster import connect
 
         conn = self._conns.get(broker)
         if conn is None:

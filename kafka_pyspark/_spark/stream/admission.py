@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark.stream.checkpoint import Offsets
 from kafka_pyspark._spark.stream.scan import HEADER, Scan, ScanFn, Windows
 from kafka_pyspark.errors import InvalidMessageSizeError

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka_pyspark._partition_key import TopicPartition, not_a_partition_key, partition_key
-from kafka_pyspark._partition_key import parse_partition_key as _parse_key
+from kafka_pyspark._shared.partition_key import TopicPartition, not_a_partition_key, partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key as _parse_key
 from kafka_pyspark.errors import OffsetFormatError
 
 __all__ = ["OffsetDicts", "Offsets", "from_offset_dict", "parse_partition_key", "to_offset_dict"]
@@ -27,7 +27,7 @@ Offsets = dict[TopicPartition, int]
 def parse_partition_key(key: str, *, topic: str = "?") -> tuple[int, int]:
     """``"1-3"`` -> ``(1, 3)``; anything else is an :class:`OffsetFormatError`.
 
-    The key format is :mod:`kafka_pyspark._partition_key` (ASCII digits only, as the options
+    The key format is :mod:`kafka_pyspark._shared.partition_key` (ASCII digits only, as the options
     accept). Checkpoints written by earlier versions parse the same: they were written with
     ``partition_key`` (ASCII digits from ``int``), never with a newline or other digits.
     """

@@ -2,11 +2,11 @@
 
 Where the ends go: ``/consumers/[group.id]/offsets/[topic]/[brokerId]-[partition]``, the
 decimal next byte offset, as 0.7's ZookeeperConsumerConnector writes it
-(:meth:`~kafka_pyspark._registry.Registry.commit_group_offsets`).
+(:meth:`~kafka_pyspark._cluster.registry.Registry.commit_group_offsets`).
 
 What: the first commit writes every broker-partition's offset (creating the nodes); after
 that only the offsets that moved since the last commit, all topics in one pipelined round of
-writes (:meth:`~kafka_pyspark._registry.Registry.commit_group_offsets_of`).
+writes (:meth:`~kafka_pyspark._cluster.registry.Registry.commit_group_offsets_of`).
 
 When (``docs/streaming.md``, "Committing to a 0.7 consumer group"): Spark calls
 ``commit(end)`` only when it plans the *next* micro-batch (and never after the last one of an
@@ -33,7 +33,7 @@ from kafka_pyspark._spark.stream.outage import ZooKeeperOutage
 from kafka_pyspark.errors import KafkaError, RegistryUnavailableError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import Registry
 
 __all__ = ["GroupCommitter"]
 

@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._partition_key import describe_tp
+from kafka_pyspark._shared.partition_key import describe_tp
 from kafka_pyspark._spark.compat import ReadAllAvailable, ReadLimit, needs_spark
 from kafka_pyspark._spark.stream.admission import Limits
 from kafka_pyspark._spark.stream.checkpoint import Offsets, from_offset_dict, to_offset_dict

@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.closing import Closing
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.read.discovery import current_view, group_start
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark._spark.stream.checkpoint import Offsets
@@ -38,8 +38,7 @@ from kafka_pyspark._spark.stream.scan import Scan, Windows
 from kafka_pyspark.errors import BrokerConnectionError, RegistryUnavailableError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._cluster_options import BrokerAddress
+    from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark._spark.options import ReadOptions
 
 __all__ = ["StreamOffsetReader", "View"]
@@ -103,7 +102,7 @@ class StreamOffsetReader(Closing):
             return known
         self._outage.recovered()
         if known is None and registry is not None and not brokers:
-            from kafka_pyspark._chroot_hints import no_brokers_error
+            from kafka_pyspark._cluster import no_brokers_error
 
             raise no_brokers_error(registry)  # a wrong chroot must not run silently empty
         self._seen(brokers)

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark._spark.stream.scan import HEADER, Scan, Windows, scan_window
 from kafka_pyspark.errors import BrokerConnectionError, KafkaError, MessageError, with_context
 
 if TYPE_CHECKING:
-    from kafka_pyspark._cluster_options import BrokerAddress, ClusterOptions
+    from kafka_pyspark._cluster import BrokerAddress, ClusterOptions
     from kafka_pyspark.client import BrokerConnection
 
 __all__ = [

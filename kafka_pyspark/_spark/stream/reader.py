@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._partition_key import TopicPartition, describe_tp
+from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.compat import (
     ReadAllAvailable,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 
 I64 = npt.NDArray[np.int64]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from kafka_pyspark._partition_key import TopicPartition, partition_key
+from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
 from kafka_pyspark.errors import KafkaError, with_context
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._cluster_options import ClusterOptions
+from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._partitioner import sorted_partitions
 from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
 from kafka_pyspark._spark.options.write_options import WriteOptions, parse_write_options
@@ -68,7 +68,7 @@ def resolve_plan(
     brokers = {b: (a.host, a.port) for b, a in cluster.brokers().items()}
     registry = cluster.registry()
     if not brokers and registry is not None:
-        from kafka_pyspark._chroot_hints import no_brokers_error
+        from kafka_pyspark._cluster import no_brokers_error
 
         raise no_brokers_error(registry)  # where the brokers are when it is a wrong chroot
     if not brokers:

@@ -21,8 +21,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafka_pyspark._partition_key import partition_key
 from kafka_pyspark._partitioner import hash_partitions, java_hashcodes, random_partitions
+from kafka_pyspark._shared.partition_key import partition_key
 from kafka_pyspark._spark.write.rows import RowError, Targets, row_label
 from kafka_pyspark._wire import INT32_MAX, validate_topic_name
 from kafka_pyspark.errors import InvalidPartitionError, SchemaError, TopicNameError

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kafka_pyspark._partition_key import partition_key
+from kafka_pyspark._shared.partition_key import partition_key
 from kafka_pyspark._spark.options.write_options import WriteOptions
 from kafka_pyspark._spark.write.digest import SetDigest, set_digest
 from kafka_pyspark._spark.write.rows import RowError, Targets, compact, value_offsets

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark import errors
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
 from kafka_pyspark._spark.write.digest import SetDigest
 from kafka_pyspark._spark.write.plan import WritePlan

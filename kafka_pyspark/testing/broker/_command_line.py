@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from kafka_pyspark import _defaults as defaults
+from kafka_pyspark._shared import defaults
 from kafka_pyspark.errors import KafkaError
 from kafka_pyspark.testing.broker._core import EmbeddedBroker
 

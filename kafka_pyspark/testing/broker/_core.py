@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kafka_pyspark import _defaults as defaults
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._closing import Service
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Service
 from kafka_pyspark.client._framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.errors import (
     OptionError,

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from kafka_pyspark._cluster import Cluster
-from kafka_pyspark._cluster_options import BrokerAddress
+from kafka_pyspark._cluster import BrokerAddress, Cluster
 from kafka_pyspark._spark.options import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -350,7 +349,7 @@ def test_zk_outage_max_ms_is_a_stream_option_with_a_default() -> None:
         parse_read_options({**sub, "zk.outage.max.ms": "1000"}, "batch")
 
 
-# credentials: tests/test_zk_auth.py
+# credentials: tests/cluster/test_zk_auth.py
 
 
 @pytest.mark.parametrize(

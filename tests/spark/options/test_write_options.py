@@ -14,7 +14,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kafka_pyspark._cluster_options import BrokerAddress
+from kafka_pyspark._cluster import BrokerAddress
 from kafka_pyspark._spark.options import (
     WriteOptions,
     parse_codec,

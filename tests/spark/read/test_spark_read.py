@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _cluster import kafka_partitions
 
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.planning import Kafka07InputPartition
@@ -467,7 +467,7 @@ def test_latest_and_ending_offsets(cluster: Cluster) -> None:
 
 
 def test_group_offsets(cluster: Cluster) -> None:
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster import Registry
 
     rows00 = cluster.data.logs[(MIXED, 0, 0)].rows
     committed = rows00[123][4]  # a next_offset, as a 0.7 consumer commits

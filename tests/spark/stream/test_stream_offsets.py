@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_pyspark._partition_key import TopicPartition
+from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.stream.admission import (
     admit,
@@ -464,7 +464,7 @@ def test_offset_dicts_format_and_parse_only_what_moved(monkeypatch: pytest.Monke
     from kafka_pyspark._spark.stream import checkpoint as stream_checkpoint
 
     formatted: list[tuple[int, int]] = []
-    from kafka_pyspark._partition_key import partition_key as real
+    from kafka_pyspark._shared.partition_key import partition_key as real
 
     def spy(broker: int, partition: int) -> str:
         formatted.append((broker, partition))

@@ -235,19 +235,19 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
 def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
     tmp_path: Path, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kafka_pyspark._cluster
+    import kafka_pyspark._cluster.cluster
     from kafka_pyspark.testing._zookeeper import free_port
 
     opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
     conns: list[BrokerConnection] = []
-    real = kafka_pyspark._cluster.connect
+    real = kafka_pyspark._cluster.cluster.connect
 
     def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
         opened.append((broker_id, address.port))
         conns.append(real(broker_id, address, *args))
         return conns[-1]
 
-    monkeypatch.setattr(kafka_pyspark._cluster, "connect", spy)
+    monkeypatch.setattr(kafka_pyspark._cluster.cluster, "connect", spy)
     log_dir = tmp_path / "b0"
     first, second = free_port(), free_port()
     with EmbeddedBroker(0, port=first, log_dir=log_dir, zk_connect=zk_connect) as b0:
@@ -329,7 +329,7 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
 def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
     brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafka_pyspark._zk_session import ZkSession
+    from kafka_pyspark._cluster.zk_session import ZkSession
 
     for i in range(4):
         for b in brokers:

@@ -18,7 +18,7 @@ import pytest
 from _cluster import read_topic
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
-from kafka_pyspark._cluster_options import BrokerAddress, parse_cluster_options
+from kafka_pyspark._cluster import BrokerAddress, parse_cluster_options
 from kafka_pyspark._spark.write import (
     Kafka07CommitMessage,
     TaskWriter,

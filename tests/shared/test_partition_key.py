@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kafka_pyspark._partition_key import parse_partition_key, partition_key
+from kafka_pyspark._shared.partition_key import parse_partition_key, partition_key
 from kafka_pyspark._spark.options import parse_offsets_json
 from kafka_pyspark._spark.stream.checkpoint import from_offset_dict
 from kafka_pyspark.errors import OffsetFormatError, OptionError
@@ -49,7 +49,7 @@ def test_every_path_words_a_bad_key_the_same_way() -> None:
     import argparse
     import re
 
-    from kafka_pyspark._partition_key import not_a_partition_key
+    from kafka_pyspark._shared.partition_key import not_a_partition_key
     from kafka_pyspark.cli._common import parse_broker_partition
 
     wording = re.escape(not_a_partition_key("0_1"))
@@ -63,7 +63,7 @@ def test_every_path_words_a_bad_key_the_same_way() -> None:
 
 @pytest.mark.parametrize("group", ["", ".", "..", "a/b", "g\x01", "g\x7f", "g\ufff0"])
 def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
-    from kafka_pyspark._partition_key import check_group_id
+    from kafka_pyspark._shared.partition_key import check_group_id
     from kafka_pyspark._spark.options import parse_read_options
 
     # the options and the registry ask the same check_group_id, so a group id the registry would

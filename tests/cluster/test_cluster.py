@@ -1,4 +1,5 @@
-"""_cluster.py (and _cluster_options.py: broker.list parsing, the checks of the cluster options),
+"""_cluster/cluster.py (and _cluster/options.py: broker.list parsing, the checks of the cluster
+options),
 and Cluster over ZooKeeper and over probed brokers."""
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ import pytest
 from _bytes import message
 from kazoo.client import KazooClient
 
-from kafka_pyspark._cluster import Cluster
-from kafka_pyspark._cluster_options import BrokerAddress, cluster_options, parse_broker_list
-from kafka_pyspark._registry import Registry
+from kafka_pyspark._cluster import (
+    BrokerAddress,
+    Cluster,
+    Registry,
+    cluster_options,
+    parse_broker_list,
+)
 from kafka_pyspark.errors import KafkaError, OptionError, TopicNameError
 
 if TYPE_CHECKING:

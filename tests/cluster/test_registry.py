@@ -16,7 +16,7 @@ import pytest
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
-from kafka_pyspark._registry import BrokerInfo, Registry
+from kafka_pyspark._cluster import BrokerInfo, Registry
 from kafka_pyspark.errors import OptionError, RegistryError, TopicNameError
 from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
@@ -88,7 +88,7 @@ def test_topics_and_partition_counts(kz: KazooClient, registry: Registry) -> Non
 def test_topology_is_brokers_and_counts_in_two_rounds(
     kz: KazooClient, registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafka_pyspark._zk_session import ZkSession
+    from kafka_pyspark._cluster.zk_session import ZkSession
 
     register_broker(kz, 0, BROKER0)
     register_broker(kz, 2, BROKER2)

@@ -8,7 +8,8 @@ The options (docs/reading.md "Options")::
 
 Pure (no sockets). :func:`parse_cluster_options` reads them from Spark's option strings,
 :func:`cluster_options` from Python values (the CLI, tests) by the same rules and wording;
-:class:`~kafka_pyspark._cluster.Cluster` and :class:`~kafka_pyspark._registry.Registry` take the
+:class:`~kafka_pyspark._cluster.cluster.Cluster` and
+:class:`~kafka_pyspark._cluster.registry.Registry` take the
 resulting :class:`ClusterOptions` and check nothing again. It sits in the cluster layer, below
 ``_spark/``, because the cluster itself takes it.
 """
@@ -20,16 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._option_values import int_option, lower_options
-from kafka_pyspark._partition_key import is_decimal
-from kafka_pyspark._wire.protocol import INT32_MAX
-from kafka_pyspark._zk_auth import (
+from kafka_pyspark._cluster.zk_auth import (
     CREDENTIALS_HINT,
     ZK_AUTH_OPTIONS,
     ZK_AUTH_SCHEME,
     credentials_from_options,
 )
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option, lower_options
+from kafka_pyspark._shared.partition_key import is_decimal
+from kafka_pyspark._wire.protocol import INT32_MAX
 from kafka_pyspark.errors import OptionError
 
 __all__ = [
@@ -137,7 +138,8 @@ def cluster_options(
     """The cluster options from Python values, checked exactly as :func:`parse_cluster_options`
     checks the option strings (a number must be an ``int``, not a bool or a float).
 
-    ``zk_auth`` is the pair :mod:`kafka_pyspark._zk_auth` parses: ``("digest", "user:password")``.
+    ``zk_auth`` is the pair :mod:`kafka_pyspark._cluster.zk_auth` parses: ``("digest",
+    "user:password")``.
     """
     numbers = {
         "zk.sessiontimeout.ms": zk_session_timeout_ms,

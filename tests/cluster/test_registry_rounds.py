@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
+from kafka_pyspark._cluster import Registry
+from kafka_pyspark._cluster.zk_session import ZkSession
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._registry import Registry
 from kafka_pyspark._spark.compat import ReadAllAvailable
 from kafka_pyspark._spark.options import parse_read_options
 from kafka_pyspark._spark.read.batch import plan_batch
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
-from kafka_pyspark._zk_session import ZkSession
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import RegistryPermissionError
 from kafka_pyspark.testing.broker import EmbeddedBroker
@@ -300,7 +300,7 @@ def test_each_value_read_together_gets_its_own_answer(
     ("", False),
 ])
 def test_multi_read_from_the_srvr_answer(srvr: str, multi_read: bool) -> None:
-    from kafka_pyspark._zk_session import multi_read_supported
+    from kafka_pyspark._cluster.zk_session import multi_read_supported
 
     assert multi_read_supported(srvr) is multi_read
 
@@ -359,7 +359,7 @@ def test_transactions_of_long_node_names_stay_below_the_request_limit(
     ("", False),
 ])
 def test_multi_from_the_srvr_answer(srvr: str, multi: bool) -> None:
-    from kafka_pyspark._zk_session import multi_supported
+    from kafka_pyspark._cluster.zk_session import multi_supported
 
     assert multi_supported(srvr) is multi
 

@@ -3,14 +3,15 @@
 Two sources, exactly one of them per :class:`Cluster`:
 
 ``zk.connect``
-    The registry (:mod:`kafka_pyspark._registry`): brokers from ``/brokers/ids/[id]``, partitions
+    The registry (:mod:`kafka_pyspark._cluster.registry`): brokers from ``/brokers/ids/[id]``,
+    partitions
     from ``/brokers/topics/[topic]/[id]`` (that broker's partition count). Only brokers that are
     registered in ``/brokers/ids`` contribute partitions: a topic node left by a broker that is
     gone cannot be read anyway (both nodes are ephemeral, so this is a short window).
 
 ``broker.list``
     Kafka 0.7's static producer format ``id:host:port[,id:host:port...]``
-    (:func:`~kafka_pyspark._cluster_options.parse_broker_list`). Partition counts are found by
+    (:func:`~kafka_pyspark._cluster.options.parse_broker_list`). Partition counts are found by
     probing each broker with FETCH requests of max size 0 on partitions 0, 1, ... until it
     answers WrongPartition (3)
     (:func:`kafka_pyspark.client.probe_partition_count`; not OFFSETS: a 0.7.2 broker closes the
@@ -28,9 +29,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._cluster_options import BrokerAddress, ClusterOptions
-from kafka_pyspark._registry import Registry
+from kafka_pyspark._cluster.options import BrokerAddress, ClusterOptions
+from kafka_pyspark._cluster.registry import Registry
+from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._wire.topics import validate_topic_name
 from kafka_pyspark.errors import OptionError
 
@@ -43,8 +44,8 @@ __all__ = ["BrokerAddress", "Cluster", "connect"]
 class Cluster(Closing):
     """Brokers and per-topic (broker, partition) lists, from ZooKeeper or ``broker.list``.
 
-    ``options`` come parsed and checked (:mod:`kafka_pyspark._cluster_options`: from Spark's
-    options or, for Python callers, :func:`~kafka_pyspark._cluster_options.cluster_options`).
+    ``options`` come parsed and checked (:mod:`kafka_pyspark._cluster.options`: from Spark's
+    options or, for Python callers, :func:`~kafka_pyspark._cluster.options.cluster_options`).
     Nothing is contacted until a method needs it; :meth:`close` (or the context manager) ends
     the ZooKeeper session and closes probe connections.
     """

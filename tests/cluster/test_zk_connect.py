@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _cluster import silent_peer
 
-from kafka_pyspark._zk_session import Created, ZkSession
+from kafka_pyspark._cluster.zk_session import Created, ZkSession
 from kafka_pyspark.errors import RegistryUnavailableError
 
 if TYPE_CHECKING:

@@ -33,16 +33,17 @@ one) fails once ZooKeeper has answered none of its requests for
 long as ZooKeeper needs to answer them, each within that time of the one before). Not reaching
 ZooKeeper in time is a :class:`RegistryUnavailableError` (transient); a node whose ACL refuses
 the session is a :class:`RegistryPermissionError` naming the node. The session, the bounded
-calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark._zk_session`.
+calls and the translation of kazoo's exceptions are :mod:`kafka_pyspark._cluster.zk_session`.
 
 Access control: ``auth=("digest", "user:password")`` (options ``zk.auth.user`` +
-``zk.auth.password``, parsed by :mod:`kafka_pyspark._zk_auth`) adds those digest credentials to
-the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
+``zk.auth.password``, parsed by :mod:`kafka_pyspark._cluster.zk_auth`) adds those digest credentials
+to the session, as zkCli's ``addauth digest user:password`` does, so nodes whose ACL grants that
 identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
-kazoo's own log lines go to :data:`kafka_pyspark._zk_auth.KAZOO_LOG` with credentials removed.
+kazoo's own log lines go to :data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG` with credentials
+removed.
 """
 
 from __future__ import annotations
@@ -51,17 +52,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from kafka_pyspark import _defaults as defaults
-from kafka_pyspark._cluster_options import (
+from kafka_pyspark._cluster.groups import GroupRegistry
+from kafka_pyspark._cluster.nodes import BROKER_IDS, BROKER_TOPICS, CONSUMERS
+from kafka_pyspark._cluster.options import (
     BrokerAddress,
     ClusterOptions,
     cluster_options,
     host_problem,
     port_number,
 )
-from kafka_pyspark._partition_key import is_decimal
-from kafka_pyspark._registry_base import BROKER_IDS, BROKER_TOPICS, CONSUMERS
-from kafka_pyspark._registry_groups import GroupRegistry
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.partition_key import is_decimal
 from kafka_pyspark._wire.topics import validate_topic_name
 
 __all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "BrokerInfo", "Registry"]
@@ -126,7 +127,7 @@ class Registry(GroupRegistry):
 
     def at_root(self) -> Registry:
         """The same ZooKeeper, credentials and timeouts without the chroot (to look for the
-        registry elsewhere when this one holds none: :mod:`kafka_pyspark._chroot_hints`)."""
+        registry elsewhere when this one holds none: :mod:`kafka_pyspark._cluster.chroot_hints`)."""
         hosts = self.zk_connect.partition("/")[0]
         return Registry.from_options(replace(self._options, zk_connect=hosts))
 

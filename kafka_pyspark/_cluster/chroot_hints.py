@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka_pyspark._registry import BROKER_IDS, BROKER_TOPICS
+from kafka_pyspark._cluster.registry import BROKER_IDS, BROKER_TOPICS
 from kafka_pyspark.errors import NoBrokersRegisteredError, RegistryError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._registry import Registry
+    from kafka_pyspark._cluster.registry import Registry
 
 __all__ = ["Found", "no_brokers_error", "topic_elsewhere"]
 

@@ -1,7 +1,7 @@
 """One kazoo session, started lazily, whose every call is bounded in time and fails typed.
 
-:class:`~kafka_pyspark._registry.Registry` knows 0.7's nodes; this module knows how to talk to
-ZooKeeper: starting the session within ``connection_timeout_ms`` (TCP connect and handshake,
+:class:`~kafka_pyspark._cluster.registry.Registry` knows 0.7's nodes; this module knows how to talk
+to ZooKeeper: starting the session within ``connection_timeout_ms`` (TCP connect and handshake,
 however long the session timeout), sending many requests at
 once and collecting their answers (pipelined), retrying those lost with the connection (a lost
 connection or an expired session: the registry holds no ephemeral nodes, so a new session is
@@ -15,16 +15,16 @@ and turning kazoo's exceptions into ours:
   :class:`RegistryError` naming the request and ZooKeeper.
 
 Many writes at once (a group's first commit creates a node per broker-partition) go in
-``multi`` transactions of a few hundred (:mod:`kafka_pyspark._zk_requests`) when the server
+``multi`` transactions of a few hundred (:mod:`kafka_pyspark._cluster.zk_requests`) when the server
 has them (3.4+): kazoo's cost is per request, and a transaction is one. A transaction that
 fails is undone as a whole, and its writes are then sent one by one, each getting its own
 answer. Many reads at once (a group's
-offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark._zk_reads`) when the server has them
-(3.6+), each node answered on its own.
+offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark._cluster.zk_reads`) when the server has
+them (3.6+), each node answered on its own.
 
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
-:data:`kafka_pyspark._zk_auth.KAZOO_LOG`; credentials never appear in a message or a repr.
+:data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG`; credentials never appear in a message or a repr.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kafka_pyspark._zk_auth import CREDENTIALS_HINT, KAZOO_LOG
-from kafka_pyspark._zk_reads import four_letter_word, multi_read_supported, multi_supported
-from kafka_pyspark._zk_requests import (
+from kafka_pyspark._cluster.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
+from kafka_pyspark._cluster.zk_reads import four_letter_word, multi_read_supported, multi_supported
+from kafka_pyspark._cluster.zk_requests import (
     NewNode,
     Request,
     chunks,
@@ -202,7 +202,8 @@ class ZkSession:
         return [None if a is None else (a[0] if a[0] is not None else b"") for a in answers]
 
     def _values_together(self, paths: Sequence[str], where: str) -> list[bytes | None]:
-        """:meth:`values` in ``multiRead`` requests (:func:`~kafka_pyspark._zk_requests.chunks`),
+        """:meth:`values` in ``multiRead`` requests
+        (:func:`~kafka_pyspark._cluster.zk_requests.chunks`),
         one round: each node's answer is its own, an error names the node."""
         from kazoo.exceptions import NoNodeError
 
@@ -247,7 +248,7 @@ class ZkSession:
     ) -> list[Any]:
         """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
         pipelined round; ``items`` go in ``multi`` transactions
-        (:func:`~kafka_pyspark._zk_requests.chunks`, made with ``add``) when the server has
+        (:func:`~kafka_pyspark._cluster.zk_requests.chunks`, made with ``add``) when the server has
         them, kazoo's cost being per request. A transaction that fails (one item's answer is
         not a success) is all undone: its items are sent one by one in a second round, for
         their own answers."""

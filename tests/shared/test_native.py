@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from kafka_pyspark import _native
 from kafka_pyspark._formats import records
 from kafka_pyspark._messages import encode, flat, walk
-from kafka_pyspark._native import KernelMismatchWarning, kernel_mismatches, load_kernel
+from kafka_pyspark._shared import native as _native
+from kafka_pyspark._shared.native import KernelMismatchWarning, kernel_mismatches, load_kernel
 
 KERNEL = "kafka_pyspark._messages._kernel"
 BUILT = importlib.util.find_spec(KERNEL) is not None

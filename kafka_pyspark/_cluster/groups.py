@@ -1,11 +1,11 @@
 """Kafka 0.7's consumer groups in ZooKeeper: their offsets, owners and consumers read, and
 their offsets committed, as 0.7's ``ZookeeperConsumerConnector`` does (the module docstring
-of :mod:`kafka_pyspark._registry` describes the nodes and their format).
+of :mod:`kafka_pyspark._cluster.registry` describes the nodes and their format).
 
 A first commit creates thousands of nodes: they go out in one pipelined round, in ``multi``
 transactions where the server has them (:meth:`ZkSession.create
-<kafka_pyspark._zk_session.ZkSession.create>`), so its cost is a few requests rather than one
-per node.
+<kafka_pyspark._cluster.zk_session.ZkSession.create>`), so its cost is a few requests rather than
+one per node.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_pyspark._partition_key import (
+from kafka_pyspark._cluster.nodes import CONSUMERS, RegistryBase, decimal_problem
+from kafka_pyspark._cluster.zk_session import Created
+from kafka_pyspark._shared.partition_key import (
     check_group_id,
     not_a_partition_key,
     parse_partition_key,
     partition_key,
 )
-from kafka_pyspark._registry_base import CONSUMERS, RegistryBase, decimal_problem
 from kafka_pyspark._wire.topics import validate_topic_name
-from kafka_pyspark._zk_session import Created
 from kafka_pyspark.errors import OptionError, RegistryError
 
 __all__ = ["GroupRegistry"]

@@ -15,10 +15,13 @@ import pytest
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
 
-from kafka_pyspark._chroot_hints import no_brokers_error, topic_elsewhere
-from kafka_pyspark._cluster import Cluster
-from kafka_pyspark._cluster_options import cluster_options
-from kafka_pyspark._registry import Registry
+from kafka_pyspark._cluster import (
+    Cluster,
+    Registry,
+    cluster_options,
+    no_brokers_error,
+    topic_elsewhere,
+)
 from kafka_pyspark._spark.options import Subscribe
 from kafka_pyspark._spark.read.discovery import discover
 from kafka_pyspark.errors import NoBrokersRegisteredError, TopicNotFoundError

@@ -1,7 +1,7 @@
 """ZooKeeper credentials: every form they take, parsed here and never shown.
 
 Kafka 0.7 clusters protect their ZooKeeper nodes with digest ACLs (zkCli's ``addauth digest
-user:password``); the registry (:mod:`kafka_pyspark._registry`) hands kazoo the pair
+user:password``); the registry (:mod:`kafka_pyspark._cluster.registry`) hands kazoo the pair
 ``("digest", "user:password")`` that every function here returns.
 
 Where credentials come from:
@@ -211,5 +211,5 @@ class _HideCredentials(logging.Filter):
 
 
 #: kazoo's log for every Registry session: kazoo's own messages, minus credentials
-KAZOO_LOG = logging.getLogger("kafka_pyspark._registry.kazoo")
+KAZOO_LOG = logging.getLogger("kafka_pyspark._cluster.registry.kazoo")
 KAZOO_LOG.addFilter(_HideCredentials())

@@ -11,11 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kafka_pyspark._cluster import Cluster
-from kafka_pyspark._cluster_options import cluster_options, parse_cluster_options
-from kafka_pyspark._spark.options import parse_read_options
-from kafka_pyspark._spark.options.write_options import parse_write_options
-from kafka_pyspark._zk_auth import (
+from kafka_pyspark._cluster import Cluster, cluster_options, parse_cluster_options
+from kafka_pyspark._cluster.zk_auth import (
     PASSWORD_STATEMENT_REGEX,
     ZK_AUTH_ENV,
     credentials_from_environment,
@@ -23,6 +20,8 @@ from kafka_pyspark._zk_auth import (
     credentials_from_options,
     credentials_from_text,
 )
+from kafka_pyspark._spark.options import parse_read_options
+from kafka_pyspark._spark.options.write_options import parse_write_options
 from kafka_pyspark.errors import CredentialsError, OptionError
 
 if TYPE_CHECKING:

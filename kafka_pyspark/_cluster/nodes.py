@@ -1,6 +1,7 @@
 """The registry's session and how it reads node values: what
-:class:`~kafka_pyspark._registry.Registry`'s readers and writers share (the module docstring of
-:mod:`kafka_pyspark._registry` describes the nodes, the time bounds and the access control).
+:class:`~kafka_pyspark._cluster.registry.Registry`'s readers and writers share (the module docstring
+of
+:mod:`kafka_pyspark._cluster.registry` describes the nodes, the time bounds and the access control).
 
 Every problem with a node is a :class:`RegistryError` naming the node and the ZooKeeper
 address.
@@ -12,10 +13,10 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import NoReturn
 
-from kafka_pyspark._closing import Closing
-from kafka_pyspark._cluster_options import ClusterOptions, zk_chroot
-from kafka_pyspark._partition_key import is_decimal
-from kafka_pyspark._zk_session import ZkSession
+from kafka_pyspark._cluster.options import ClusterOptions, zk_chroot
+from kafka_pyspark._cluster.zk_session import ZkSession
+from kafka_pyspark._shared.closing import Closing
+from kafka_pyspark._shared.partition_key import is_decimal
 from kafka_pyspark.errors import OptionError, RegistryError
 
 __all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "RegistryBase", "decimal_problem"]

@@ -1,8 +1,8 @@
-"""The requests a :class:`~kafka_pyspark._zk_session.ZkSession` sends, and how many nodes go in
-one: each request is a kazoo ``*_async`` call (made when sent, so it can be sent again after a
+"""The requests a :class:`~kafka_pyspark._cluster.zk_session.ZkSession` sends, and how many nodes go
+in one: each request is a kazoo ``*_async`` call (made when sent, so it can be sent again after a
 lost connection); many writes go in ``multi`` transactions and many reads in ``multiRead``
-requests (:mod:`kafka_pyspark._zk_reads`), cut by :func:`chunks` to stay far below the server's
-request size limit.
+requests (:mod:`kafka_pyspark._cluster.zk_reads`), cut by :func:`chunks` to stay far below the
+server's request size limit.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kafka_pyspark._zk_reads import send_multi_read
+from kafka_pyspark._cluster.zk_reads import send_multi_read
 
 __all__ = [
     "MULTI_BYTES", "MULTI_SIZE", "NewNode", "Request", "chunks", "create", "get", "get_acls",
