@@ -12,6 +12,7 @@ duplicates the guarantee exists to prevent (so the counting can fail).
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -44,7 +45,7 @@ MAX_BYTES = 24 * 1024  # ~720 of the 34-byte messages per micro-batch: 3 micro-b
 def run_scenario(
     brokers: list[EmbeddedBroker], zk: str, tmp: Path, *, fault: str | None = None,
     options: dict[str, str] | None = None, other: bool = False, rerun_last: bool = False,
-    **stage: Any,
+    master: str = "local[2,4]", conf: dict[str, str] | None = None, **stage: Any,
 ) -> Outcome:
     """Input topic filled, the target pre-created on every partition (one foreign value
     each), the stream run to its end under ``fault``; the target's values counted."""
@@ -53,7 +54,7 @@ def run_scenario(
     spread(brokers, source, values(N))
     spread(brokers, target, values(sum(b.num_partitions for b in brokers), "seed"))
     run = StreamRun(tmp, {
-        "master": "local[2,4]", "zk": zk, "source": source, "target": target,
+        "master": master, "conf": conf or {}, "zk": zk, "source": source, "target": target,
         "max_bytes": MAX_BYTES, "options": options or {},
         "log_dirs": [str(b.log_dir) for b in brokers], **stage,
     }, fault)
@@ -139,3 +140,45 @@ def test_exactly_once_lost_commit_log_entry(
            detail=f"runs {outcome.runs}, re-ran micro-batch {outcome.rerun}")
     assert outcome.runs == [0, 0], outcome.output[-4000:]
     assert_once(outcome, "re-run after the sink's commit")
+
+
+@pytest.mark.faults
+def test_exactly_once_executor_jvm_killed(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, record: Recorder
+) -> None:
+    """A standalone cluster (``local-cluster``: a master, a worker and an executor JVM of
+    their own) whose executor JVM is SIGKILLed mid-send (the Python worker's parent, without
+    the daemon); the master starts a new executor, Spark runs the task again there."""
+    outcome = run_scenario(brokers, zk_connect, tmp_path, fault="mid-send:parent",
+                           options=EXACTLY_ONCE, master="local-cluster[1,1,1024]",
+                           conf={"spark.python.use.daemon": "false"})
+    lost = "ExecutorLostFailure" in outcome.output or "Lost executor" in outcome.output
+    record("exactly-once: executor JVM SIGKILL at mid-send (local-cluster)",
+           expected=values(N), got=outcome.of("v"), detail=f"runs {outcome.runs}")
+    assert outcome.fired == ["mid-send.fired"], outcome.output[-4000:]
+    assert lost, f"the executor was not lost\n{outcome.output[-4000:]}"
+    assert outcome.runs == [0], outcome.output[-4000:]
+    assert_once(outcome, "executor JVM killed")
+
+
+@pytest.mark.faults
+def test_non_deterministic_input_named(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, record: Recorder
+) -> None:
+    """Rows that differ on the retry (a random suffix per row), the first attempt killed after
+    its intent: the retry fails with NonDeterministicInputError naming the batch, partition
+    and broker-partition; nothing is written twice."""
+    outcome = run_scenario(brokers, zk_connect, tmp_path, fault="after-intent",
+                           options=EXACTLY_ONCE, random=True)
+    got = outcome.of("v")
+    prefixes = Counter(v[:24] for v in got)
+    record("exactly-once: non-deterministic input, SIGKILL at after-intent",
+           expected=len(got), got=sum(prefixes.values()),
+           detail=f"runs {outcome.runs}, {N - len(prefixes)} input rows not written")
+    assert outcome.fired == ["after-intent.fired"]
+    assert outcome.runs == [1], outcome.output[-4000:]
+    assert "NonDeterministicInputError" in outcome.output
+    assert re.search(r"exactly-once write of sink \S+ batch \d+ partition \d+: for topic "
+                     r"'dst\w+' broker-partition \d+-\d+", outcome.output), outcome.output[-4000:]
+    assert max(prefixes.values()) == 1  # no input row twice (with two different suffixes)
+    assert len(prefixes) < N  # the failed task's rows are not there

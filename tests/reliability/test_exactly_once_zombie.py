@@ -53,12 +53,13 @@ ATTEMPT = textwrap.dedent(
     real = delivery.fault_point
 
     def pausing(name):
-        # the zombie stops here until the test has frozen, then thawed, it
-        if name == point and not os.path.exists(os.path.join(marks, "paused")):
-            open(os.path.join(marks, "paused"), "w").close()
-            while not os.path.exists(os.path.join(marks, "go")):
-                time.sleep(0.01)
-        real(name)
+        # the zombie stops here until the test has frozen, then thawed, it (no kill: the
+        # environment names the point only because mid-send is reached only when armed)
+        if name != point:
+            return real(name)
+        open(os.path.join(marks, "paused"), "w").close()
+        while not os.path.exists(os.path.join(marks, "go")):
+            time.sleep(0.01)
 
     delivery.fault_point = pausing
     vals = [v.encode() for v in args["values"]]
@@ -89,7 +90,8 @@ def start_attempt(tmp: Path, opts: dict[str, str], pause_at: str, ident: list[An
     args = {"marks": str(marks), "pause_at": pause_at, "options": opts, "identity": ident,
             "values": [v.decode() for v in values()]}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")) if p)}
+        p for p in (str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")) if p),
+        "KAFKA_PYSPARK_FAULT": pause_at, "KAFKA_PYSPARK_FAULT_DIR": str(marks)}
     return subprocess.Popen([sys.executable, "-c", ATTEMPT, json.dumps(args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
