@@ -356,6 +356,19 @@ class InvalidPartitionError(KafkaError, ValueError):
     explicit ``broker``/``partition`` names a broker or partition the cluster does not have."""
 
 
+class NonDeterministicInputError(KafkaError):
+    """Exactly-once writing: a retry or re-run of a task produced other message sets than the
+    earlier attempt recorded (other rows, other order, more or fewer): its input is not
+    replayable. The task fails rather than duplicate or drop rows; the error names the batch,
+    partition and broker-partition."""
+
+
+class DeliveryLockError(KafkaError, TimeoutError):
+    """Exactly-once writing: another attempt of the same task held its lock for longer than
+    ``delivery.lock.timeout.ms``, or this attempt lost its lock (its ZooKeeper session ended)
+    before it finished sending."""
+
+
 __all__ = [
     "AppendShortfallError",
     "BrokerConnectionError",
@@ -369,6 +382,7 @@ __all__ = [
     "DecompressedSizeError",
     "DecompressionError",
     "DeliveryError",
+    "DeliveryLockError",
     "FetchSizeTooSmallError",
     "InvalidFetchSizeError",
     "InvalidMessageError",
@@ -378,6 +392,7 @@ __all__ = [
     "MessageError",
     "MessageTooLargeError",
     "NoBrokersRegisteredError",
+    "NonDeterministicInputError",
     "OffsetFormatError",
     "OffsetOutOfRangeError",
     "OptionError",

@@ -4,10 +4,10 @@ Two sources, exactly one of them per :class:`Cluster`:
 
 ``zk.connect``
     The registry (:mod:`kafka_pyspark._cluster.registry`): brokers from ``/brokers/ids/[id]``,
-    partitions
-    from ``/brokers/topics/[topic]/[id]`` (that broker's partition count). Only brokers that are
-    registered in ``/brokers/ids`` contribute partitions: a topic node left by a broker that is
-    gone cannot be read anyway (both nodes are ephemeral, so this is a short window).
+    partitions from ``/brokers/topics/[topic]/[id]`` (that broker's partition count). Only
+    brokers that are registered in ``/brokers/ids`` contribute partitions: a topic node left by
+    a broker that is gone cannot be read anyway (both nodes are ephemeral, so this is a short
+    window).
 
 ``broker.list``
     Kafka 0.7's static producer format ``id:host:port[,id:host:port...]``
@@ -26,19 +26,14 @@ Two sources, exactly one of them per :class:`Cluster`:
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING
-
 from kafka_pyspark._cluster.options import BrokerAddress, ClusterOptions
 from kafka_pyspark._cluster.registry import Registry
 from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._wire.topics import validate_topic_name
+from kafka_pyspark.client._brokers import BrokerConnections, ConnectionSettings
 from kafka_pyspark.errors import OptionError
 
-if TYPE_CHECKING:
-    from kafka_pyspark.client import BrokerConnection
-
-__all__ = ["BrokerAddress", "Cluster", "connect"]
+__all__ = ["BrokerAddress", "Cluster"]
 
 
 class Cluster(Closing):
@@ -59,16 +54,16 @@ class Cluster(Closing):
         else:
             assert options.broker_list is not None
             self._static = {b.id: b for b in options.broker_list}
-        self._conns: dict[int, BrokerConnection] = {}
-        self._lock = threading.Lock()
+        #: the probe connections (``broker.list``), one per broker
+        self._conns = BrokerConnections(
+            {b.id: (b.host, b.port) for b in options.broker_list or ()},
+            ConnectionSettings(timeout=options.socket_timeout_ms / 1000.0,
+                               buffer_size=options.socket_buffer_size))
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
-            conns, self._conns = list(self._conns.values()), {}
-        for conn in conns:
-            conn.close()
+        self._conns.close()
         if self._registry is not None:
             self._registry.close()
 
@@ -129,35 +124,6 @@ class Cluster(Closing):
             return self._registry.topic_partitions(topic).get(broker_id, 0)
         from kafka_pyspark.client import probe_partition_count
 
-        return int(probe_partition_count(self._connection(broker_id), topic))
-
-    def _connection(self, broker_id: int) -> BrokerConnection:
-        assert self._static is not None
-        address = self._static.get(broker_id)
-        if address is None:
+        if broker_id not in self._conns:
             raise OptionError("broker.list", f"no broker with id {broker_id}")
-        with self._lock:
-            conn = self._conns.get(broker_id)
-            if conn is None:
-                conn = self._conns[broker_id] = connect(
-                    broker_id,
-                    address,
-                    self.options.socket_timeout_ms,
-                    self.options.socket_buffer_size,
-                )
-            return conn
-
-
-def connect(
-    broker_id: int, address: BrokerAddress, socket_timeout_ms: int, socket_buffer_size: int
-) -> BrokerConnection:
-    """A connection to one broker with the cluster options' socket settings."""
-    from kafka_pyspark.client import BrokerConnection
-
-    return BrokerConnection(
-        address.host,
-        address.port,
-        timeout=socket_timeout_ms / 1000.0,
-        buffer_size=socket_buffer_size,
-        broker_id=broker_id,
-    )
+        return int(probe_partition_count(self._conns.get(broker_id), topic))

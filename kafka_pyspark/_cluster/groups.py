@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_pyspark._cluster.nodes import CONSUMERS, RegistryBase, decimal_problem
+from kafka_pyspark._cluster.nodes import CONSUMERS, RegistryNodes, decimal_problem
 from kafka_pyspark._cluster.zk_session import Created
 from kafka_pyspark._shared.partition_key import (
     check_group_id,
@@ -24,11 +24,17 @@ from kafka_pyspark._shared.partition_key import (
 from kafka_pyspark._wire.topics import validate_topic_name
 from kafka_pyspark.errors import OptionError, RegistryError
 
-__all__ = ["GroupRegistry"]
+__all__ = ["ConsumerGroups"]
 
 
-class GroupRegistry(RegistryBase):
-    """A registry's consumer groups: read, and offsets committed."""
+class ConsumerGroups:
+    """A registry's consumer groups: read, and offsets committed, over the registry's
+    :class:`RegistryNodes` (:class:`~kafka_pyspark._cluster.registry.Registry` offers each
+    method below under the same name)."""
+
+    def __init__(self, nodes: RegistryNodes) -> None:
+        self._nodes = nodes
+        self._zk = nodes.zk
 
     def groups(self) -> list[str]:
         """Consumer group names under ``/consumers``, sorted."""
@@ -85,6 +91,7 @@ class GroupRegistry(RegistryBase):
         (every listing, then every value) whatever the number of topics."""
         bases = [self._group_topic_path(group, t, "offsets") for t in topics]
         out: dict[str, tuple[dict[tuple[int, int], int], dict[str, str]]] = {}
+        bad = self._nodes.bad
         for topic, base, nodes in zip(topics, bases, self._partition_nodes_of(bases),
                                       strict=True):
             offsets: dict[tuple[int, int], int] = {}
@@ -92,11 +99,11 @@ class GroupRegistry(RegistryBase):
             for name, key, raw in nodes:
                 path = f"{base}/{name}"
                 if key is None:
-                    problems[name] = str(self._bad(path, f"node name {not_a_partition_key(name)}"))
+                    problems[name] = str(bad(path, f"node name {not_a_partition_key(name)}"))
                     continue
                 problem = decimal_problem(raw, "offset")
                 if problem is not None:
-                    problems[name] = str(self._bad(path, problem))
+                    problems[name] = str(bad(path, problem))
                 else:
                     offsets[key] = int(raw)
             out[topic] = (dict(sorted(offsets.items())), problems)
@@ -116,7 +123,7 @@ class GroupRegistry(RegistryBase):
             return []
         where = bases[0].rsplit("/", 1)[0] + "/*"
         listed = [sorted(names or []) for names in self._zk.children_of(bases, where)]
-        values = self._values_of([[f"{base}/{n}" for n in names]
+        values = self._nodes.values_of([[f"{base}/{n}" for n in names]
                                   for base, names in zip(bases, listed, strict=True)])
         return [
             [(name, parse_partition_key(name), raw)
@@ -191,12 +198,12 @@ class GroupRegistry(RegistryBase):
             together=[(path, v, acls[path.rsplit("/", 1)[0]]) for path, v in missing])
         for path, result in zip(parents, done[:len(parents)], strict=True):
             if result is Created.NO_PARENT:
-                there = f"chroot {self.chroot!r}" if self.chroot else "parent"
-                raise self._bad(path, f"cannot create it: the {there} does not exist")
+                there = f"chroot {self._nodes.chroot!r}" if self._nodes.chroot else "parent"
+                raise self._nodes.bad(path, f"cannot create it: the {there} does not exist")
         raced = []
         for (path, v), result in zip(missing, done[len(parents):], strict=True):
             if result is Created.NO_PARENT:
-                raise self._bad(path, "its parent vanished while committing offsets")
+                raise self._nodes.bad(path, "its parent vanished while committing offsets")
             if result is Created.EXISTS:
                 raced.append((path, v))
         if raced:

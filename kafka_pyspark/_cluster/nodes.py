@@ -1,7 +1,8 @@
 """The registry's session and how it reads node values: what
-:class:`~kafka_pyspark._cluster.registry.Registry`'s readers and writers share (the module docstring
-of
-:mod:`kafka_pyspark._cluster.registry` describes the nodes, the time bounds and the access control).
+:class:`~kafka_pyspark._cluster.registry.Registry` and its
+:class:`~kafka_pyspark._cluster.groups.ConsumerGroups` share, each holding the same
+:class:`RegistryNodes` (the module docstring of :mod:`kafka_pyspark._cluster.registry` describes
+the nodes, the time bounds and the access control).
 
 Every problem with a node is a :class:`RegistryError` naming the node and the ZooKeeper
 address.
@@ -15,30 +16,29 @@ from typing import NoReturn
 
 from kafka_pyspark._cluster.options import ClusterOptions, zk_chroot
 from kafka_pyspark._cluster.zk_session import ZkSession
-from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._shared.partition_key import is_decimal
 from kafka_pyspark.errors import OptionError, RegistryError
 
-__all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "RegistryBase", "decimal_problem"]
+__all__ = ["BROKER_IDS", "BROKER_TOPICS", "CONSUMERS", "RegistryNodes", "decimal_problem"]
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
 
 
-class RegistryBase(Closing):
+class RegistryNodes:
     """The ZooKeeper session of a registry (``options.zk_connect``), and reading node values.
-    Context manager; thread-safe; all calls time-bounded."""
+    Thread-safe; all calls time-bounded."""
 
-    def _setup(self, options: ClusterOptions) -> None:
+    def __init__(self, options: ClusterOptions) -> None:
         if options.zk_connect is None:
             raise OptionError("zk.connect", "is required by the ZooKeeper registry")
         self.zk_connect = options.zk_connect
         self.chroot: str | None = zk_chroot(options.zk_connect)
         self.session_timeout_ms = options.zk_session_timeout_ms
         self.connection_timeout_ms = options.zk_connection_timeout_ms
-        self._options = options
-        self._zk = ZkSession(
+        self.options = options
+        self.zk = ZkSession(
             self.zk_connect,
             session_timeout_ms=self.session_timeout_ms,
             connection_timeout_ms=self.connection_timeout_ms,
@@ -46,49 +46,44 @@ class RegistryBase(Closing):
             auth_data=[options.zk_auth] if options.zk_auth is not None else [],
         )
 
-    # --- lifecycle ---------------------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"Registry({self.zk_connect!r})"
-
     def close(self) -> None:
         """End the ZooKeeper session. Idempotent."""
-        self._zk.close()
+        self.zk.close()
 
     @property
     def connected(self) -> bool:
         """True while the session is connected (False before first use and while kazoo is
         reconnecting): a call made now is likely to be answered promptly."""
-        return self._zk.connected
+        return self.zk.connected
 
     def children(self, paths: Sequence[str]) -> list[list[str] | None]:
         """The children of each of ``paths`` (None: no such node), in one pipelined round."""
-        return self._zk.children_of(paths, paths[0] if len(paths) == 1 else "/*")
+        return self.zk.children_of(paths, paths[0] if len(paths) == 1 else "/*")
 
     # --- reading nodes -------------------------------------------------------------------------
 
-    def _values(self, paths: list[str]) -> list[bytes | None]:
+    def values(self, paths: list[str]) -> list[bytes | None]:
         """Values of ``paths`` fetched in one pipelined round (None for vanished nodes)."""
         if not paths:
             return []
-        return self._zk.values(paths, paths[0].rsplit("/", 1)[0] + "/*")
+        return self.zk.values(paths, paths[0].rsplit("/", 1)[0] + "/*")
 
-    def _values_of(self, groups: Sequence[Sequence[str]]) -> list[list[bytes | None]]:
-        """:meth:`_values` of each group of paths, all of them read in one pipelined round."""
-        values = iter(self._values([p for group in groups for p in group]))
+    def values_of(self, groups: Sequence[Sequence[str]]) -> list[list[bytes | None]]:
+        """:meth:`values` of each group of paths, all of them read in one pipelined round."""
+        values = iter(self.values([p for group in groups for p in group]))
         return [list(islice(values, len(group))) for group in groups]
 
-    def _bad(self, path: str, problem: str) -> RegistryError:
+    def bad(self, path: str, problem: str) -> RegistryError:
         return RegistryError(f"ZooKeeper {self.zk_connect}: node {path}: {problem}")
 
-    def _decimal(self, path: str, raw: bytes, what: str) -> int:
+    def decimal(self, path: str, raw: bytes, what: str) -> int:
         problem = decimal_problem(raw, what)
         if problem is not None:
-            self._raise(path, problem)
+            self.fail(path, problem)
         return int(raw)
 
-    def _raise(self, path: str, problem: str) -> NoReturn:
-        raise self._bad(path, problem)
+    def fail(self, path: str, problem: str) -> NoReturn:
+        raise self.bad(path, problem)
 
 
 def decimal_problem(raw: bytes, what: str) -> str | None:

@@ -42,18 +42,18 @@ identity can be read and written. The credentials are never logged and never
 appear in errors or reprs. Nodes the registry creates (group offset nodes and their parents)
 get ZooKeeper's default open ACL unless ``auth`` is given; then they get the ACL of their
 nearest existing ancestor, so a group locked down by its operator stays locked down.
-kazoo's own log lines go to :data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG` with credentials
-removed.
+kazoo's own log lines go to :data:`kafka_pyspark._cluster.zk_auth.KAZOO_LOG` with
+credentials removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from kafka_pyspark._cluster.groups import GroupRegistry
-from kafka_pyspark._cluster.nodes import BROKER_IDS, BROKER_TOPICS, CONSUMERS
+from kafka_pyspark._cluster.groups import ConsumerGroups
+from kafka_pyspark._cluster.nodes import BROKER_IDS, BROKER_TOPICS, CONSUMERS, RegistryNodes
 from kafka_pyspark._cluster.options import (
     BrokerAddress,
     ClusterOptions,
@@ -62,6 +62,7 @@ from kafka_pyspark._cluster.options import (
     port_number,
 )
 from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._shared.partition_key import is_decimal
 from kafka_pyspark._wire.topics import validate_topic_name
 
@@ -93,8 +94,12 @@ class BrokerInfo:
         return BrokerAddress(self.id, self.host, self.port)
 
 
-class Registry(GroupRegistry):
+class Registry(Closing):
     """Kafka 0.7's ZooKeeper registry. Context manager; thread-safe; all calls time-bounded.
+
+    Brokers and topics are read here; consumer groups by its :class:`ConsumerGroups`
+    (``groups.py``), whose methods it offers under the same names; both read through the one
+    :class:`RegistryNodes` (``nodes.py``: the session and node values).
 
     Raises :class:`OptionError` (``zk.connect``) for a malformed connect string and
     :class:`RegistryError` (naming the path and the ZooKeeper address) for anything that goes
@@ -109,12 +114,14 @@ class Registry(GroupRegistry):
         connection_timeout_ms: int = defaults.ZK_CONNECTION_TIMEOUT_MS,
         auth: tuple[str, str] | None = None,
     ) -> None:
-        self._setup(
-            cluster_options(  # the one check of the cluster options (OptionError)
-                zk_connect=zk_connect,
-                zk_session_timeout_ms=session_timeout_ms,
-                zk_connection_timeout_ms=connection_timeout_ms,
-                zk_auth=auth,
+        self._attach(
+            RegistryNodes(
+                cluster_options(  # the one check of the cluster options (OptionError)
+                    zk_connect=zk_connect,
+                    zk_session_timeout_ms=session_timeout_ms,
+                    zk_connection_timeout_ms=connection_timeout_ms,
+                    zk_auth=auth,
+                )
             )
         )
 
@@ -122,14 +129,42 @@ class Registry(GroupRegistry):
     def from_options(cls, options: ClusterOptions) -> Registry:
         """The registry ``options.zk_connect`` names; ``options`` were checked when parsed."""
         registry = cls.__new__(cls)
-        registry._setup(options)
+        registry._attach(RegistryNodes(options))
         return registry
+
+    def _attach(self, nodes: RegistryNodes) -> None:
+        self._nodes = nodes
+        self._zk = nodes.zk
+        self._groups = ConsumerGroups(nodes)
+        self.zk_connect = nodes.zk_connect
+        self.chroot = nodes.chroot
+        self.session_timeout_ms = nodes.session_timeout_ms
+        self.connection_timeout_ms = nodes.connection_timeout_ms
 
     def at_root(self) -> Registry:
         """The same ZooKeeper, credentials and timeouts without the chroot (to look for the
         registry elsewhere when this one holds none: :mod:`kafka_pyspark._cluster.chroot_hints`)."""
         hosts = self.zk_connect.partition("/")[0]
-        return Registry.from_options(replace(self._options, zk_connect=hosts))
+        return Registry.from_options(replace(self._nodes.options, zk_connect=hosts))
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"Registry({self.zk_connect!r})"
+
+    def close(self) -> None:
+        """End the ZooKeeper session. Idempotent."""
+        self._nodes.close()
+
+    @property
+    def connected(self) -> bool:
+        """True while the session is connected (False before first use and while kazoo is
+        reconnecting): a call made now is likely to be answered promptly."""
+        return self._nodes.connected
+
+    def children(self, paths: Sequence[str]) -> list[list[str] | None]:
+        """The children of each of ``paths`` (None: no such node), in one pipelined round."""
+        return self._nodes.children(paths)
 
     # --- brokers and topics ------------------------------------------------------------------
 
@@ -142,14 +177,14 @@ class Registry(GroupRegistry):
         """
         names = self._zk.children(BROKER_IDS) or []
         paths = self._id_paths(BROKER_IDS, names)
-        return self._brokers_from(names, paths, self._values(paths))
+        return self._brokers_from(names, paths, self._nodes.values(paths))
 
     def _id_paths(self, base: str, names: Sequence[str]) -> list[str]:
         """``base/[id]`` for each child name, every name checked to be a broker id."""
         paths = [f"{base}/{n}" for n in names]
         for name, path in zip(names, paths, strict=True):
             if not is_decimal(name):
-                self._raise(path, f"broker id {name!r} is not a non-negative integer")
+                self._nodes.fail(path, f"broker id {name!r} is not a non-negative integer")
         return paths
 
     def _brokers_from(
@@ -161,7 +196,7 @@ class Registry(GroupRegistry):
         self, names: Sequence[str], paths: Sequence[str], values: Sequence[bytes | None]
     ) -> dict[int, int]:
         return _by_id(names, paths, values,
-                      lambda _, path, raw: self._decimal(path, raw, "partition count"))
+                      lambda _, path, raw: self._nodes.decimal(path, raw, "partition count"))
 
     def topology(
         self, topics: Sequence[str]
@@ -176,7 +211,7 @@ class Registry(GroupRegistry):
         names = [names or [] for names in listed]
         paths = [self._id_paths(base, n) for base, n in zip([BROKER_IDS, *bases], names,
                                                             strict=True)]
-        split = self._values_of(paths)
+        split = self._nodes.values_of(paths)
         brokers = self._brokers_from(names[0], paths[0], split[0])
         counts = {
             topic: self._counts_from(n, ps, vs)
@@ -188,19 +223,19 @@ class Registry(GroupRegistry):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            self._raise(path, f"value is not UTF-8: {raw!r}")
+            self._nodes.fail(path, f"value is not UTF-8: {raw!r}")
         fields = text.split(":")
         if len(fields) != 3:
-            self._raise(path, f"value must be 'creator:host:port', got {text!r}")
+            self._nodes.fail(path, f"value must be 'creator:host:port', got {text!r}")
         creator, host, port_text = fields
         if not host or host != host.strip():
-            self._raise(path, f"empty or padded host in {text!r}")
+            self._nodes.fail(path, f"empty or padded host in {text!r}")
         problem = host_problem(host)
         if problem is not None:
-            self._raise(path, problem)
+            self._nodes.fail(path, problem)
         port = port_number(port_text)
         if port is None:
-            self._raise(path, f"bad port {port_text!r} in {text!r}")
+            self._nodes.fail(path, f"bad port {port_text!r} in {text!r}")
         return BrokerInfo(id=broker_id, host=host, port=port, creator=creator)
 
     def topics(self) -> list[str]:
@@ -214,4 +249,62 @@ class Registry(GroupRegistry):
         base = f"{BROKER_TOPICS}/{topic}"
         names = self._zk.children(base) or []
         paths = self._id_paths(base, names)
-        return self._counts_from(names, paths, self._values(paths))
+        return self._counts_from(names, paths, self._nodes.values(paths))
+
+
+    # --- consumer groups (ConsumerGroups, groups.py, has each one's description) --------------
+
+    def groups(self) -> list[str]:
+        """Consumer group names under ``/consumers``, sorted."""
+        return self._groups.groups()
+
+    def consumer_ids(self, group: str) -> list[str]:
+        """Registered (live) consumer ids of ``group``, sorted."""
+        return self._groups.consumer_ids(group)
+
+    def group_topics(self, group: str) -> list[str]:
+        """Topics ``group`` committed offsets for, sorted."""
+        return self._groups.group_topics(group)
+
+    def group_owners(self, group: str, topic: str) -> dict[tuple[int, int], str]:
+        """{(broker, partition): consumer thread id} of ``group`` for ``topic``."""
+        return self._groups.group_owners(group, topic)
+
+    def group_owners_of(
+        self, group: str, topics: Sequence[str]
+    ) -> dict[str, dict[tuple[int, int], str]]:
+        """:meth:`group_owners` of each of ``topics``, in two pipelined rounds."""
+        return self._groups.group_owners_of(group, topics)
+
+    def group_offsets(self, group: str, topic: str) -> dict[tuple[int, int], int]:
+        """{(broker, partition): committed offset} of ``group`` for ``topic`` ({} if none)."""
+        return self._groups.group_offsets(group, topic)
+
+    def group_offsets_checked(
+        self, group: str, topic: str
+    ) -> tuple[dict[tuple[int, int], int], dict[str, str]]:
+        """:meth:`group_offsets`, and the malformed nodes as {node name: error text}."""
+        return self._groups.group_offsets_checked(group, topic)
+
+    def group_offsets_of(
+        self, group: str, topics: Sequence[str]
+    ) -> dict[str, tuple[dict[tuple[int, int], int], dict[str, str]]]:
+        """:meth:`group_offsets_checked` of each of ``topics``, in two pipelined rounds."""
+        return self._groups.group_offsets_of(group, topics)
+
+    def commit_group_offsets(
+        self, group: str, topic: str, offsets: Mapping[tuple[int, int], int], *, creator: str
+    ) -> None:
+        """Write ``offsets`` as 0.7's consumer does (missing nodes and parents created)."""
+        self._groups.commit_group_offsets(group, topic, offsets, creator=creator)
+
+    def commit_group_offsets_of(
+        self,
+        group: str,
+        offsets: Mapping[str, Mapping[tuple[int, int], int]],
+        *,
+        creator: str,
+        listed: bool = False,
+    ) -> None:
+        """:meth:`commit_group_offsets` of several topics (``{topic: offsets}``) at once."""
+        self._groups.commit_group_offsets_of(group, offsets, creator=creator, listed=listed)

@@ -134,6 +134,23 @@ class ZkSession:
         client = self._client
         return client is not None and bool(client.connected)
 
+    @property
+    def session_id(self) -> int | None:
+        """The ZooKeeper session's id while connected (None otherwise): an ephemeral node lives
+        as long as the session that made it, and kazoo starts a new one after an expiry."""
+        client = self._client
+        if client is None or not client.connected:
+            return None
+        return int(client.client_id[0]) if client.client_id else None
+
+    def pipeline(
+        self, what: str, where: str, requests: Sequence[Request],
+        expected: Mapping[type[BaseException], Any],
+    ) -> list[Any]:
+        """Any ``requests`` in one pipelined round, bounded, retried and typed as every call
+        here (:meth:`_pipeline`): for callers that need other requests than the methods above."""
+        return self._pipeline(what, where, requests, expected)
+
     def _zk(self) -> Any:
         """The kazoo client, started on first use (bounded by the connection timeout)."""
         with self._lock:

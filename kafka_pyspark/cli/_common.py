@@ -1,5 +1,7 @@
 """What every ``kafka07`` command shares: exit codes, arguments, the cluster (with ZooKeeper
-credentials), per-broker deadlines. Exit codes: :data:`EXIT_CODES_HELP` (also in docs/cli.md).
+credentials). The rows the commands show are made below them (:mod:`kafka_pyspark._admin`:
+every broker asked at once, each under its own deadline). Exit codes: :data:`EXIT_CODES_HELP`
+(also in docs/cli.md).
 """
 
 from __future__ import annotations
@@ -8,11 +10,8 @@ import argparse
 import contextlib
 import dataclasses
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kafka_pyspark._cluster.zk_auth import (
     ZK_AUTH_ENV,
@@ -56,8 +55,6 @@ A table with some rows in error still shows every row; the exit code is the wors
 #: otherwise
 DEFAULT_TIMEOUT_MS = 10000
 
-T = TypeVar("T")
-
 #: library loggers whose retry chatter would drown the one clear error a command prints
 _QUIET_LOGGERS = (
     "kazoo", "kafka_pyspark.client", "kafka_pyspark._cluster.registry", "kafka_pyspark._spark.write"
@@ -73,8 +70,11 @@ class CliError(Exception):
 
 
 def exit_code_for(e: KafkaError) -> int:
-    """Data problems (bad bytes, unknown topic) are 1; configuration and connection are 2."""
-    if isinstance(e, (MessageError, TopicNotFoundError)):
+    """Data problems (bad bytes, unknown topic, a group that committed nothing) are 1;
+    configuration and connection are 2."""
+    from kafka_pyspark._admin.lag import NothingCommittedError
+
+    if isinstance(e, (MessageError, TopicNotFoundError, NothingCommittedError)):
         return EXIT_DATA
     return EXIT_USAGE
 
@@ -224,36 +224,11 @@ def permission_advice(e: RegistryPermissionError) -> str:
     return f"{e.denied} ({how})"
 
 
-def live_brokers(cluster: Cluster) -> dict[int, BrokerAddress]:
-    """The brokers; none registered is the Spark paths' error, saying where a registry is (a
-    wrong chroot, usually: :mod:`kafka_pyspark._cluster.chroot_hints`)."""
-    brokers = cluster.brokers()
-    if not brokers:
-        registry = cluster.registry()
-        if registry is None:  # broker.list is never empty
-            raise CliError("no brokers given")
-        from kafka_pyspark._cluster import no_brokers_error
-
-        raise CliError(str(no_brokers_error(registry)))
-    return brokers
-
-
 def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int, int]]) -> None:
     """Every broker named by a ``(broker, partition)`` key is live, else a usage error."""
     for broker_id, _ in keys:
         if broker_id not in brokers:
             raise CliError(f"broker {broker_id} is not live (live: {sorted(brokers)})")
-
-
-def topic_partitions(cluster: Cluster, topic: str) -> list[tuple[int, int]]:
-    """Sorted (broker, partition) pairs of a topic; an unknown topic is exit 1."""
-    parts = cluster.partitions(topic)
-    if not parts:
-        raise CliError(f"topic {topic!r} is not registered in ZooKeeper", EXIT_DATA)
-    return parts
-
-
-# --- per-broker work with a deadline ---------------------------------------------------------
 
 
 def broker_connection(broker_id: int, address: BrokerAddress, timeout_ms: int) -> BrokerConnection:
@@ -264,73 +239,6 @@ def broker_connection(broker_id: int, address: BrokerAddress, timeout_ms: int) -
     return BrokerConnection(
         address.host, address.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
     )
-
-
-@dataclass(frozen=True)
-class BrokerFailure:
-    """Why a broker's part of a table could not be filled."""
-
-    message: str
-    code: int = EXIT_USAGE
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def broker_deadline_ms(timeout_ms: int, requests: int) -> int:
-    """How long a broker's whole part of a table may take: twice the per-request timeout, and
-    once more per window of pipelined requests it is asked beyond the first (the work asked
-    grows it; each answer still has ``timeout_ms``)."""
-    from kafka_pyspark.client._connection import OFFSETS_WINDOW
-
-    return timeout_ms * (2 + max(0, requests - 1) // OFFSETS_WINDOW)
-
-
-def per_broker(
-    brokers: Mapping[int, BrokerAddress],
-    work: Callable[[BrokerConnection, int], T],
-    timeout_ms: int,
-    requests: Mapping[int, int] | None = None,
-) -> dict[int, T | BrokerFailure]:
-    """Run ``work(connection, broker_id)`` for every broker at once, each with its own
-    connection (socket timeout ``timeout_ms``, no retries); a broker that fails, or has not
-    finished within :func:`broker_deadline_ms` for the ``requests`` it is asked (default 1),
-    gets a :class:`BrokerFailure`; the others are unaffected."""
-    out: dict[int, T | BrokerFailure] = {}
-    conns: dict[int, BrokerConnection] = {}
-    threads: dict[int, threading.Thread] = {}
-
-    def run(broker_id: int) -> None:
-        try:
-            out[broker_id] = work(conns[broker_id], broker_id)
-        except KafkaError as e:
-            out[broker_id] = BrokerFailure(str(e), exit_code_for(e))
-        except OSError as e:
-            out[broker_id] = BrokerFailure(f"{conns[broker_id].address}: {e}")
-
-    began = time.monotonic()
-    for broker_id, a in brokers.items():
-        conns[broker_id] = broker_connection(broker_id, a, timeout_ms)
-        threads[broker_id] = threading.Thread(target=run, args=(broker_id,), daemon=True)
-        threads[broker_id].start()
-    for broker_id, t in threads.items():
-        allowed = broker_deadline_ms(timeout_ms, (requests or {}).get(broker_id, 1))
-        t.join(max(0.0, began + allowed / 1000.0 - time.monotonic()))
-        if t.is_alive():
-            out[broker_id] = BrokerFailure(
-                f"broker {broker_id} at {conns[broker_id].address}: no complete answer within "
-                f"{allowed} ms"
-            )
-        conns[broker_id].close()
-    return out
-
-
-def by_broker(keys: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
-    """``(broker, partition)`` keys as {broker: [partition, ...]}, both sorted."""
-    out: dict[int, list[int]] = {}
-    for b, p in sorted(keys):
-        out.setdefault(b, []).append(p)
-    return out
 
 
 def worst(codes: Sequence[int]) -> int:

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from kafka_pyspark._admin.offsets import live_brokers, registered_partitions
 from kafka_pyspark._shared.partition_key import parse_partition_key
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
@@ -17,12 +18,10 @@ from kafka_pyspark.cli._common import (
     add_cluster_args,
     bp,
     broker_connection,
-    live_brokers,
     open_cluster,
     parse_broker_partition,
     positive_int,
     require_live,
-    topic_partitions,
 )
 from kafka_pyspark.cli._output import Progress, error, json_line, payload_fields, plural, summary
 from kafka_pyspark.errors import KafkaError, MessageError
@@ -103,7 +102,7 @@ class _Consumer:
         self.args = args
         self.brokers = live_brokers(cluster)
         keys = args.partition or (
-            topic_partitions(cluster, args.topic) if cluster.registry() is not None
+            registered_partitions(cluster, args.topic) if cluster.registry() is not None
             else cluster.partitions(args.topic)
         )
         self.keys = sorted(set(keys))

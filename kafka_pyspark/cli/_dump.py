@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_pyspark._admin.offsets import live_brokers, registered_partitions
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
     EXIT_OK,
@@ -23,13 +24,11 @@ from kafka_pyspark.cli._common import (
     add_cluster_args,
     bp,
     broker_connection,
-    live_brokers,
     non_negative_int,
     open_cluster,
     parse_broker_partition,
     positive_int,
     require_live,
-    topic_partitions,
 )
 from kafka_pyspark.cli._dump_read import (
     FILE_READERS,
@@ -218,7 +217,7 @@ def _dump_live(args: argparse.Namespace) -> int:
     with open_cluster(args) as cluster:
         brokers = live_brokers(cluster)
         require_live(brokers, [key])
-        if cluster.registry() is not None and key not in topic_partitions(cluster, args.topic):
+        if cluster.registry() is not None and key not in registered_partitions(cluster, args.topic):
             raise CliError(f"topic {args.topic!r} has no partition {bp(key)}", EXIT_DATA)
         with broker_connection(key[0], brokers[key[0]], args.timeout_ms) as conn:
             lo, hi = earliest(conn, args.topic, key[1]), latest(conn, args.topic, key[1])

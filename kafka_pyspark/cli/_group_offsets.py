@@ -19,21 +19,25 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
+from kafka_pyspark._admin.lag import malformed_by_key
+from kafka_pyspark._admin.offsets import (
+    ask_each,
+    broker_offsets,
+    by_broker,
+    live_brokers,
+    offsets_requests,
+    registered_partitions,
+)
 from kafka_pyspark._shared.partition_key import parse_partition_key
 from kafka_pyspark._wire.protocol import INT64_MAX
-from kafka_pyspark.cli._cluster_cmds import broker_offsets, malformed_by_key, offsets_requests
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
     EXIT_OK,
-    BrokerFailure,
     CliError,
     add_cluster_args,
     bp,
-    by_broker,
-    live_brokers,
+    exit_code_for,
     open_cluster,
-    per_broker,
-    topic_partitions,
 )
 from kafka_pyspark.cli._output import error, json_document, plural, summary, table
 from kafka_pyspark.errors import MessageError
@@ -136,7 +140,7 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
     """The new offset of every broker-partition concerned (asks the brokers its bounds)."""
     given = parse_offsets_json(args.offsets) if args.offsets is not None else None
     brokers = live_brokers(cluster)
-    live = topic_partitions(cluster, args.topic) if given is None else \
+    live = registered_partitions(cluster, args.topic) if given is None else \
         cluster.partitions(args.topic)
     keys = sorted(given) if given is not None else live
     time_ms = int(args.to) if args.to is not None and args.to.isdigit() else None
@@ -144,16 +148,17 @@ def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
     asked = by_broker(k for k in keys if k in live)
     # each partition: its bounds, then a time's offset or the message at an explicit offset
     requests = {b: n + len(asked[b]) for b, n in offsets_requests(asked).items()}
-    answers = per_broker({b: brokers[b] for b in asked},
-                         lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
-                         args.timeout_ms, requests)
+    answers, failed = ask_each({b: brokers[b] for b in asked},
+                               lambda conn, b: _logs(conn, args, b, asked[b], time_ms, given),
+                               args.timeout_ms, requests)
     current, malformed = registry.group_offsets_checked(args.group, args.topic)
     bad = malformed_by_key(malformed)
     changes = []
     for key in keys:
+        if key[0] in failed:
+            e = failed[key[0]]
+            raise CliError(f"cannot set {bp(key)}: {e}", exit_code_for(e))
         got = answers.get(key[0])
-        if isinstance(got, BrokerFailure):
-            raise CliError(f"cannot set {bp(key)}: {got}", got.code)
         log = got.get(key[1]) if got is not None else None
         if log is None and not args.force:
             raise CliError(_not_live(args.topic, key, brokers, live), EXIT_DATA)

@@ -1,56 +1,26 @@
 """``kafka07 lag``: a consumer group's committed offsets, owners and lag, with totals.
 
-The rows are :func:`kafka_pyspark.cli._cluster_cmds.group_lag`; this module adds what 0.7's
-``ConsumerOffsetChecker`` shows besides them (each partition's owner) and the totals per
-topic and for the group.
+The rows and the totals per topic and for the group are :mod:`kafka_pyspark._admin.lag`
+(``kafka_pyspark.group_lag`` returns the same rows); this module renders them, like 0.7's
+``ConsumerOffsetChecker`` with each partition's owner.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from kafka_pyspark.cli._cluster_cmds import (
-    DATA_PROBLEMS,
-    ERROR,
-    LagRow,
-    group_lag,
-    lag_exit_code,
-)
-from kafka_pyspark.cli._common import add_cluster_args, open_cluster
+from kafka_pyspark._admin.lag import DATA_PROBLEMS, ERROR, LagRow, group_lag, lag_totals
+from kafka_pyspark.cli._common import EXIT_DATA, EXIT_OK, add_cluster_args, open_cluster, worst
 from kafka_pyspark.cli._output import json_document, plural, summary, table
 
-#: the topic column of the group's total line
-ALL_TOPICS = "(all)"
 
-
-@dataclass(frozen=True)
-class LagTotal:
-    """The sum over one topic's rows (or all of them): ``lag`` adds up the rows with a lag."""
-
-    topic: str
-    lag: int
-    partitions: int
-    owned: int
-    #: rows that make the command exit non-zero (a data problem or a broker error)
-    problems: int
-
-
-def lag_totals(rows: list[LagRow]) -> list[LagTotal]:
-    """One total per topic (in order of appearance), then one for the whole group."""
-    by_topic: dict[str, list[LagRow]] = {}
-    for r in rows:  # one pass: a group may read hundreds of topics
-        by_topic.setdefault(r.topic, []).append(r)
-
-    def total(name: str, part: list[LagRow]) -> LagTotal:
-        return LagTotal(
-            name, sum(r.lag or 0 for r in part), len(part),
-            sum(r.owner is not None for r in part),
-            sum(r.status == ERROR or r.status in DATA_PROBLEMS for r in part),
-        )
-
-    return [total(t, part) for t, part in by_topic.items()] + [total(ALL_TOPICS, rows)]
+def lag_exit_code(rows: list[LagRow]) -> int:
+    return worst([
+        2 if r.status == ERROR else EXIT_DATA if r.status in DATA_PROBLEMS else EXIT_OK
+        for r in rows
+    ])
 
 
 def _cell(v: int | str | None) -> object:

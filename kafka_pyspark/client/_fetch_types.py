@@ -1,12 +1,12 @@
 """The two values a read is planned into and the fetcher takes as they are.
 
 :class:`OffsetRange` is ``[start, end)`` of one broker-partition's log; :class:`FetchSettings`
-is how an executor connects, fetches and decodes. Planning
-(:mod:`kafka_pyspark._spark.read.planning`) builds both on the driver; every Spark input partition
-carries them to its executor, which hands them to :func:`~kafka_pyspark.client.iter_multi_range`
-unchanged (as Spark's own ``KafkaInputPartition`` carries its consumer parameters). Both are frozen
-and hold primitives only; with ``slots`` they pickle as their values, not as a dict of field names
-(Spark ships one input partition per task).
+is how the fetcher fetches and decodes. Planning (:mod:`kafka_pyspark._spark.read.planning`)
+builds both on the driver (the settings are parsed once, into the read options); every Spark
+input partition carries them to its executor, which hands them to
+:func:`~kafka_pyspark.client.iter_multi_range` unchanged (as Spark's own ``KafkaInputPartition``
+carries its consumer parameters). Both are frozen and hold primitives only; with ``slots`` they
+pickle as their values, not as a dict of field names (Spark ships one input partition per task).
 """
 
 from __future__ import annotations
@@ -44,17 +44,15 @@ class OffsetRange:
 
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
-    """How a read connects, fetches and decodes; the defaults are
+    """How the fetcher fetches and decodes; the defaults are
     :mod:`kafka_pyspark._shared.defaults`.
 
-    The fetcher uses ``fetch_size`` (bytes asked per FETCH), ``max_fetch_size`` (the most a
-    FETCH grows to for one large message), ``verify_crc``, ``max_decompressed_size``,
-    ``empty_retries`` (how often an empty answer before a range's end is fetched again; None:
-    the connection's ``retries``) and ``max_response_size`` (the most one MULTIFETCH asks for;
-    None: ``max_fetch_size``). The Spark executor also uses ``socket_timeout_ms`` and
-    ``socket_buffer_size`` (its connection), ``fail_on_data_loss`` (after OffsetOutOfRange) and
-    ``batch_rows``/``batch_bytes`` (the bounds its Arrow batches are combined up to: Spark pays
-    a fixed cost per batch).
+    ``fetch_size`` (bytes asked per FETCH), ``max_fetch_size`` (the most a FETCH grows to for
+    one large message), ``verify_crc``, ``max_decompressed_size``, ``empty_retries`` (how often
+    an empty answer before a range's end is fetched again; None: the connection's ``retries``)
+    and ``max_response_size`` (the most one MULTIFETCH asks for; None: ``max_fetch_size``).
+    What only a Spark read task uses (its connection, data loss, batch bounds) rides beside
+    these on the input partition (:class:`kafka_pyspark._spark.read.planning.TaskSettings`).
     """
 
     fetch_size: int = defaults.FETCH_SIZE
@@ -63,9 +61,4 @@ class FetchSettings:
     max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
     empty_retries: int | None = None
     max_response_size: int | None = None
-    fail_on_data_loss: bool = True
-    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
-    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
-    batch_rows: int = defaults.BATCH_ROWS
-    batch_bytes: int = defaults.BATCH_BYTES
 

@@ -12,11 +12,12 @@ does not have. Ask only for partitions known to exist (from the registry or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client._connection import BrokerConnection
-from kafka_pyspark.errors import ProtocolError
+from kafka_pyspark.errors import BrokerConnectionError, ProtocolError
 
 #: Enough for any real log: 0.7 segments are 512 MiB-1 GiB each.
 DEFAULT_MAX_SEGMENTS = 1 << 20
@@ -89,11 +90,29 @@ def parse_segment_starts(got: list[int], address: str, topic: str,
     return SegmentStarts(starts, end)
 
 
-def log_bounds_of(got: list[int], address: str, topic: str, partition: int) -> tuple[int, int]:
-    """(earliest, latest) from the answer to :func:`segment_starts_request`
-    (:attr:`SegmentStarts.earliest`; its first offset is what OFFSETS latest answers)."""
-    found = parse_segment_starts(got, address, topic, partition)
-    return found.earliest, found.end
+def offsets_answered(
+    conn: BrokerConnection, requests: Sequence[wire.OffsetsRequest]
+) -> tuple[list[list[int]], BrokerConnectionError | None]:
+    """The answers to ``requests``, pipelined on the one connection
+    (:meth:`~kafka_pyspark.client.BrokerConnection.offsets_pipelined`: a round trip per window
+    of requests, not per request). A connection lost for good ends it: then the answers of
+    the requests before the failure, and the error; any other error is raised."""
+    answers: list[list[int]] = []
+    try:
+        conn.offsets_pipelined(requests, answers)
+    except BrokerConnectionError as e:
+        return answers, e
+    return answers, None
+
+
+def segment_starts_of(
+    conn: BrokerConnection, asked: Sequence[tuple[str, int]]
+) -> tuple[list[SegmentStarts], BrokerConnectionError | None]:
+    """:func:`segment_starts` of each ``(topic, partition)``, pipelined
+    (:func:`offsets_answered`: on a lost connection, those before it and the error)."""
+    answers, error = offsets_answered(conn, [segment_starts_request(t, p) for t, p in asked])
+    return [parse_segment_starts(got, conn.address, t, p)
+            for (t, p), got in zip(asked[: len(answers)], answers, strict=True)], error
 
 
 def segment_starts(

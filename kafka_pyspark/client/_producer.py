@@ -25,6 +25,7 @@ from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._wire.protocol import MAX_MULTI_ITEMS, MULTIPRODUCE_HEADER_SIZE
 from kafka_pyspark.client._appends import AppendLedger, Shortfall
+from kafka_pyspark.client._brokers import BrokerConnections, ConnectionSettings
 from kafka_pyspark.client._connection import BrokerConnection
 from kafka_pyspark.client._framing import BROKER_MAX_REQUEST_BYTES
 from kafka_pyspark.client._offsets import latest
@@ -81,13 +82,11 @@ class Producer(Closing):
                 f"max_request_size must be in 1..{BROKER_MAX_REQUEST_BYTES}, "
                 f"got {max_request_size}"
             )
-        self._brokers = {int(b): (h, int(p)) for b, (h, p) in brokers.items()}
-        self._timeout = timeout
-        self._retries = retries
-        self._backoff = backoff
-        self._buffer_size = buffer_size
+        self._conns = BrokerConnections(
+            {int(b): (h, int(p)) for b, (h, p) in brokers.items()},
+            ConnectionSettings(timeout=timeout, buffer_size=buffer_size, retries=retries,
+                               backoff=backoff))
         self._max_request_size = max_request_size
-        self._conns: dict[int, BrokerConnection] = {}
         self._buffers: dict[int, list[wire.ProduceRequest]] = {}
         self._buffered: dict[int, int] = {}  # request bytes buffered per broker
         # written, not yet confirmed
@@ -102,31 +101,16 @@ class Producer(Closing):
         return sum(self._buffered.values())
 
     def connection(self, broker_id: int) -> BrokerConnection:
-        conn = self._conns.get(broker_id)
-        if conn is None:
-            try:
-                host, port = self._brokers[broker_id]
-            except KeyError:
-                raise ValueError(
-                    f"unknown broker id {broker_id} (known: {sorted(self._brokers)})"
-                ) from None
-            conn = self._conns[broker_id] = BrokerConnection(
-                host,
-                port,
-                timeout=self._timeout,
-                buffer_size=self._buffer_size,
-                retries=self._retries,
-                backoff=self._backoff,
-                broker_id=broker_id,
-            )
-        return conn
+        if broker_id not in self._conns:
+            raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")
+        return self._conns.get(broker_id)
 
     def send(
         self, broker_id: int, topic: str, partition: int, message_set: bytes | memoryview
     ) -> None:
         """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
-        if broker_id not in self._brokers:
-            raise ValueError(f"unknown broker id {broker_id} (known: {sorted(self._brokers)})")
+        if broker_id not in self._conns:
+            raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")
         if not message_set:
             return
         item = wire.ProduceRequest(topic, partition, bytes(message_set))
@@ -150,6 +134,30 @@ class Producer(Closing):
                 ) from e
         self._buffers.setdefault(broker_id, []).append(item)
         self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
+
+    def log_end(self, broker_id: int, topic: str, partition: int) -> int:
+        """The partition's log end (OFFSETS latest) asked on the connection later sends use;
+        it is also the base of the append check, which then does not ask again."""
+        conn = self.connection(broker_id)
+        end = latest(conn, topic, partition)
+        if self._check_appends is not None:
+            ledger = self._ledgers.setdefault(broker_id, AppendLedger())
+            if ledger.needs_base(topic, partition):
+                ledger.set_base(topic, partition, end, conn.connects)
+        return end
+
+    def write_buffered(self) -> None:
+        """Write every broker's buffered sets to its socket now (no barrier)."""
+        for broker_id in sorted(self._buffers):
+            try:
+                self._write(broker_id)
+            except KafkaError as e:
+                unconfirmed = self._forget(broker_id)
+                raise DeliveryError(
+                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
+                    f"{_summary(unconfirmed)}",
+                    unconfirmed=_as_tuples(unconfirmed),
+                ) from e
 
     def _write(self, broker_id: int) -> None:
         """Write the broker's buffer as requests below max_request_size; no barrier."""
@@ -212,7 +220,7 @@ class Producer(Closing):
             _add(out, (it.topic, broker_id, it.partition), 1, len(it.messages))
         self._buffered.pop(broker_id, None)
         self._ledgers.pop(broker_id, None)
-        conn = self._conns.get(broker_id)
+        conn = self._conns.opened(broker_id)
         if conn is not None:
             conn.close()  # forget its own unconfirmed/lost state: reported here, once
         return out
@@ -290,9 +298,7 @@ class Producer(Closing):
         self._ledgers.clear()
         self._buffered.clear()
         self._sent.clear()
-        conns, self._conns = self._conns, {}
-        for conn in conns.values():
-            conn.close()
+        self._conns.close()
 
 
 def _barrier_target(sent: Mapping[TopicPartition, DeliveryCount]) -> tuple[str, int]:

@@ -330,7 +330,7 @@ def test_stdout_closed_by_its_reader_is_no_error(
 
 
 def test_lag_status_never_shows_a_negative_lag() -> None:
-    from kafka_pyspark.cli._cluster_cmds import _classify
+    from kafka_pyspark._admin.lag import _classify
 
     assert _classify(None, 0, 51) == (None, "not-committed")
     assert _classify(17, 0, 51) == (34, "ok")

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafka_pyspark.cli._cluster_cmds import ERROR, NOT_COMMITTED, OK, LagRow
-from kafka_pyspark.cli._lag import ALL_TOPICS, LagTotal, lag_totals
+from kafka_pyspark._admin.lag import (
+    ALL_TOPICS,
+    ERROR,
+    NOT_COMMITTED,
+    OK,
+    LagRow,
+    LagTotal,
+    lag_totals,
+)
 
 
 class _CountedRows(list[LagRow]):

@@ -13,8 +13,8 @@ from kafka_pyspark._cluster import Registry
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._wire import OffsetsRequest
 from kafka_pyspark.cli import main
-from kafka_pyspark.cli._common import broker_deadline_ms
 from kafka_pyspark.client import BrokerConnection
+from kafka_pyspark.client._brokers import answer_deadline_ms
 from kafka_pyspark.client._connection import OFFSETS_WINDOW
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
@@ -25,9 +25,9 @@ SIZE = len(encode_message_set([b"v" * 10]))
 
 
 def test_deadline_of_a_broker_grows_with_the_requests_asked() -> None:
-    assert broker_deadline_ms(1000, 1) == broker_deadline_ms(1000, OFFSETS_WINDOW) == 2000
-    assert broker_deadline_ms(1000, OFFSETS_WINDOW + 1) == 3000
-    assert broker_deadline_ms(1000, 100 * OFFSETS_WINDOW) == 101_000
+    assert answer_deadline_ms(1000, 1) == answer_deadline_ms(1000, OFFSETS_WINDOW) == 2000
+    assert answer_deadline_ms(1000, OFFSETS_WINDOW + 1) == 3000
+    assert answer_deadline_ms(1000, 100 * OFFSETS_WINDOW) == 101_000
 
 
 def test_offsets_and_lag_of_many_partitions(

@@ -52,6 +52,7 @@ from kafka_pyspark._spark.options.subscription import (
     partition_key_value,
 )
 from kafka_pyspark._wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
+from kafka_pyspark.client._fetch_types import FetchSettings
 from kafka_pyspark.errors import OptionError
 
 __all__ = [
@@ -131,7 +132,10 @@ def parse_offsets_json(option: str, raw: str) -> dict[TopicPartition, int]:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """Every read option, parsed and checked (see the module docstring for defaults)."""
+    """Every read option, parsed and checked (see the module docstring for defaults).
+
+    ``fetch``: ``fetch.size``, ``max.fetch.size``, ``verifyChecksums`` and
+    ``max.decompressed.size`` as the fetcher takes them (every input partition carries it)."""
 
     mode: Mode
     cluster: ClusterOptions
@@ -141,10 +145,7 @@ class ReadOptions:
     group_id: str | None = None
     fail_on_data_loss: bool = True
     min_partitions: int | None = None
-    fetch_size: int = defaults.FETCH_SIZE
-    max_fetch_size: int = defaults.MAX_FETCH_SIZE
-    verify_checksums: bool = True
-    max_decompressed_size: int = defaults.MAX_DECOMPRESSED_SIZE
+    fetch: FetchSettings = field(default_factory=FetchSettings)
     max_bytes_per_trigger: int | None = None
     commit_to_group: bool = False
     zk_outage_max_ms: int = defaults.ZK_OUTAGE_MAX_MS
@@ -271,7 +272,6 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
     min_partitions: int | None = None
     if "minpartitions" in opts:
         min_partitions = int_value("minPartitions", opts["minpartitions"], 1, 1_000_000)
-    fetch, max_fetch = _parse_fetch_sizes(opts)
     max_bytes: int | None = None
     if "maxbytespertrigger" in opts:
         max_bytes = int_value("maxBytesPerTrigger", opts["maxbytespertrigger"], 1, INT64_MAX)
@@ -284,12 +284,7 @@ def _parse(options: Mapping[str, Any], mode: Mode | None) -> ReadOptions:
         group_id=group_id,
         fail_on_data_loss=bool_option(opts, "failOnDataLoss", True),
         min_partitions=min_partitions,
-        fetch_size=fetch,
-        max_fetch_size=max_fetch,
-        verify_checksums=bool_option(opts, "verifyChecksums", True),
-        max_decompressed_size=int_option(
-            opts, "max.decompressed.size", defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX
-        ),
+        fetch=_parse_fetch(opts),
         max_bytes_per_trigger=max_bytes,
         commit_to_group=commit,
         zk_outage_max_ms=int_option(
@@ -348,10 +343,18 @@ def _check_group_needs(
         )
 
 
-def _parse_fetch_sizes(opts: Mapping[str, str]) -> tuple[int, int]:
-    """``(fetch.size, max.fetch.size)``; the default fetch size never exceeds the maximum."""
+def _parse_fetch(opts: Mapping[str, str]) -> FetchSettings:
+    """``fetch.size``, ``max.fetch.size`` (the default fetch size never exceeds the maximum),
+    ``verifyChecksums`` and ``max.decompressed.size``, as the fetcher takes them."""
     max_fetch = int_option(opts, "max.fetch.size", defaults.MAX_FETCH_SIZE, 1, INT32_MAX)
     fetch = int_option(opts, "fetch.size", min(defaults.FETCH_SIZE, max_fetch), 1, INT32_MAX)
     if fetch > max_fetch:
         raise OptionError("fetch.size", f"{fetch} is larger than max.fetch.size ({max_fetch})")
-    return fetch, max_fetch
+    return FetchSettings(
+        fetch_size=fetch,
+        max_fetch_size=max_fetch,
+        verify_crc=bool_option(opts, "verifyChecksums", True),
+        max_decompressed_size=int_option(
+            opts, "max.decompressed.size", defaults.MAX_DECOMPRESSED_SIZE, 1, INT64_MAX
+        ),
+    )

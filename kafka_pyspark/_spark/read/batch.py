@@ -29,7 +29,7 @@ from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
 from kafka_pyspark._spark.read.planning import (
     Kafka07InputPartition,
     PlanFilter,
-    fetch_settings,
+    TaskSettings,
     plan_partitions,
 )
 from kafka_pyspark._spark.read.start_end import resolve_ends, resolve_starts
@@ -91,7 +91,8 @@ def plan_batch(
     return plan_partitions(
         ranges,
         {b: (a.host, a.port) for b, a in brokers.items()},
-        fetch_settings(options),
+        options.fetch,
+        TaskSettings.of(options),
         segment_starts={tp: bounds[tp].segment_starts for tp in tps},
         min_partitions=options.min_partitions,
         pushed=pushed,

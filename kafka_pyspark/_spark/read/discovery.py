@@ -121,8 +121,7 @@ def current_view(
 ) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
     """What a stream sees before a micro-batch: :func:`current_partitions` and the live
     brokers. With ZooKeeper, one :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read
-    (two
-    pipelined rounds, three with ``subscribePattern``, however many topics)."""
+    (two pipelined rounds, three with ``subscribePattern``, however many topics)."""
     registry = cluster.registry()
     if registry is None:
         return current_partitions(cluster, subscription), cluster.brokers()

@@ -4,7 +4,7 @@
 to the partition's broker, fetches its ranges (FETCH, or MULTIFETCH for packed ranges), decodes
 and yields ``pyarrow.RecordBatch`` es of exactly
 :data:`~kafka_pyspark._spark.schema.ARROW_READ_SCHEMA`: consecutive fetch answers of one range
-combined up to ``FetchSettings.batch_rows`` rows / ``batch_bytes`` bytes (Spark pays per
+combined up to ``TaskSettings.batch_rows`` rows / ``batch_bytes`` bytes (Spark pays per
 batch), an answer of a quarter of that or more passed as it is, so memory is bounded by those
 and the fetch size, never by the topic. The driver side (what plans the partitions it reads)
 is :mod:`.batch` and :mod:`kafka_pyspark._spark.stream.reader`.
@@ -151,12 +151,12 @@ def _connect(partition: Kafka07InputPartition) -> BrokerConnection:
     system time of one that the broker can hand over at once."""
     from kafka_pyspark.client import BrokerConnection
 
-    s = partition.settings
+    task = partition.task
     return BrokerConnection(
         partition.host,
         partition.port,
-        timeout=s.socket_timeout_ms / 1000.0,
-        buffer_size=max(s.socket_buffer_size, s.fetch_size),
+        timeout=task.socket_timeout_ms / 1000.0,
+        buffer_size=max(task.socket_buffer_size, partition.fetch.fetch_size),
         broker_id=partition.broker,
     )
 
@@ -186,13 +186,12 @@ def _read_ranges(
 ) -> Iterator[pa.RecordBatch]:
     from kafka_pyspark.client import iter_multi_range
 
-    s = partition.settings
-    out = _Coalescer(partition.broker, s.batch_rows, s.batch_bytes)
+    out = _Coalescer(partition.broker, partition.task.batch_rows, partition.task.batch_bytes)
     pending = [r for r in partition.ranges if r.size > 0]
     while pending:
         reached = [r.start for r in pending]  # each range's next offset to read
         try:
-            for i, result in iter_multi_range(conn, pending, s, sink=out.sink):
+            for i, result in iter_multi_range(conn, pending, partition.fetch, sink=out.sink):
                 reached[i] = result.next_offset
                 if result.batch.num_rows:
                     yield from out.add(pending[i].topic, pending[i].partition, result.batch)
@@ -237,7 +236,7 @@ def _recover(
                 f"{where}: offsets [{r.start}, {r.end}) are past the log end {last} "
                 "(the log was truncated or recreated)"
             )
-        if partition.settings.fail_on_data_loss:
+        if partition.task.fail_on_data_loss:
             raise data_loss_error(what, "skip lost data instead") from error
         log.warning("kafka07: %s", data_loss_skipped(what, "skipping them"))
         if lost_to < r.end:

@@ -15,13 +15,13 @@ everything written at or after ``ts`` plus possibly older messages of that one s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._shared.partition_key import TopicPartition
+from kafka_pyspark.client._brokers import BrokerConnections, BrokerPool, ConnectionSettings
 from kafka_pyspark.errors import BrokerConnectionError, TopicNotFoundError
 
 if TYPE_CHECKING:
@@ -29,10 +29,7 @@ if TYPE_CHECKING:
     from kafka_pyspark._cluster import BrokerAddress
     from kafka_pyspark.client import BrokerConnection
 
-__all__ = ["WORKER_PREFIX", "BrokerWorkers", "LogBounds", "OffsetLookup"]
-
-#: the name of a broker's worker thread is this and the broker id (then ``_0``)
-WORKER_PREFIX = "kafka07-broker-"
+__all__ = ["LogBounds", "OffsetLookup"]
 
 _W = TypeVar("_W")
 _R = TypeVar("_R")
@@ -46,37 +43,8 @@ def _raise_first(tps: Sequence[TopicPartition], found: Mapping[TopicPartition, o
             raise down[tp[1]]
 
 
-class BrokerWorkers(Closing):
-    """One long-lived thread per broker, started at its broker's first call and ended by
-    :meth:`close`: a broker's connection is only ever used by its own thread, and a driver
-    that asks every micro-batch starts no thread after the first one. Context manager."""
-
-    def __init__(self) -> None:
-        self._pools: dict[int, ThreadPoolExecutor] = {}
-
-    def run(self, work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
-        """``fn(broker, work[broker])`` on each broker's thread, all at once; waits for every
-        one, then raises the first error (in ``work``'s order) or returns the results."""
-        futures = {broker: self._pool(broker).submit(fn, broker, w) for broker, w in work.items()}
-        wait(futures.values())
-        for f in futures.values():
-            error = f.exception()
-            if error is not None:
-                raise error
-        return {broker: f.result() for broker, f in futures.items()}
-
-    def _pool(self, broker: int) -> ThreadPoolExecutor:
-        pool = self._pools.get(broker)
-        if pool is None:
-            pool = self._pools[broker] = ThreadPoolExecutor(
-                1, thread_name_prefix=f"{WORKER_PREFIX}{broker}"
-            )
-        return pool
-
-    def close(self) -> None:
-        pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.shutdown(wait=True)
+def _addresses(brokers: Mapping[int, BrokerAddress]) -> dict[int, tuple[str, int]]:
+    return {b: (a.host, a.port) for b, a in brokers.items()}
 
 
 @dataclass(frozen=True)
@@ -94,7 +62,7 @@ class LogBounds:
 
 class OffsetLookup(Closing):
     """Driver-side OFFSETS requests: one lazily opened connection per broker, each used by
-    its broker's thread (:class:`BrokerWorkers`). Context manager.
+    its broker's thread (:class:`~kafka_pyspark.client._brokers.BrokerPool`). Context manager.
 
     Ask only about broker-partitions that exist (from :func:`discover`): a 0.7.2 broker closes
     the connection instead of answering OFFSETS for a partition it does not have.
@@ -106,51 +74,33 @@ class OffsetLookup(Closing):
 
     def __init__(self, brokers: Mapping[int, BrokerAddress], options: ClusterOptions) -> None:
         self._brokers = dict(brokers)
-        self._options = options
-        self._conns: dict[int, BrokerConnection] = {}
-        self._workers = BrokerWorkers()
+        settings = ConnectionSettings(timeout=options.socket_timeout_ms / 1000.0,
+                                      buffer_size=options.socket_buffer_size)
+        self._pool = BrokerPool(BrokerConnections(_addresses(brokers), settings))
 
     def close(self) -> None:
-        self._workers.close()
-        conns, self._conns = list(self._conns.values()), {}
-        for conn in conns:
-            conn.close()
+        self._pool.close()
 
     def per_broker(self, work: Mapping[int, _W], fn: Callable[[int, _W], _R]) -> dict[int, _R]:
         """``fn(broker, work[broker])`` for every broker at the same time, each on its broker's
         thread of this lookup (kept until :meth:`close`); a single broker runs in the caller's
         thread. Every request ``fn`` makes has its socket timeout, so every call ends; then the
-        first error raised on a worker is raised here."""
-        if len(work) <= 1:
-            return {broker: fn(broker, w) for broker, w in work.items()}
-        return self._workers.run(work, fn)
+        first error raised on a worker is raised here
+        (:meth:`~kafka_pyspark.client._brokers.BrokerPool.run`)."""
+        return self._pool.run(work, fn)
 
     def update(self, brokers: Mapping[int, BrokerAddress]) -> None:
         """Brokers as the registry lists them now: the connection to a broker that moved
         (another host:port) or left is closed, the others are kept."""
-        brokers = dict(brokers)
-        for broker in list(self._conns):
-            if brokers.get(broker) != self._brokers.get(broker):
-                self._conns.pop(broker).close()
-        self._brokers = brokers
+        self._brokers = dict(brokers)
+        self._pool.connections.update(_addresses(brokers))
 
     def connection(self, broker: int) -> BrokerConnection:
-        from kafka_pyspark._cluster.cluster import connect
-
-        conn = self._conns.get(broker)
-        if conn is None:
-            address = self._brokers.get(broker)
-            if address is None:
-                raise TopicNotFoundError(
-                    f"broker {broker} is not known (live brokers: {sorted(self._brokers)})"
-                )
-            conn = self._conns[broker] = connect(
-                broker,
-                address,
-                self._options.socket_timeout_ms,
-                self._options.socket_buffer_size,
+        if broker not in self._pool.connections:
+            raise TopicNotFoundError(
+                f"broker {broker} is not known (live brokers: {sorted(self._brokers)})"
             )
-        return conn
+        return self._pool.connections.get(broker)
 
     def bounds(self, tp: TopicPartition) -> LogBounds:
         """Earliest, latest and the segment starts, from one OFFSETS (latest, many) request."""
@@ -174,13 +124,15 @@ class OffsetLookup(Closing):
         (:meth:`~kafka_pyspark.client.BrokerConnection.offsets_pipelined`). A broker that does
         not answer is left out from its first failure on, with the error; any other error is
         raised."""
-        from kafka_pyspark.client._offsets import parse_segment_starts, segment_starts_request
+        from kafka_pyspark.client._offsets import segment_starts_of
 
-        def parse(tp: TopicPartition, got: list[int], address: str) -> LogBounds:
-            starts = parse_segment_starts(got, address, tp[0], tp[2])
-            return LogBounds(starts.earliest, starts.end, tuple(starts.starts))
+        def ask(broker: int, mine: Sequence[TopicPartition]) -> tuple[
+                dict[TopicPartition, LogBounds], BrokerConnectionError | None]:
+            found, error = segment_starts_of(self.connection(broker), [(t, p) for t, _, p in mine])
+            return {tp: LogBounds(s.earliest, s.end, tuple(s.starts))
+                    for tp, s in zip(mine, found, strict=False)}, error
 
-        return self._ask(tps, lambda tp: segment_starts_request(tp[0], tp[2]), parse)
+        return self._gather(tps, ask)
 
     def before_times(self, tps: Iterable[TopicPartition],
                      time_ms: int) -> dict[TopicPartition, int | None]:
@@ -205,23 +157,29 @@ class OffsetLookup(Closing):
         broker's requests pipelined. Returns each answer parsed by ``parse`` (given the
         broker's address), and the brokers that failed with a connection error (their
         answers before the failure are kept)."""
-        by_broker: dict[int, list[TopicPartition]] = {}
-        for tp in tps:
-            by_broker.setdefault(tp[1], []).append(tp)
+        from kafka_pyspark.client._offsets import offsets_answered
 
         def ask(broker: int, mine: Sequence[TopicPartition]) -> tuple[
                 dict[TopicPartition, _R], BrokerConnectionError | None]:
             conn = self.connection(broker)
-            answers: list[list[int]] = []
-            error: BrokerConnectionError | None = None
-            try:
-                conn.offsets_pipelined([request(tp) for tp in mine], answers)
-            except BrokerConnectionError as e:
-                error = e
+            answers, error = offsets_answered(conn, [request(tp) for tp in mine])
             # answers stop at a failure: those of the broker-partitions before it
             answered = zip(mine[: len(answers)], answers, strict=True)
             return {tp: parse(tp, got, conn.address) for tp, got in answered}, error
 
+        return self._gather(tps, ask)
+
+    def _gather(
+        self,
+        tps: Iterable[TopicPartition],
+        ask: Callable[[int, Sequence[TopicPartition]],
+                      tuple[dict[TopicPartition, _R], BrokerConnectionError | None]],
+    ) -> tuple[dict[TopicPartition, _R], dict[int, BrokerConnectionError]]:
+        """``ask(broker, its broker-partitions)`` for every broker of ``tps`` at once
+        (:meth:`per_broker`): the answers, and the brokers that failed with their error."""
+        by_broker: dict[int, list[TopicPartition]] = {}
+        for tp in tps:
+            by_broker.setdefault(tp[1], []).append(tp)
         out: dict[TopicPartition, _R] = {}
         down: dict[int, BrokerConnectionError] = {}
         for broker, (found, err) in self.per_broker(by_broker, ask).items():

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
+from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.compat import (
     EqualTo,
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Kafka07InputPartition",
     "PlanFilter",
-    "fetch_settings",
+    "TaskSettings",
     "pack_ranges",
     "plan_filter",
     "plan_partitions",
@@ -58,29 +59,42 @@ __all__ = [
 ]
 
 
-def fetch_settings(options: ReadOptions) -> FetchSettings:
-    """What every input partition of a read carries to its executor."""
-    return FetchSettings(
-        fetch_size=options.fetch_size,
-        max_fetch_size=options.max_fetch_size,
-        verify_crc=options.verify_checksums,
-        max_decompressed_size=options.max_decompressed_size,
-        fail_on_data_loss=options.fail_on_data_loss,
-        socket_timeout_ms=options.cluster.socket_timeout_ms,
-        socket_buffer_size=options.cluster.socket_buffer_size,
-    )
+@dataclass(frozen=True, slots=True)
+class TaskSettings:
+    """What a read task uses besides the fetcher's :class:`~kafka_pyspark.client.FetchSettings`
+    (:mod:`.executor`): its connection's ``socket_timeout_ms`` and ``socket_buffer_size``,
+    ``fail_on_data_loss`` (after OffsetOutOfRange) and ``batch_rows``/``batch_bytes`` (the
+    bounds its Arrow batches are combined up to: Spark pays a fixed cost per batch). Frozen,
+    primitives only, ``slots``: it pickles as its values."""
+
+    fail_on_data_loss: bool = True
+    socket_timeout_ms: int = defaults.SOCKET_TIMEOUT_MS
+    socket_buffer_size: int = defaults.SOCKET_BUFFER_SIZE
+    batch_rows: int = defaults.BATCH_ROWS
+    batch_bytes: int = defaults.BATCH_BYTES
+
+    @classmethod
+    def of(cls, options: ReadOptions) -> TaskSettings:
+        """The task settings of a read (its batch bounds are the defaults: no option sets them)."""
+        return cls(
+            fail_on_data_loss=options.fail_on_data_loss,
+            socket_timeout_ms=options.cluster.socket_timeout_ms,
+            socket_buffer_size=options.cluster.socket_buffer_size,
+        )
 
 
 @dataclass(frozen=True)
 class Kafka07InputPartition(InputPartition):
-    """One Spark task: ranges of one broker (several only when packed for MULTIFETCH), and
-    the settings its executor hands to the fetcher as they are."""
+    """One Spark task: ranges of one broker (several only when packed for MULTIFETCH), the
+    settings its executor hands to the fetcher as they are (``fetch``: the read options' own)
+    and its own (``task``)."""
 
     broker: int
     host: str
     port: int
     ranges: tuple[OffsetRange, ...]
-    settings: FetchSettings
+    fetch: FetchSettings
+    task: TaskSettings
 
     @property
     def size(self) -> int:
@@ -354,13 +368,15 @@ def pack_ranges(ranges: Sequence[OffsetRange], budget: int) -> list[tuple[Offset
 def plan_partitions(
     ranges: Sequence[OffsetRange],
     brokers: Mapping[int, tuple[str, int]],
-    settings: FetchSettings,
+    fetch: FetchSettings,
+    task: TaskSettings,
     *,
     segment_starts: Mapping[TopicPartition, Sequence[int]] | None = None,
     min_partitions: int | None = None,
     pushed: PlanFilter | None = None,
 ) -> list[Kafka07InputPartition]:
-    """Ranges -> input partitions (see the module docstring). ``brokers``: id -> (host, port)."""
+    """Ranges -> input partitions (see the module docstring). ``brokers``: id -> (host, port);
+    every partition carries ``fetch`` and ``task``."""
     starts = segment_starts or {}
     kept: list[OffsetRange] = []
     for r in ranges:
@@ -373,10 +389,10 @@ def plan_partitions(
     if min_partitions is not None:
         groups = [(r,) for r in split_ranges(kept, starts, min_partitions)]
     else:
-        groups = pack_ranges(kept, settings.fetch_size)
+        groups = pack_ranges(kept, fetch.fetch_size)
     out: list[Kafka07InputPartition] = []
     for group in groups:
         broker = group[0].broker
         host, port = brokers[broker]
-        out.append(Kafka07InputPartition(broker, host, port, group, settings))
+        out.append(Kafka07InputPartition(broker, host, port, group, fetch, task))
     return out

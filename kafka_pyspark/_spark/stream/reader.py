@@ -44,7 +44,7 @@ from kafka_pyspark._spark.options import (
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.log_bounds import LogBounds
-from kafka_pyspark._spark.read.planning import fetch_settings, plan_partitions
+from kafka_pyspark._spark.read.planning import TaskSettings, plan_partitions
 from kafka_pyspark._spark.read.start_end import resolve_starts
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.stream.admission import Admission, Limits, cap_to_target, next_ages
@@ -77,7 +77,7 @@ class Memory:
 class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("kafka07")`` (see the module docstring).
 
-    The policy: ``options`` and ``settings`` (immutable, all an executor's ``read`` needs),
+    The policy: ``options`` and ``task`` (immutable, all an executor's ``read`` needs),
     what the policy remembers between calls (:class:`Memory`) and the driver's
     :class:`~.offset_reader.StreamOffsetReader`, which does every round trip. Both of
     the latter pickle as fresh ones (an executor's copy carries no driver state)."""
@@ -94,7 +94,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"next_offset, inner_index, compression, value); do not pass .schema(): got "
                 f"{schema.simpleString()}"
             )
-        self.settings = fetch_settings(self.options)
+        self.task = TaskSettings.of(self.options)
         self.offsets = StreamOffsetReader(self.options)
         self.memory = Memory()
 
@@ -309,7 +309,8 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan_partitions(
             ranges,
             self.offsets.addresses_for({r.broker for r in ranges}),
-            self.settings,
+            self.options.fetch,
+            self.task,
             segment_starts=self.offsets.segment_starts(),
             min_partitions=self.options.min_partitions,
         )

@@ -22,12 +22,14 @@ class Kafka07CommitMessage(WriterCommitMessage):
     message-set bytes, message sets), all confirmed by the delivery barrier. ``failure`` is set
     when the task stopped at a bad row (see :mod:`kafka_pyspark._spark.write`): the error the
     driver raises, with context (it pickles whole, :class:`~kafka_pyspark.errors.KafkaError`);
-    ``error``/``error_type`` are its text and class name."""
+    ``error``/``error_type`` are its text and class name. ``sink``: (sink id, batch id) of an
+    exactly-once write (the driver deletes its records once committed), else None."""
 
     task: str
     rows: int
     written: dict[TopicPartition, tuple[int, int, int]] = field(default_factory=dict)
     failure: KafkaError | None = None
+    sink: tuple[str, int] | None = None
 
     @property
     def error(self) -> str | None:

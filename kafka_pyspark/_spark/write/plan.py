@@ -33,9 +33,9 @@ class WritePlan:
     """Everything a write task needs, resolved on the driver (picklable)."""
 
     options: WriteOptions
-    #: the cluster options as parsed on the driver, without ZooKeeper credentials (a write
-    #: task never contacts ZooKeeper); in ``broker.list`` mode tasks probe the topics the
-    #: driver did not resolve (``topic`` column) with them
+    #: the cluster options as parsed on the driver; ZooKeeper credentials only when tasks keep
+    #: exactly-once records in ZooKeeper (kept out of reprs); in ``broker.list`` mode tasks
+    #: probe the topics the driver did not resolve (``topic`` column) with them
     cluster: ClusterOptions
     layout: ColumnLayout
     brokers: dict[int, tuple[str, int]]
@@ -91,8 +91,13 @@ def resolve_plan(
         )
     return WritePlan(
         options=wopts,
-        cluster=dataclasses.replace(copts, zk_auth=None),
+        cluster=copts if _tasks_use_zookeeper(wopts) else dataclasses.replace(copts, zk_auth=None),
         layout=layout,
         brokers=brokers,
         topics=topics,
     )
+
+
+def _tasks_use_zookeeper(wopts: WriteOptions) -> bool:
+    """Whether write tasks keep exactly-once records in ZooKeeper (with the credentials)."""
+    return wopts.delivery.exactly_once and wopts.delivery.store is None

@@ -33,13 +33,18 @@ if TYPE_CHECKING:
 
 
 Ids = npt.NDArray[np.int64]
+#: random picks drawn at once (runs): draws never depend on how rows come in calls
+PICK_CHUNK = 1024
 
 
 class RandomRuns:
     """Keyless rows of one topic: runs of ``block`` consecutive rows, each run to one uniformly
-    random target; a run not finished by one call continues in the next."""
+    random target; a run not finished by one call continues in the next. The picks are drawn
+    from the generator in chunks of :data:`PICK_CHUNK` runs, so run ``k`` goes to the same
+    target however the rows come in calls (Arrow batches): with a seeded generator the routing
+    is a function of the row order alone (exactly-once retries rely on it)."""
 
-    __slots__ = ("_block", "_current", "_ids", "_left", "_rng")
+    __slots__ = ("_block", "_current", "_ids", "_left", "_picks", "_rng", "_used")
 
     def __init__(self, ids: Ids, block: int, rng: np.random.Generator) -> None:
         self._ids = ids
@@ -47,6 +52,18 @@ class RandomRuns:
         self._rng = rng
         self._current = -1
         self._left = 0  # rows still to go to _current
+        self._picks: Ids = np.zeros(0, dtype=np.int64)
+        self._used = 0
+
+    def _next_picks(self, runs: int) -> Ids:
+        """The targets of the next ``runs`` runs."""
+        while len(self._picks) - self._used < runs:
+            more = random_partitions(PICK_CHUNK, len(self._ids), self._rng)
+            self._picks = np.concatenate([self._picks[self._used:], more])
+            self._used = 0
+        out = self._picks[self._used:self._used + runs]
+        self._used += runs
+        return out
 
     def take(self, n: int) -> Ids:
         """Target ids for the next ``n`` keyless rows."""
@@ -56,8 +73,8 @@ class RandomRuns:
         self._left -= head
         rest = n - head
         if rest:
-            picks = random_partitions(rest, len(self._ids), self._rng, self._block)
-            out[head:] = self._ids[picks]
+            picks = self._next_picks(-(-rest // self._block))
+            out[head:] = self._ids[np.repeat(picks, self._block)[:rest]]
             self._current = int(out[-1])
             self._left = -rest % self._block
         return out
@@ -78,6 +95,15 @@ class Router:
         self._runs: dict[str, RandomRuns] = {}
         self._valid_topics: set[str] = set()
         self._probe: Cluster | None = None
+        #: topic -> the sorted list an earlier attempt of this task routed over (exactly-once)
+        self.pinned: dict[str, tuple[tuple[int, int], ...]] = {}
+        #: lists resolved and not yet taken by :meth:`take_resolved`
+        self._resolved: dict[str, tuple[tuple[int, int], ...]] = {}
+
+    def take_resolved(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        """The topics' sorted lists resolved since the last call (recorded with the intent)."""
+        out, self._resolved = self._resolved, {}
+        return out
 
     def close(self) -> None:
         if self._probe is not None:
@@ -107,11 +133,12 @@ class Router:
         """Target ids over ``topic``'s sorted broker-partition list, resolved once."""
         ids = self._ids.get(topic)
         if ids is None:
-            bps = self.plan.topics.get(topic)
+            bps = self.pinned.get(topic) or self.plan.topics.get(topic)
             if bps is None and self.plan.cluster.broker_list is not None:
                 bps = tuple(self._probe_cluster().partitions(topic))
             if not bps:
                 bps = self.plan.new_topic_partitions()
+            self._resolved[topic] = tuple(bps)
             counts: dict[int, int] = {}
             for b, p in bps:
                 counts[b] = max(counts.get(b, 0), p + 1)

@@ -17,9 +17,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from kafka_pyspark import errors
+from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
+from kafka_pyspark._spark.write.delivery import ExactlyOnce
 from kafka_pyspark._spark.write.digest import SetDigest
+from kafka_pyspark._spark.write.identity import TaskIdentity
 from kafka_pyspark._spark.write.plan import WritePlan
 from kafka_pyspark._spark.write.route import Router
 from kafka_pyspark._spark.write.rows import (
@@ -31,6 +34,7 @@ from kafka_pyspark._spark.write.rows import (
 )
 from kafka_pyspark._spark.write.sets import SetBuilder
 from kafka_pyspark._spark.write.sizes import SizeLimits
+from kafka_pyspark._spark.write.store import open_store
 from kafka_pyspark.client import Producer
 from kafka_pyspark.errors import (
     AppendShortfallError,
@@ -59,33 +63,56 @@ class TaskWriter:
     ``TaskWriter(plan).write(batches)``.
     """
 
-    def __init__(self, plan: WritePlan, *, task: str = "write task", seed: int | None = None):
+    def __init__(self, plan: WritePlan, *, task: str = "write task", seed: int | None = None,
+                 identity: TaskIdentity | None = None) -> None:
+        """``identity``: the task's (sink, batch, partition); with it and
+        ``delivery.guarantee=exactly-once`` the task writes exactly once (:mod:`.delivery`),
+        its keyless rows routed by runs seeded from it."""
         self.plan = plan
         self.opts = plan.options
         self.layout = plan.layout
         self.task = task
+        self.identity = identity if self.opts.delivery.exactly_once else None
+        if self.identity is not None and seed is None:
+            seed = self.identity.seed
         self._rows_seen = 0
         self._targets = Targets()
         self._router = Router(plan, self._targets, np.random.default_rng(seed), task)
         # every message set must fit in one request (sizes.py)
         self._limits = SizeLimits.of(self.opts.max_message_size)
         self._sets = SetBuilder(self.opts, self._targets, self._limits, self._queue,
-                                lambda row: row_label(task, row))
+                                lambda row: row_label(task, row),
+                                digests=self.identity is not None)
         self._prod: Producer | None = None
         self._handed: dict[int, _Tally] = {}  # target -> handed to the producer
         self._confirmed: dict[int, _Tally] = {}  # target -> confirmed
+        self._earlier: dict[int, _Tally] = {}  # target -> landed by an earlier attempt
+        self._once: ExactlyOnce | None = None
 
     # --- public --------------------------------------------------------------------------
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> Kafka07CommitMessage:
         try:
+            if self.identity is not None:
+                self._once = self._exactly_once(self.identity)
+                done = self._once.begin()
+                self._router.pinned = self._once.pinned
+                self._once.resolved = self._router.take_resolved
+                if done is not None:
+                    log.info("%s: %s was written before; nothing sent again", self.task,
+                             self.identity.describe())
+                    return self._result(rows=done.rows, written=done.written)
             try:
                 for batch in batches:
                     if batch.num_rows:
                         self._add(batch)
                 self._sets.flush()
+                if self._once is not None:
+                    self._once.end_of_input()
             except RowError as e:
                 # Stop here: confirm what was handed to the producer, report.
+                if self._once is not None:
+                    self._once.flush()  # recorded and sent: a re-run stops at the same row
                 short = self._confirm(after=str(e))
                 log.error("%s stopped at a bad row: %s", self.task, e)
                 if short is not None:
@@ -95,11 +122,15 @@ class TaskWriter:
                     )
                 return self._result(error=e.error)
             short = self._confirm()
+            if short is None and self._once is not None:
+                self._once.finish(self._rows_seen, self._written())
             return self._result(error=short)
         finally:
             self.close()
 
     def close(self) -> None:
+        if self._once is not None:
+            self._once.close()
         if self._prod is not None:
             self._prod.close()
             self._prod = None
@@ -108,15 +139,25 @@ class TaskWriter:
     # --- results -------------------------------------------------------------------------
 
     def _written(self) -> dict[TopicPartition, tuple[int, int, int]]:
-        return {self._targets[i]: (t.messages, t.nbytes, t.sets)
-                for i, t in self._confirmed.items() if t.messages}
+        out: dict[TopicPartition, tuple[int, int, int]] = {}
+        for tallies in (self._confirmed, self._earlier):
+            for i, t in tallies.items():
+                if t.messages:
+                    m, n, s = out.get(self._targets[i], (0, 0, 0))
+                    out[self._targets[i]] = (m + t.messages, n + t.nbytes, s + t.sets)
+        return out
 
-    def _result(self, error: KafkaError | None = None) -> Kafka07CommitMessage:
+    def _result(
+        self, error: KafkaError | None = None, *, rows: int | None = None,
+        written: dict[TopicPartition, tuple[int, int, int]] | None = None,
+    ) -> Kafka07CommitMessage:
+        ident = self.identity
         return Kafka07CommitMessage(
             task=self.task,
-            rows=self._rows_seen,
-            written=self._written(),
+            rows=self._rows_seen if rows is None else rows,
+            written=self._written() if written is None else written,
             failure=error,
+            sink=None if ident is None else (ident.sink, ident.batch),
         )
 
     # --- one batch -----------------------------------------------------------------------
@@ -169,9 +210,27 @@ class TaskWriter:
             )
         return self._prod
 
+    def _exactly_once(self, ident: TaskIdentity) -> ExactlyOnce:
+        d = self.opts.delivery
+        store = open_store(self.plan.cluster, d.zk_root, d.store)
+        return ExactlyOnce(store, ident, d, self._targets, self._send, self._producer,
+                           self._landed_earlier, defaults.MAX_DECOMPRESSED_SIZE)
+
+    def _landed_earlier(self, target: int, messages: int, nbytes: int) -> None:
+        tally = self._earlier.setdefault(target, _Tally())
+        tally.messages += messages
+        tally.nbytes += nbytes
+        tally.sets += 1
+
     def _queue(
         self, target: int, data: bytes | memoryview, messages: int, digest: SetDigest | None
     ) -> None:
+        if self._once is not None:
+            self._once.add(target, data, messages, digest)
+        else:
+            self._send(target, data, messages)
+
+    def _send(self, target: int, data: bytes | memoryview, messages: int) -> None:
         topic, broker, partition = self._targets[target]
         try:
             # SetBuilder cut every set to fit one request: the producer's size check holds

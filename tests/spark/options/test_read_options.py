@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -50,8 +51,8 @@ def test_defaults_batch() -> None:
     assert o.subscription == Subscribe(("events",))
     assert o.starting.kind == "earliest"
     assert o.ending.kind == "latest"
-    assert (o.fail_on_data_loss, o.verify_checksums, o.min_partitions) == (True, True, None)
-    assert (o.fetch_size, o.max_fetch_size) == (1 << 20, 100 << 20)
+    assert (o.fail_on_data_loss, o.fetch.verify_crc, o.min_partitions) == (True, True, None)
+    assert (o.fetch.fetch_size, o.fetch.max_fetch_size) == (1 << 20, 100 << 20)
     assert (o.max_bytes_per_trigger, o.commit_to_group, o.group_id) == (None, False, None)
 
 
@@ -66,7 +67,7 @@ def test_options_are_frozen_and_picklable() -> None:
         opts(startingOffsets='{"events": {"0-1": 5}}', minPartitions=3)
     )
     with pytest.raises(AttributeError):
-        o.fetch_size = 5  # type: ignore[misc]  # frozen: the assignment must fail
+        o.fetch = replace(o.fetch, fetch_size=5)  # type: ignore[misc]  # frozen: must fail
     assert pickle.loads(pickle.dumps(o)) == o
 
 
@@ -76,7 +77,7 @@ def test_case_insensitive_names_and_values() -> None:
          "failondataloss": "FALSE", "verifyChecksums": "false"}
     )
     assert o.starting.kind == "latest"
-    assert o.fail_on_data_loss is False and o.verify_checksums is False
+    assert o.fail_on_data_loss is False and o.fetch.verify_crc is False
 
 
 def test_all_documented_names_known() -> None:
@@ -305,9 +306,9 @@ def test_starting_timestamp() -> None:
 
 def test_sizes() -> None:
     o = parse_read_options(opts(**{"fetch.size": 1000, "max.fetch.size": 5000}))
-    assert (o.fetch_size, o.max_fetch_size) == (1000, 5000)
+    assert (o.fetch.fetch_size, o.fetch.max_fetch_size) == (1000, 5000)
     # a small max.fetch.size lowers the default fetch.size with it
-    assert parse_read_options(opts(**{"max.fetch.size": 4096})).fetch_size == 4096
+    assert parse_read_options(opts(**{"max.fetch.size": 4096})).fetch.fetch_size == 4096
     e = option_error(opts(**{"fetch.size": 5000, "max.fetch.size": 1000}))
     assert e.option == "fetch.size" and "max.fetch.size" in str(e)
 

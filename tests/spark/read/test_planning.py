@@ -31,7 +31,7 @@ from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._spark.read.planning import (
     Kafka07InputPartition,
     PlanFilter,
-    fetch_settings,
+    TaskSettings,
     pack_ranges,
     plan_filter,
     plan_partitions,
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 BROKERS = {0: ("h0", 9000), 1: ("h1", 9001)}
 SETTINGS = FetchSettings(fetch_size=1000)
+TASK = TaskSettings(batch_rows=300)
 
 
 def R(topic: str, broker: int, partition: int, start: int, end: int) -> OffsetRange:
@@ -221,20 +222,20 @@ def test_pack_small_ranges_per_broker() -> None:
 def test_plan_partitions_drops_empty_and_packs() -> None:
     ranges = [R("a", 0, 0, 0, 0), R("a", 0, 1, 10, 5000), R("a", 1, 0, 0, 10),
               R("a", 1, 1, 5, 20)]
-    parts = plan_partitions(ranges, BROKERS, SETTINGS)
+    parts = plan_partitions(ranges, BROKERS, SETTINGS, TASK)
     assert [(p.broker, p.host, p.port, p.ranges) for p in parts] == [
         (0, "h0", 9000, (R("a", 0, 1, 10, 5000),)),
         (1, "h1", 9001, (R("a", 1, 0, 0, 10), R("a", 1, 1, 5, 20))),
     ]
-    assert all(p.settings == SETTINGS for p in parts)
+    assert all(p.fetch == SETTINGS and p.task == TASK for p in parts)
 
 
 def test_plan_partitions_min_partitions_disables_packing() -> None:
     ranges = [R("a", 1, 0, 0, 10), R("a", 1, 1, 5, 20)]
-    parts = plan_partitions(ranges, BROKERS, SETTINGS, min_partitions=1)
+    parts = plan_partitions(ranges, BROKERS, SETTINGS, TASK, min_partitions=1)
     assert [p.ranges for p in parts] == [(R("a", 1, 0, 0, 10),), (R("a", 1, 1, 5, 20),)]
     parts = plan_partitions(
-        [R("a", 0, 0, 0, 3000)], BROKERS, SETTINGS,
+        [R("a", 0, 0, 0, 3000)], BROKERS, SETTINGS, TASK,
         segment_starts={("a", 0, 0): [0, 1000, 2000]}, min_partitions=3,
     )
     assert [p.ranges[0] for p in parts] == [
@@ -245,7 +246,7 @@ def test_plan_partitions_min_partitions_disables_packing() -> None:
 def test_plan_partitions_with_filter() -> None:
     pf, _ = plan_filter([EqualTo(("broker",), 1), GreaterThanOrEqual(("offset",), 1500)])
     parts = plan_partitions(
-        [R("a", 0, 0, 0, 3000), R("a", 1, 0, 0, 3000)], BROKERS, SETTINGS,
+        [R("a", 0, 0, 0, 3000), R("a", 1, 0, 0, 3000)], BROKERS, SETTINGS, TASK,
         segment_starts={("a", 1, 0): [0, 1000, 2000]}, pushed=pf,
     )
     assert [p.ranges for p in parts] == [(R("a", 1, 0, 1000, 3000),)]
@@ -254,7 +255,7 @@ def test_plan_partitions_with_filter() -> None:
 def test_partition_is_picklable_input_partition() -> None:
     from pyspark.sql.datasource import InputPartition
 
-    p = Kafka07InputPartition(0, "h", 1, (R("a", 0, 0, 0, 5),), SETTINGS)
+    p = Kafka07InputPartition(0, "h", 1, (R("a", 0, 0, 0, 5),), SETTINGS, TASK)
     assert isinstance(p, InputPartition)
     assert pickle.loads(pickle.dumps(p)) == p
     assert p.size == 5
@@ -265,19 +266,22 @@ def test_partition_pickles_its_settings_and_ranges_as_values() -> None:
     # Spark ships one pickled input partition per task: the settings and every range go as
     # their values, not as dicts naming each field again
     ranges = tuple(R("a", 0, p, 0, 5) for p in range(8))
-    data = pickle.dumps(Kafka07InputPartition(0, "h", 1, ranges, SETTINGS))
-    for name in ("fetch_size", "verify_crc", "batch_rows", "topic", "start", "end"):
+    data = pickle.dumps(Kafka07InputPartition(0, "h", 1, ranges, SETTINGS, TASK))
+    for name in ("fetch_size", "verify_crc", "batch_rows", "fail_on_data_loss", "topic", "start",
+                 "end"):
         assert name.encode() not in data
 
 
-def test_fetch_settings_from_the_parsed_options() -> None:
+def test_fetch_and_task_settings_from_the_parsed_options() -> None:
     options = parse_read_options({
         "broker.list": "0:h:1", "subscribe": "t", "fetch.size": "4096",
         "max.fetch.size": "8192", "verifyChecksums": "false", "max.decompressed.size": "100",
         "failOnDataLoss": "false", "socket.timeout.ms": "250", "socket.buffersize": "1024",
     })
-    assert fetch_settings(options) == FetchSettings(
+    assert options.fetch == FetchSettings(
         fetch_size=4096, max_fetch_size=8192, verify_crc=False, max_decompressed_size=100,
+    )
+    assert TaskSettings.of(options) == TaskSettings(
         fail_on_data_loss=False, socket_timeout_ms=250, socket_buffer_size=1024,
     )
 
@@ -402,7 +406,7 @@ def test_packing_steps_grow_linearly() -> None:
     def plan(n: int) -> Callable[[], object]:
         ranges = [R("t", b, p, 0, 10) for b in (0, 1) for p in range(n // 2)]
         settings = FetchSettings(fetch_size=1 << 30)  # everything of a broker fits one group
-        return lambda: plan_partitions(ranges, BROKERS, settings)
+        return lambda: plan_partitions(ranges, BROKERS, settings, TASK)
 
     parts = plan(3000)()
     assert isinstance(parts, list) and [len(p.ranges) for p in parts] == [1500, 1500]
@@ -416,7 +420,7 @@ def test_splitting_steps_grow_linearly() -> None:
     def plan(n: int) -> Callable[[], object]:
         starts = [0] + [1 << i for i in range(n)]
         ranges = [R("t", 0, 0, 0, 1 << n)]
-        return lambda: plan_partitions(ranges, BROKERS, SETTINGS, min_partitions=n + 1,
+        return lambda: plan_partitions(ranges, BROKERS, SETTINGS, TASK, min_partitions=n + 1,
                                        segment_starts={("t", 0, 0): starts})
 
     parts = plan(90)()

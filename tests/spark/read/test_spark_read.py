@@ -24,7 +24,7 @@ from _cluster import kafka_partitions
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 from kafka_pyspark._spark.read.executor import read_partition
-from kafka_pyspark._spark.read.planning import Kafka07InputPartition
+from kafka_pyspark._spark.read.planning import Kafka07InputPartition, TaskSettings
 from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA, READ_SCHEMA
 from kafka_pyspark.client import FetchSettings, OffsetRange
 from kafka_pyspark.errors import (
@@ -512,8 +512,8 @@ def test_data_loss_while_reading(cluster: Cluster, caplog: pytest.LogCaptureFixt
     ok = OffsetRange(MIXED, 0, 1, 0, cluster.data.logs[(MIXED, 0, 1)].end)
 
     def part(fail: bool, *ranges: OffsetRange) -> Kafka07InputPartition:
-        return Kafka07InputPartition(0, b0.host, b0.port, ranges,
-                                     FetchSettings(fail_on_data_loss=fail))
+        return Kafka07InputPartition(0, b0.host, b0.port, ranges, FetchSettings(),
+                                     TaskSettings(fail_on_data_loss=fail))
 
     with pytest.raises(DataLossError) as info:
         read_in_process([part(True, gone)])
@@ -541,7 +541,7 @@ def test_verify_checksums_off_and_fetch_sizes(cluster: Cluster) -> None:
     options = cluster.options(assign=f'{{"{MIXED}": ["0-1"]}}', verifyChecksums="false",
                               **{"fetch.size": 512, "max.fetch.size": 4 << 20})
     parts = plan(options)
-    assert parts[0].settings.verify_crc is False and parts[0].settings.fetch_size == 512
+    assert parts[0].fetch.verify_crc is False and parts[0].fetch.fetch_size == 512
     assert keyed(read_in_process(parts)) == keyed(cluster.data.logs[(MIXED, 0, 1)].rows)
     # the 3 MB message does not fit a 2 MB ceiling: a clear error naming where
     options = cluster.options(assign=f'{{"{MIXED}": ["0-1"]}}',
@@ -591,8 +591,10 @@ def test_fetch_answers_combined_into_bounded_batches(cluster: Cluster) -> None:
     ranges = (OffsetRange(MIXED, 0, 0, 0, lg.end),)
 
     def batches(batch_rows: int = 65536, batch_bytes: int = 16 << 20) -> list[Any]:
-        settings = FetchSettings(fetch_size=4096, batch_rows=batch_rows, batch_bytes=batch_bytes)
-        return list(read_partition(Kafka07InputPartition(0, b0.host, b0.port, ranges, settings)))
+        settings = FetchSettings(fetch_size=4096)
+        task = TaskSettings(batch_rows=batch_rows, batch_bytes=batch_bytes)
+        return list(read_partition(Kafka07InputPartition(0, b0.host, b0.port, ranges, settings,
+                                                         task)))
 
     small = batches(batch_rows=300)
     sizes = [b.num_rows for b in small]
@@ -644,7 +646,9 @@ def test_executor_socket_buffers_hold_one_fetch_answer(
     ranges = (OffsetRange(MIXED, 0, 0, 0, lg.end),)
     for socket_buffer, fetch, expected in ((65536, 1 << 20, 1 << 20), (4 << 20, 1 << 20, 4 << 20),
                                            (65536, 4096, 65536)):
-        settings = FetchSettings(fetch_size=fetch, socket_buffer_size=socket_buffer)
-        got = list(read_partition(Kafka07InputPartition(0, b0.host, b0.port, ranges, settings)))
+        settings = FetchSettings(fetch_size=fetch)
+        task = TaskSettings(socket_buffer_size=socket_buffer)
+        got = list(read_partition(Kafka07InputPartition(0, b0.host, b0.port, ranges, settings,
+                                                        task)))
         assert keyed(batches_rows(got)) == keyed(lg.rows)
         assert asked.pop() == expected

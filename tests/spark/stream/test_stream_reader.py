@@ -235,34 +235,45 @@ def test_prefetched_scans_same_ends_off_the_critical_path(
 def test_offsets_connections_kept_between_micro_batches_until_a_broker_moves(
     tmp_path: Path, zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kafka_pyspark._cluster.cluster
+    from kafka_pyspark.client import _brokers
     from kafka_pyspark.testing._zookeeper import free_port
 
     opened: list[tuple[int, int]] = []  # (broker id, port) of every broker connection made
     conns: list[BrokerConnection] = []
-    real = kafka_pyspark._cluster.cluster.connect
+    real = _brokers.open_connection
 
-    def spy(broker_id: int, address: Any, *args: Any) -> BrokerConnection:
-        opened.append((broker_id, address.port))
-        conns.append(real(broker_id, address, *args))
-        return conns[-1]
+    sending = [False]  # the test's own producer opens its connections the same way
 
-    monkeypatch.setattr(kafka_pyspark._cluster.cluster, "connect", spy)
+    def spy(broker_id: int, host: str, port: int, *args: Any) -> BrokerConnection:
+        conn = real(broker_id, host, port, *args)
+        if not sending[0]:
+            opened.append((broker_id, port))
+            conns.append(conn)
+        return conn
+
+    def produce(b: EmbeddedBroker, *args: Any) -> None:
+        sending[0] = True
+        try:
+            send(b, *args)
+        finally:
+            sending[0] = False
+
+    monkeypatch.setattr(_brokers, "open_connection", spy)
     log_dir = tmp_path / "b0"
     first, second = free_port(), free_port()
     with EmbeddedBroker(0, port=first, log_dir=log_dir, zk_connect=zk_connect) as b0:
-        send(b0, topic, 0, encode_message_set(values("a", 5)))
+        produce(b0, topic, 0, encode_message_set(values("a", 5)))
         r = make(zk_connect, subscribe=topic, startingOffsets="earliest")
         start = r.initialOffset()
         for n in range(3):
-            send(b0, topic, 0, encode_message_set(values("b", 1)))
+            produce(b0, topic, 0, encode_message_set(values("b", 1)))
             end = r.latestOffset(start, ReadAllAvailable())
             assert end == {topic: {"0-0": 200 + 40 * (n + 1)}}
             start = end
         assert opened == [(0, first)]  # one connection for the whole query
     # the broker comes back at another port: its old connection is dropped, a new one made
     with EmbeddedBroker(0, port=second, log_dir=log_dir, zk_connect=zk_connect) as b0:
-        send(b0, topic, 0, encode_message_set(values("c", 1)))
+        produce(b0, topic, 0, encode_message_set(values("c", 1)))
         assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0-0": 360}}
         assert opened == [(0, first), (0, second)]
         assert [c.connected for c in conns] == [False, True]  # the moved one closed

@@ -1,5 +1,6 @@
 """Looking at a Kafka 0.7 cluster from a notebook or a script (public: ``kafka_pyspark``
-re-exports these).
+re-exports these), and the rows ``kafka07`` shows: :mod:`.offsets` (log bounds per
+broker-partition, every broker asked at once), :mod:`.lag` (a group's lag rows and totals).
 
     topic_partitions(zk_connect, topic, *, options=None) -> [(broker, partition), ...]
     partition_for_key(key, partitions) -> (broker, partition)
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from kafka_pyspark.errors import InvalidPartitionError, OptionError, RegistryError
+from kafka_pyspark.errors import InvalidPartitionError, OptionError
 
 if TYPE_CHECKING:
     from kafka_pyspark._cluster import Cluster
@@ -93,12 +94,8 @@ def group_lag(
     committed nothing and no topic is named, or a named topic is neither registered nor
     committed.
     """
-    from kafka_pyspark.cli._cluster_cmds import group_lag as lag_rows
-    from kafka_pyspark.cli._common import CliError
+    from kafka_pyspark._admin.lag import group_lag as lag_rows
 
     with _cluster(zk_connect, options) as cluster:
-        try:
-            rows = lag_rows(cluster, group, list(topics) if topics else None, LAG_TIMEOUT_MS)
-        except CliError as e:
-            raise RegistryError(str(e)) from e
+        rows = lag_rows(cluster, group, list(topics) if topics else None, LAG_TIMEOUT_MS)
     return [asdict(r) for r in rows]

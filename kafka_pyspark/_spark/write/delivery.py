@@ -1,0 +1,259 @@
+"""Exactly-once delivery of one task's message sets (docs/writing.md "Exactly once").
+
+:class:`ExactlyOnce` sits between the :class:`~.sets.SetBuilder` and the producer:
+
+1. :meth:`~ExactlyOnce.begin`: take the task's lock in the store (:mod:`.store`), waiting up to
+   ``delivery.lock.timeout.ms``; a ``done`` record ends the task there (nothing is sent, its
+   commit message is returned again). Intent records of an earlier attempt: read each of their
+   broker-partitions back from the recorded start and count the recorded sets that landed
+   (:mod:`.matcher`), polling until all are found or ``delivery.visibility.wait.ms`` has passed
+   since the lock was taken (0.7 serves only flushed bytes).
+2. :meth:`~ExactlyOnce.add` per set: a set an earlier attempt recorded must be the same
+   (else :class:`~kafka_pyspark.errors.NonDeterministicInputError`); if it landed it is
+   skipped, else sent. A new set waits in a window (:data:`WINDOW_BYTES`); before a window is
+   sent: the log end of its broker-partitions new to the task, then its intent record, then the
+   sets.
+3. After the delivery barrier (the task's), :meth:`~ExactlyOnce.finish` writes ``done`` and
+   releases the lock.
+
+Before sending, the holder checks it still holds its lock (ZooKeeper: the same session): one
+whose session was lost stops.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
+from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
+from kafka_pyspark._spark.write.digest import LogUnit, SetDigest, log_units
+from kafka_pyspark._spark.write.faults import FAULT_ENV, fault_point
+from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark._spark.write.matcher import landed_prefix
+from kafka_pyspark._spark.write.records import (
+    INTENT_SET_SIZE,
+    DoneRecord,
+    IntentWindow,
+    RecordError,
+    decode_done,
+    decode_intent,
+    encode_done,
+    encode_intent,
+    intent_target_size,
+    per_target,
+)
+from kafka_pyspark._spark.write.rows import Targets
+from kafka_pyspark._spark.write.store import RecordStore
+from kafka_pyspark.client import latest
+from kafka_pyspark.errors import (
+    DeliveryLockError,
+    KafkaError,
+    NonDeterministicInputError,
+    raise_for_code,
+)
+
+if TYPE_CHECKING:
+    from kafka_pyspark.client import Producer
+
+__all__ = ["WINDOW_BYTES", "WINDOW_RECORD_BYTES", "ExactlyOnce"]
+
+#: most message-set bytes buffered before a window's intent is recorded and it is sent
+WINDOW_BYTES = 64 << 20
+#: most bytes of one intent record (one ZooKeeper node; ZooKeeper's limit is about 1 MiB)
+WINDOW_RECORD_BYTES = 768 << 10
+_READ_FIRST = 1 << 20
+_READ_MAX = 128 << 20
+_POLL_S = 0.25
+
+Send = Callable[[int, bytes | memoryview, int], None]
+_R = TypeVar("_R")
+
+
+class ExactlyOnce:
+    """The protocol for one task attempt. Not thread-safe."""
+
+    def __init__(
+        self, store: RecordStore, ident: TaskIdentity, opts: DeliveryOptions, targets: Targets,
+        send: Send, producer: Callable[[], Producer],
+        landed_earlier: Callable[[int, int, int], None], decompress_limit: int,
+    ) -> None:
+        self.store, self.ident, self.opts, self.targets = store, ident, opts, targets
+        self._send, self._producer, self._landed_earlier = send, producer, landed_earlier
+        self._limit = decompress_limit
+        self._starts: dict[TopicPartition, int] = {}
+        self._recorded: dict[TopicPartition, list[SetDigest]] = {}
+        self._landed: dict[TopicPartition, int] = {}
+        self._index: dict[TopicPartition, int] = {}  # sets generated so far per target
+        self._next_window = 0
+        self._window: list[tuple[int, bytes | memoryview, int, SetDigest]] = []
+        self._window_bytes = 0
+        self._window_record = 0
+        self._window_keys: set[TopicPartition] = set()
+        self._held = False
+        #: the lists the earlier attempts routed over (the router takes them)
+        self.pinned: dict[str, tuple[tuple[int, int], ...]] = {}
+        #: -> the lists resolved since the last window (recorded with it)
+        self.resolved: Callable[[], dict[str, tuple[tuple[int, int], ...]]] = dict
+
+    # --- the protocol ------------------------------------------------------------------------
+
+    def begin(self) -> DoneRecord | None:
+        """Take the lock; the done record if the task is done, else None (go on writing)."""
+        claim = self.store.claim(self.ident, self.opts.lock_timeout_ms / 1000.0)
+        visible_by = time.monotonic() + self.opts.visibility_wait_ms / 1000.0
+        if claim.done is not None:
+            return self._decode(decode_done, claim.done, "done")
+        self._held = True
+        windows = [self._decode(decode_intent, b, "intent") for b in claim.intents]
+        self._next_window = len(windows)
+        self._starts, self._recorded, self.pinned = per_target(windows)
+        if self._recorded:
+            self._landed = self._read_back(visible_by)
+        return None
+
+    def add(self, target: int, data: bytes | memoryview, messages: int,
+            digest: SetDigest | None) -> None:
+        """One message set, in the order the task makes them."""
+        assert digest is not None
+        key = self.targets[target]
+        i = self._index.get(key, 0)
+        self._index[key] = i + 1
+        recorded = self._recorded.get(key, ())
+        if i < len(recorded):
+            if recorded[i] != digest:
+                raise self._differs(key, f"its message set {i + 1} is {_fmt(digest)}, the "
+                                         f"earlier attempt's was {_fmt(recorded[i])}")
+            if i < self._landed.get(key, 0):
+                self._landed_earlier(target, messages, len(data))
+                return
+            self._fence()
+            self._send(target, data, messages)
+            return
+        self._window.append((target, data, messages, digest))
+        self._window_bytes += len(data)
+        self._window_record += INTENT_SET_SIZE
+        if key not in self._window_keys:
+            self._window_keys.add(key)
+            self._window_record += intent_target_size(key[0])
+        if self._window_bytes >= WINDOW_BYTES or self._window_record >= WINDOW_RECORD_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Record the buffered window's intent, then send it."""
+        if not self._window:
+            return
+        window = IntentWindow(lists=self.resolved())
+        for target, _, _, digest in self._window:
+            key = self.targets[target]
+            if key not in self._starts:
+                self._starts[key] = window.starts[key] = self._producer().log_end(
+                    key[1], key[0], key[2])
+            window.sets.setdefault(key, []).append(digest)
+        fault_point("before-intent")
+        self.store.put_intent(self.ident, self._next_window, encode_intent(window))
+        self._next_window += 1
+        fault_point("after-intent")
+        self._fence()
+        sets, self._window = self._window, []
+        self._window_bytes = self._window_record = 0
+        self._window_keys.clear()
+        for n, (target, data, messages, _) in enumerate(sets):
+            self._send(target, data, messages)
+            if n == 0 and len(sets) > 1 and os.environ.get(FAULT_ENV, "").startswith("mid-send"):
+                self._producer().write_buffered()  # the first set on the socket, then the point
+                fault_point("mid-send")
+
+    def end_of_input(self) -> None:
+        """All sets made: send the last window; fewer sets than recorded is an input change."""
+        self.flush()
+        for key, recorded in self._recorded.items():
+            made = self._index.get(key, 0)
+            if made < len(recorded):
+                raise self._differs(key, f"it made {made} message sets, the earlier attempt "
+                                         f"recorded {len(recorded)}")
+
+    def finish(self, rows: int, written: dict[TopicPartition, tuple[int, int, int]]) -> None:
+        """After the barrier: the done record (the task's commit message), the lock released."""
+        fault_point("after-send")
+        self.store.finish(self.ident, encode_done(rows, written))
+        self._held = False
+        fault_point("after-done")
+
+    def close(self) -> None:
+        """Release the lock if still held (the attempt failed): a retry takes over."""
+        if self._held:
+            self._held = False
+            self.store.release(self.ident)
+
+    # --- read-back ---------------------------------------------------------------------------
+
+    def _read_back(self, visible_by: float) -> dict[TopicPartition, int]:
+        """Per recorded target, how many of its recorded sets are in its log."""
+        landed: dict[TopicPartition, int] = {}
+        while True:
+            for key, sets in self._recorded.items():
+                if landed.get(key, -1) < len(sets):
+                    landed[key] = landed_prefix(sets, self._log(key, self._starts[key]))
+            if all(landed[k] == len(s) for k, s in self._recorded.items()) or (
+                    time.monotonic() >= visible_by):
+                return landed
+            time.sleep(min(_POLL_S, max(0.0, visible_by - time.monotonic())))
+
+    def _log(self, key: TopicPartition, start: int) -> list[LogUnit]:
+        """The messages of ``key``'s log from ``start`` to its (flushed) end."""
+        topic, broker, partition = key
+        conn = self._producer().connection(broker)
+        end = latest(conn, topic, partition)
+        units: list[LogUnit] = []
+        offset, size = start, _READ_FIRST
+        while offset < end:
+            resp = conn.fetch(topic, partition, offset, size)
+            raise_for_code(resp.error, f"reading back topic {topic!r} "
+                                       f"{partition_key(broker, partition)} at offset {offset}")
+            got = log_units(resp.messages, offset, self._limit)
+            if not got:
+                if size >= _READ_MAX:
+                    raise KafkaError(f"reading back topic {topic!r} "
+                                     f"{partition_key(broker, partition)}: no complete message "
+                                     f"at offset {offset} in {size} bytes")
+                size *= 2
+                continue
+            units.extend(got)
+            offset = got[-1].next_offset
+        return units
+
+    # --- errors ------------------------------------------------------------------------------
+
+    def _fence(self) -> None:
+        if not self.store.holds():
+            raise DeliveryLockError(
+                f"exactly-once write of {self.ident.describe()}: this attempt lost its lock "
+                f"({self.store!r}: its ZooKeeper session ended or the lease was broken) before "
+                "sending; it stops so that another attempt writes alone"
+            )
+
+    def _differs(self, key: TopicPartition, what: str) -> NonDeterministicInputError:
+        topic, broker, partition = key
+        return NonDeterministicInputError(
+            f"exactly-once write of {self.ident.describe()}: for topic {topic!r} "
+            f"broker-partition {partition_key(broker, partition)} {what}. The rows of this "
+            "retry or re-run differ from the earlier attempt's: the input is not replayable "
+            "(e.g. a shuffle's row order, a non-deterministic expression, a source that does "
+            "not replay the same rows; kafka07, files and Delta replay). Nothing was sent "
+            "twice or dropped silently; the task stops"
+        )
+
+    def _decode(self, fn: Callable[[bytes], _R], data: bytes, what: str) -> _R:
+        try:
+            return fn(data)
+        except (RecordError, UnicodeDecodeError) as e:
+            raise KafkaError(f"exactly-once write of {self.ident.describe()}: its {what} record "
+                             f"in {self.store!r} is unreadable: {e}") from e
+
+
+def _fmt(d: SetDigest) -> str:
+    return f"{d.messages} messages, {d.inner_bytes} bytes, digest {d.digest:08x}"
+

@@ -1,0 +1,331 @@
+"""Where a task's exactly-once records live: ZooKeeper (:class:`ZkStore`) or a shared
+directory (:class:`FileStore`, ``delivery.store``). Both keep, per ``(sink, batch, partition)``,
+a ``lock`` (ZooKeeper: an ephemeral node; files: an ``O_EXCL`` file with a lease its holder
+refreshes), ``intent-NNNNN`` records and a ``done`` record (:mod:`.records`), under
+``<root>/<sink>/<batch>/<partition>/``.
+
+ZooKeeper round trips of one task: :meth:`ZkStore.claim` one (create the parents and the lock,
+read ``done`` and the first intent, pipelined; a second only when more than one intent window
+was recorded, or to wait for another attempt's lock), :meth:`ZkStore.put_intent` one per window,
+:meth:`ZkStore.finish` one (``done`` and the lock's delete, pipelined).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._cluster.zk_requests import Request
+from kafka_pyspark._cluster.zk_session import ZkSession
+from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark.errors import DeliveryLockError
+
+__all__ = ["Claim", "FileStore", "RecordStore", "ZkStore", "open_store"]
+
+LOCK, DONE = "lock", "done"
+#: a file lock's lease: a holder refreshes it every quarter; older is a dead holder's
+FILE_LEASE_S = 10.0
+_POLL_FIRST, _POLL_MAX = 0.05, 0.5
+
+
+def intent_name(index: int) -> str:
+    return f"intent-{index:05d}"
+
+
+class Claim(NamedTuple):
+    """What the lock holder found: the done record, else the intent records in order."""
+
+    done: bytes | None
+    intents: list[bytes]
+
+
+class RecordStore(Protocol):
+    def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim: ...
+    def holds(self) -> bool: ...
+    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None: ...
+    def finish(self, ident: TaskIdentity, done: bytes) -> None: ...
+    def release(self, ident: TaskIdentity) -> None: ...
+    def forget(self, sink: str, below: int | None = None) -> None: ...
+
+
+def _lock_timeout(ident: TaskIdentity, timeout_s: float, where: str) -> DeliveryLockError:
+    return DeliveryLockError(
+        f"exactly-once write of {ident.describe()}: another attempt of this task holds its lock "
+        f"({where}) for longer than delivery.lock.timeout.ms ({timeout_s * 1000:.0f} ms); it "
+        "may still be writing (a speculative or zombie attempt). Raise delivery.lock.timeout.ms "
+        "or retry later"
+    )
+
+
+def _poll(deadline: float, delay: float) -> float:
+    time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+    return min(delay * 2, _POLL_MAX)
+
+
+# --- ZooKeeper ---------------------------------------------------------------------------------
+
+_SESSIONS: dict[tuple[Any, ...], ZkSession] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def _session(copts: ClusterOptions) -> ZkSession:
+    """One session per worker process and cluster (connect string, timeouts, credentials): a
+    task does not pay a session set-up each time."""
+    assert copts.zk_connect is not None
+    key = (copts.zk_connect, copts.zk_session_timeout_ms, copts.zk_connection_timeout_ms,
+           copts.zk_auth)
+    with _SESSIONS_LOCK:
+        zk = _SESSIONS.get(key)
+        if zk is None:
+            zk = _SESSIONS[key] = ZkSession(
+                copts.zk_connect, session_timeout_ms=copts.zk_session_timeout_ms,
+                connection_timeout_ms=copts.zk_connection_timeout_ms,
+                auth_data=[copts.zk_auth] if copts.zk_auth is not None else [])
+        return zk
+
+
+def _create(path: str, value: bytes, acl: Any, ephemeral: bool = False) -> Request:
+    return Request(path, lambda c: c.create_async(path, value, acl, ephemeral=ephemeral))
+
+
+def _get(path: str) -> Request:
+    return Request(path, lambda c: c.get_async(path))
+
+
+def _children(path: str) -> Request:
+    return Request(path, lambda c: c.get_children_async(path))
+
+
+def _delete(path: str) -> Request:
+    return Request(path, lambda c: c.delete_async(path))
+
+
+class ZkStore:
+    """Records as nodes under ``root`` (a path under the ``zk.connect`` chroot)."""
+
+    def __init__(self, copts: ClusterOptions, root: str) -> None:
+        self._zk = _session(copts)
+        self.root = root
+        self._token = uuid.uuid4().bytes
+        self._session_id: int | None = None
+        self._acl: Any = None
+        if self._zk.has_auth:
+            from kazoo.security import CREATOR_ALL_ACL
+
+            self._acl = CREATOR_ALL_ACL
+
+    def __repr__(self) -> str:
+        return f"ZkStore({self._zk.zk_connect!r}, {self.root!r})"
+
+    def _base(self, ident: TaskIdentity) -> str:
+        return f"{self.root}/{ident.sink}/{ident.batch}/{ident.partition}"
+
+    def _expected(self) -> dict[type[BaseException], Any]:
+        from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+
+        return {NodeExistsError: NodeExistsError, NoNodeError: None, NotEmptyError: None}
+
+    def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
+        from kazoo.exceptions import NodeExistsError
+
+        base = self._base(ident)
+        parts = base.strip("/").split("/")
+        parents = ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        reqs = [*(_create(p, b"", self._acl) for p in parents),
+                _create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True),
+                _get(f"{base}/{LOCK}"), _get(f"{base}/{DONE}"), _children(base),
+                _get(f"{base}/{intent_name(0)}")]
+        deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
+        while True:
+            answers = self._zk.pipeline("claiming", base, reqs, self._expected())
+            created, lock, done, children, first = answers[len(parents):]
+            # "exists" after a lost connection may be our own create: the lock's value says
+            mine = created is not NodeExistsError or (lock is not None and lock[0] == self._token)
+            if mine or done is not None:
+                break
+            if time.monotonic() >= deadline:
+                raise _lock_timeout(ident, timeout_s, f"ZooKeeper node {base}/{LOCK}")
+            delay = _poll(deadline, delay)
+        self._session_id = self._zk.session_id if mine else None
+        if done is not None:
+            self.release(ident)
+            return Claim(bytes(done[0] or b""), [])
+        names = sorted(n for n in (children or []) if n.startswith("intent-"))
+        intents = [bytes(first[0])] if first is not None and names else []
+        if len(names) > 1:
+            more = self._zk.values([f"{base}/{n}" for n in names[1:]], base)
+            intents += [bytes(v or b"") for v in more]
+        return Claim(None, intents)
+
+    def holds(self) -> bool:
+        return self._session_id is not None and self._zk.session_id == self._session_id
+
+    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
+        path = f"{self._base(ident)}/{intent_name(index)}"
+        self._zk.pipeline("recording", path, [_create(path, data, self._acl)], self._expected())
+
+    def finish(self, ident: TaskIdentity, done: bytes) -> None:
+        base = self._base(ident)
+        self._zk.pipeline("finishing", base, [_create(f"{base}/{DONE}", done, self._acl),
+                                              _delete(f"{base}/{LOCK}")], self._expected())
+        self._session_id = None
+
+    def release(self, ident: TaskIdentity) -> None:
+        if self.holds():  # a new session's lock would be another attempt's
+            path = f"{self._base(ident)}/{LOCK}"
+            self._zk.pipeline("releasing", path, [_delete(path)], self._expected())
+        self._session_id = None
+
+    def forget(self, sink: str, below: int | None = None) -> None:
+        """Delete the sink's batches below ``below`` (None: the whole sink)."""
+        top = f"{self.root}/{sink}"
+        batches = self._zk.children(top) or []
+        doomed = [f"{top}/{b}" for b in batches
+                  if below is None or (b.isdigit() and int(b) < below)]
+        self._delete_trees(doomed, top if below is None else None)
+
+    def _delete_trees(self, paths: Sequence[str], also: str | None) -> None:
+        if not paths and also is None:
+            return
+        parts = [f"{p}/{c}" for p, cs in zip(paths, self._zk.children_of(paths, self.root)
+                                              if paths else [], strict=True) for c in cs or []]
+        leaves = [f"{p}/{c}" for p, cs in zip(parts, self._zk.children_of(parts, self.root)
+                                              if parts else [], strict=True) for c in cs or []]
+        order = [*leaves, *parts, *paths, *([also] if also else [])]
+        self._zk.pipeline("deleting", self.root, [_delete(p) for p in order], self._expected())
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+class FileStore:
+    """Records as files under ``root`` (``delivery.store``), on a file system every executor
+    shares. The lock is an ``O_EXCL`` file holding the attempt's token, its mtime a lease the
+    holder's thread refreshes every ``FILE_LEASE_S / 4``; older than ``FILE_LEASE_S``, it is a
+    dead attempt's and is broken (renamed away, so only one waiter breaks it)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._token = uuid.uuid4().hex.encode()
+        self._lock_path: str | None = None
+        self._stop = threading.Event()
+
+    def __repr__(self) -> str:
+        return f"FileStore({self.root!r})"
+
+    def _base(self, ident: TaskIdentity) -> str:
+        return os.path.join(self.root, ident.sink, str(ident.batch), str(ident.partition))
+
+    def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
+        base = self._base(ident)
+        os.makedirs(base, exist_ok=True)
+        lock = os.path.join(base, LOCK)
+        deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
+        while not self._try_lock(lock):
+            if _read(os.path.join(base, DONE)) is not None:
+                return Claim(_read(os.path.join(base, DONE)), [])
+            if time.monotonic() >= deadline:
+                raise _lock_timeout(ident, timeout_s, f"file {lock}")
+            delay = _poll(deadline, delay)
+        self._lock_path = lock
+        self._stop.clear()
+        threading.Thread(target=self._refresh, args=(lock,), daemon=True,
+                         name="kafka07-lease").start()
+        done = _read(os.path.join(base, DONE))
+        if done is not None:
+            return Claim(done, [])
+        names = sorted(n for n in os.listdir(base)
+                       if n.startswith("intent-") and not n.endswith(".tmp"))
+        return Claim(None, [_read(os.path.join(base, n)) or b"" for n in names])
+
+    def _try_lock(self, lock: str) -> bool:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                age = time.time() - os.stat(lock).st_mtime
+            except FileNotFoundError:
+                return False
+            if age > FILE_LEASE_S:
+                stale = f"{lock}.{uuid.uuid4().hex}.stale"
+                try:
+                    os.rename(lock, stale)  # one waiter wins; the others find no file
+                    os.unlink(stale)
+                except FileNotFoundError:
+                    pass
+            return False
+        os.write(fd, self._token)
+        os.close(fd)
+        return True
+
+    def _refresh(self, lock: str) -> None:
+        while not self._stop.wait(FILE_LEASE_S / 4):
+            if _read(lock) != self._token:
+                return
+            try:
+                os.utime(lock)
+            except FileNotFoundError:
+                return
+
+    def holds(self) -> bool:
+        return self._lock_path is not None and _read(self._lock_path) == self._token
+
+    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
+        _write_atomic(os.path.join(self._base(ident), intent_name(index)), data)
+
+    def finish(self, ident: TaskIdentity, done: bytes) -> None:
+        _write_atomic(os.path.join(self._base(ident), DONE), done)
+        self.release(ident)
+
+    def release(self, ident: TaskIdentity) -> None:
+        self._stop.set()
+        if self.holds() and self._lock_path is not None:
+            os.unlink(self._lock_path)
+        self._lock_path = None
+
+    def forget(self, sink: str, below: int | None = None) -> None:
+        import shutil
+
+        top = os.path.join(self.root, sink)
+        if below is None:
+            shutil.rmtree(top, ignore_errors=True)
+            return
+        try:
+            names = os.listdir(top)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.isdigit() and int(name) < below:
+                shutil.rmtree(os.path.join(top, name), ignore_errors=True)
+
+
+def open_store(copts: ClusterOptions, zk_root: str, directory: str | None) -> RecordStore:
+    """The store a write's options name: ``delivery.store`` if given, else ZooKeeper."""
+    if directory is not None:
+        return FileStore(directory)
+    return ZkStore(copts, zk_root)
+
+
+StoreFactory = Callable[[], RecordStore]

@@ -1,0 +1,163 @@
+"""Exactly-once writing driven through ``TaskWriter`` without Spark: real ZooKeeper, embedded
+brokers, a first attempt SIGKILLed at a fault point in a subprocess, the retry in this process,
+every value counted by an independent read of the topic."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+from _cluster import count_values, read_topic
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from kafka_pyspark._spark.write import TaskWriter, build_plan
+from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark._spark.write.store import FileStore, ZkStore
+from kafka_pyspark.errors import DeliveryLockError, NonDeterministicInputError, OptionError
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+pytestmark = pytest.mark.zk
+
+SCHEMA = StructType([StructField("value", BinaryType(), True)])
+IDENT = TaskIdentity("query-1", 7, 3)
+N = 200
+
+
+def values(n: int = N, tag: str = "v") -> list[bytes]:
+    return [f"{tag}{i:05d}".encode() for i in range(n)]
+
+
+def batches(vals: list[bytes]) -> Iterator[pa.RecordBatch]:
+    for i in range(0, len(vals), 64):
+        yield pa.RecordBatch.from_arrays([pa.array(vals[i:i + 64], pa.binary())], ["value"])
+
+
+def options(cluster: dict[str, str], **more: str) -> dict[str, str]:
+    return {**cluster, "topic": "eo", "batch.size": "10", "delivery.visibility.wait.ms": "500",
+            **more}
+
+
+_ATTEMPT = """
+import sys, pyarrow as pa
+from pyspark.sql.types import BinaryType, StructField, StructType
+from kafka_pyspark._spark.write import TaskWriter, build_plan
+from kafka_pyspark._spark.write.identity import TaskIdentity
+opts = dict(a.split("=", 1) for a in sys.argv[2:])
+vals = [f"{sys.argv[1]}{i:05d}".encode() for i in range(200)]
+plan = build_plan(opts, StructType([StructField("value", BinaryType(), True)]))
+batch = pa.RecordBatch.from_arrays([pa.array(vals, pa.binary())], ["value"])
+TaskWriter(plan, identity=TaskIdentity("query-1", 7, 3)).write([batch])
+"""
+
+
+def killed_attempt(opts: dict[str, str], point: str, fault_dir: Path, tag: str = "v") -> None:
+    """A first attempt in a subprocess, SIGKILLed at ``point``."""
+    env = {**os.environ, "KAFKA_PYSPARK_FAULT": point, "KAFKA_PYSPARK_FAULT_DIR": str(fault_dir)}
+    out = subprocess.run([sys.executable, "-c", _ATTEMPT, tag,
+                          *(f"{k}={v}" for k, v in opts.items())],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == -9, out.stderr
+    assert (fault_dir / f"{point}.fired").exists()
+
+
+def written_once(brokers: list[EmbeddedBroker], expected: list[bytes]) -> None:
+    got = count_values(read_topic(brokers, "eo"))
+    assert got == Counter(expected)
+
+
+@pytest.mark.parametrize("point", ["after-intent", "mid-send", "after-send"])
+def test_retry_after_a_kill_appends_only_the_rest(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, point: str
+) -> None:
+    opts = options({"zk.connect": zk_connect})
+    killed_attempt(opts, point, tmp_path)
+    msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    written_once(brokers, values())
+    assert msg.rows == N and msg.messages == N and msg.sink == ("query-1", 7)
+    # done: a whole re-run sends nothing and answers the same commit message
+    again = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    assert (again.rows, again.written, again.sink) == (msg.rows, msg.written, msg.sink)
+    written_once(brokers, values())
+
+
+def test_a_rerun_after_done_is_a_no_op(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, kz: KazooClient
+) -> None:
+    opts = options({"zk.connect": zk_connect, "compression.codec": "gzip"})
+    killed_attempt(opts, "after-done", tmp_path)
+    msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    assert msg.messages == N and msg.rows == N
+    written_once(brokers, values())
+    base = "/kafka_pyspark/sinks/query-1/7/3"
+    assert sorted(kz.get_children(base)) == ["done", "intent-00000"]  # the lock is gone
+
+
+def test_other_rows_on_a_retry_are_named(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path
+) -> None:
+    opts = options({"zk.connect": zk_connect})
+    killed_attempt(opts, "after-intent", tmp_path)
+    with pytest.raises(NonDeterministicInputError,
+                       match=r"sink query-1 batch 7 partition 3: for topic 'eo' broker-partition"):
+        TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values(tag="w")))
+    assert count_values(read_topic(brokers, "eo")) == Counter()
+
+
+def test_fewer_rows_on_a_retry_are_named(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path
+) -> None:
+    opts = options({"zk.connect": zk_connect, "partitioner": "random"})
+    killed_attempt(opts, "after-intent", tmp_path)
+    with pytest.raises(NonDeterministicInputError, match="the earlier attempt recorded"):
+        TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()[:150]))
+
+
+def test_a_second_attempt_waits_for_the_lock(
+    brokers: list[EmbeddedBroker], zk_connect: str
+) -> None:
+    opts = options({"zk.connect": zk_connect, "delivery.lock.timeout.ms": "300"})
+    plan = build_plan(opts, SCHEMA)
+    holder = ZkStore(plan.cluster, plan.options.delivery.zk_root)
+    assert holder.claim(IDENT, 1.0).done is None
+    with pytest.raises(DeliveryLockError, match=r"delivery\.lock\.timeout\.ms"):
+        TaskWriter(plan, identity=IDENT).write(batches(values()))
+    # released while the second waits: it goes on and writes everything once
+    patient = build_plan({**opts, "delivery.lock.timeout.ms": "20000"}, SCHEMA)
+    threading.Timer(0.5, holder.release, args=(IDENT,)).start()
+    started = time.monotonic()
+    msg = TaskWriter(patient, identity=IDENT).write(batches(values()))
+    assert time.monotonic() - started >= 0.4
+    assert msg.messages == N
+    written_once(brokers, values())
+
+
+def test_file_store_with_broker_list(tmp_path: Path, bare_broker: EmbeddedBroker) -> None:
+    store = tmp_path / "eo-store"
+    opts = options({"broker.list": f"0:127.0.0.1:{bare_broker.port}",
+                    "delivery.store": str(store)})
+    killed_attempt(opts, "mid-send", tmp_path)
+    msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    assert msg.messages == N
+    written_once([bare_broker], values())
+    assert sorted(os.listdir(store / "query-1" / "7" / "3")) == ["done", "intent-00000"]
+    FileStore(str(store)).forget("query-1", below=8)
+    assert os.listdir(store / "query-1") == []
+
+
+def test_exactly_once_without_a_store_names_the_option(bare_broker: EmbeddedBroker) -> None:
+    with pytest.raises(OptionError, match=r"delivery\.store"):
+        build_plan(options({"broker.list": f"0:127.0.0.1:{bare_broker.port}",
+                            "delivery.guarantee": "exactly-once"}), SCHEMA)
