@@ -221,7 +221,9 @@ ALL_TOPICS = "(all)"
 
 @dataclass(frozen=True)
 class LagTotal:
-    """The sum over one topic's rows (or all of them): ``lag`` adds up the rows with a lag."""
+    """The sum over one topic's rows (or all of them): ``lag`` adds up the rows with a lag;
+    the partitions the group never committed have none (where it starts there is its
+    ``autooffset.reset``), so they are counted apart, with the bytes their logs hold."""
 
     topic: str
     lag: int
@@ -229,6 +231,10 @@ class LagTotal:
     owned: int
     #: rows that make the command exit non-zero (a data problem or a broker error)
     problems: int
+    #: rows whose status is ``not-committed``, and the bytes their logs hold (latest -
+    #: earliest: what the group reads there if it starts from the earliest offset)
+    not_committed: int = 0
+    not_committed_bytes: int = 0
 
 
 def lag_totals(rows: list[LagRow]) -> list[LagTotal]:
@@ -238,10 +244,12 @@ def lag_totals(rows: list[LagRow]) -> list[LagTotal]:
         by_topic.setdefault(r.topic, []).append(r)
 
     def total(name: str, part: list[LagRow]) -> LagTotal:
+        fresh = [r for r in part if r.status == NOT_COMMITTED]
         return LagTotal(
             name, sum(r.lag or 0 for r in part), len(part),
             sum(r.owner is not None for r in part),
             sum(r.status == ERROR or r.status in DATA_PROBLEMS for r in part),
+            len(fresh), sum((r.latest or 0) - (r.earliest or 0) for r in fresh),
         )
 
     return [total(t, part) for t, part in by_topic.items()] + [total(ALL_TOPICS, rows)]

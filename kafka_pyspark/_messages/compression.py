@@ -80,6 +80,9 @@ try:
     _SNAPPY_ERRORS = (*_SNAPPY_ERRORS, _snappy_module.UncompressError)
 except ImportError:  # pragma: no cover
     _python_snappy = None
+#: the library snappy is (de)compressed with where the compiled kernel is not used (None: none)
+SNAPPY_ENGINE = ("cramjam" if _cramjam_snappy is not None
+                 else "python-snappy" if _python_snappy is not None else None)
 
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # magic, deflate, no flags, mtime 0,
 #                                                            xfl 0, os 255 (Java 17)

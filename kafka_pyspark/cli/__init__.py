@@ -36,7 +36,6 @@ from kafka_pyspark.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    error_text,
     exit_code_for,
     permission_advice,
     quiet_libraries,
@@ -56,6 +55,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"kafka07: {message}\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, then which engine decodes and encodes each codec here
+    (compiled kernels or their pure-Python twins: :mod:`kafka_pyspark._messages.engines`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from kafka_pyspark._messages.engines import codec_engines
+
+        rows = codec_engines()
+        width = max(len(what) for what, _ in rows) + 1
+        lines = [f"kafka07 (kafka_pyspark) {__version__}"]
+        lines += [f"{what + ':':<{width}} {engine}" for what, engine in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="kafka07",
@@ -65,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{EXIT_CODES_HELP}\n\nThe manual (docs/cli.md) is installed at {MANUAL}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"kafka07 (kafka_pyspark) {__version__}",
-                   help="print the version and exit")
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="print the version, the engine and the codecs in use, and exit")
     sub: Any = p.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")
     cluster_cmds.add_parsers(sub)
@@ -95,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(permission_advice(e))
             return exit_code_for(e)
         except KafkaError as e:
-            error(error_text(e))
+            error(str(e))
             return exit_code_for(e)
         except BrokenPipeError:  # `kafka07 consume ... | head`: the reader has what it wanted
             _drop_stdout()

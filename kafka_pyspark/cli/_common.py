@@ -26,7 +26,6 @@ from kafka_pyspark._shared.partition_key import (
 from kafka_pyspark.errors import (
     KafkaError,
     MessageError,
-    OptionError,
     RegistryPermissionError,
     TopicNotFoundError,
 )
@@ -77,31 +76,6 @@ def exit_code_for(e: KafkaError) -> int:
     if isinstance(e, (MessageError, TopicNotFoundError, NothingCommittedError)):
         return EXIT_DATA
     return EXIT_USAGE
-
-
-#: the connector's options the commands set from their arguments: an error about one names
-#: the argument the user typed
-_ARGUMENT_OF_OPTION = {
-    "zk.connect": "--zk",
-    "broker.list": "--broker-list",
-    "zk.connectiontimeout.ms": "--timeout-ms",
-    "socket.timeout.ms": "--timeout-ms",
-    "topic": "--topic",
-    "group.id": "--group",
-    "compression.codec": "--codec",
-    "batch.size": "--batch-size",
-}
-
-
-def error_text(e: KafkaError) -> str:
-    """``str(e)``, with an option the command set from an argument named as that argument
-    (``--zk: ...``, not ``option 'zk.connect': ...``)."""
-    text = str(e)
-    if isinstance(e, OptionError) and e.option in _ARGUMENT_OF_OPTION:
-        prefix = f"option '{e.option}': "
-        if text.startswith(prefix):
-            return f"{_ARGUMENT_OF_OPTION[e.option]}: {text[len(prefix):]}"
-    return text
 
 
 @contextlib.contextmanager

@@ -47,12 +47,17 @@ def cmd_lag(args: argparse.Namespace) -> int:
         ],
     )
     print()
-    table(["group", "topic", "lag", "partitions", "owned", "problems"],
-          [[args.group, t.topic, t.lag, t.partitions, t.owned, t.problems] for t in totals])
-    group_total = totals[-1]
-    summary(f"group {args.group!r}: lag {group_total.lag} bytes over "
-            f"{plural(group_total.partitions, 'broker-partition')}, "
-            f"{plural(group_total.problems, 'problem')}")
+    table(["group", "topic", "lag", "partitions", "owned", "problems", "not-committed",
+           "not-committed-bytes"],
+          [[args.group, t.topic, t.lag, t.partitions, t.owned, t.problems, t.not_committed,
+            t.not_committed_bytes] for t in totals])
+    g = totals[-1]
+    fresh = (f"; {plural(g.not_committed, 'broker-partition')} not committed, holding "
+             f"{plural(g.not_committed_bytes, 'byte')} (not in the lag)" if g.not_committed
+             else "")
+    summary(f"group {args.group!r}: lag {g.lag} bytes over "
+            f"{plural(g.partitions, 'broker-partition')}, {plural(g.problems, 'problem')}"
+            + fresh)
     return code
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -45,8 +46,39 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
         print(((line + "  " + r[-1]) if len(r) > 1 else r[0]).rstrip())
 
 
+#: the connector's options the commands set from their arguments: a message naming one (the
+#: Spark paths' text, from below the command) names the argument the user typed instead
+FLAG_OF_OPTION = {
+    "zk.connect": "--zk",
+    "broker.list": "--broker-list",
+    "zk.connectiontimeout.ms": "--timeout-ms",
+    "socket.timeout.ms": "--timeout-ms",
+    "topic": "--topic",
+    "group.id": "--group",
+    "compression.codec": "--codec",
+    "batch.size": "--batch-size",
+}
+#: ``option 'zk.connect': ...`` (an OptionError), anywhere in a message
+_OPTION_PREFIX = re.compile("option '(" + "|".join(map(re.escape, FLAG_OF_OPTION)) + ")': ")
+#: a dotted option name standing alone (not inside a word, a path, a quoted value or a longer
+#: dotted name)
+_OPTION_WORD = re.compile(
+    r"(?<![\w.'\"/-])("
+    + "|".join(re.escape(n) for n in sorted(FLAG_OF_OPTION, key=len, reverse=True) if "." in n)
+    + r")(?![\w.'\"/-])")
+
+
+def flag_words(message: str) -> str:
+    """``message`` with every option the command set from an argument named as that argument
+    (``--zk: ...``, not ``option 'zk.connect': ...``; ``(--timeout-ms)``, not
+    ``(zk.connectiontimeout.ms)``): the one place a command's message is put in its words."""
+    message = _OPTION_PREFIX.sub(lambda m: f"{FLAG_OF_OPTION[m.group(1)]}: ", message)
+    return _OPTION_WORD.sub(lambda m: FLAG_OF_OPTION[m.group(1)], message)
+
+
 def error(message: str) -> None:
-    print(f"kafka07: {message}", file=sys.stderr)
+    """One message on stderr, in the command's words (:func:`flag_words`)."""
+    print(f"kafka07: {flag_words(message)}", file=sys.stderr)
 
 
 def summary(message: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -232,10 +233,14 @@ def test_version_and_help_on_every_option(capsys: pytest.CaptureFixture[str]) ->
     import argparse
 
     from kafka_pyspark import __version__
+    from kafka_pyspark._messages import walk
     from kafka_pyspark.cli import build_parser
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"kafka07 (kafka_pyspark) {__version__}\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"kafka07 (kafka_pyspark) {__version__}"
+    assert out[2] == ("decode none:              compiled (_messages._kernel)" if walk.kernel
+                      else "decode none:              pure Python")
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     missing = [
@@ -245,6 +250,28 @@ def test_version_and_help_on_every_option(capsys: pytest.CaptureFixture[str]) ->
     assert missing == []
     assert all(choice.help for choice in sub._choices_actions)
     assert "exit codes:" in parser.format_help()
+
+
+def test_version_names_the_pure_twins_when_they_are_forced() -> None:
+    import subprocess
+
+    from kafka_pyspark import __version__
+    from kafka_pyspark._messages import compression, crc
+
+    env = {**os.environ, "KAFKA_PYSPARK_PURE": "1"}
+    done = subprocess.run([sys.executable, "-m", "kafka_pyspark.cli", "--version"], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    library = {"isal": "ISA-L (python-isal)", "zlib": "zlib"}
+    assert done.stdout.splitlines() == [
+        f"kafka07 (kafka_pyspark) {__version__}",
+        "engine:                   pure Python (KAFKA_PYSPARK_PURE is set)",
+        "decode none:              pure Python",
+        f"decode gzip:              {library[compression.GZIP_ENGINE]} inflate, pure Python walk",
+        f"decode snappy:            pure Python walk, {compression.SNAPPY_ENGINE}",
+        f"CRC-32:                   {library[crc.CRC32_ENGINE]}",
+        f"encode:                   pure Python (gzip: zlib, snappy: {compression.SNAPPY_ENGINE})",
+        "record batches v2 (.log): pure Python",
+    ]
 
 
 def test_progress_only_on_a_terminal(
@@ -277,7 +304,7 @@ def test_unreachable_zookeeper_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         f"kafka07: ZooKeeper 127.0.0.1:{port}: could not connect within 300 ms "
-        "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
+        "(--timeout-ms): KazooTimeoutError: Connection time-out"
     ]
     assert not [r for r in caplog.records if r.name.startswith("kazoo")]
 
@@ -293,7 +320,7 @@ def test_timeout_ms_bounds_the_connect_to_a_silent_zookeeper(
         elapsed = time.monotonic() - started
     assert capsys.readouterr().err.splitlines() == [
         f"kafka07: ZooKeeper 127.0.0.1:{port}: could not connect within 100 ms "
-        "(zk.connectiontimeout.ms): KazooTimeoutError: Connection time-out"
+        "(--timeout-ms): KazooTimeoutError: Connection time-out"
     ]
     assert elapsed < defaults.ZK_SESSION_TIMEOUT_MS / 1000 / 2
 
@@ -378,3 +405,25 @@ def test_a_file_that_fails_to_read_is_reported_and_the_others_dumped(
         f"{good}: 1 message, end offset 1017",
         "2 files: 1 message",
     ]
+
+
+def test_messages_name_the_arguments_not_the_connector_options() -> None:
+    """Every message a command prints goes through one rewrite (cli/_output.flag_words): an
+    option the command set from an argument is named as that argument."""
+    from kafka_pyspark.cli._output import flag_words
+
+    assert flag_words("option 'zk.connect': holds '@': the value is not shown") == \
+        "--zk: holds '@': the value is not shown"
+    assert flag_words("option 'batch.size': must be >= 1, got 0") == \
+        "--batch-size: must be >= 1, got 0"
+    assert flag_words("ZooKeeper h:1: could not connect within 300 ms "
+                      "(zk.connectiontimeout.ms): KazooTimeoutError") == \
+        "ZooKeeper h:1: could not connect within 300 ms (--timeout-ms): KazooTimeoutError"
+    assert flag_words("ZooKeeper h:1 has no node /brokers/ids: a Kafka registry is under "
+                      "/kafka (3 brokers registered): use zk.connect 'h:1/kafka'") == (
+        "ZooKeeper h:1 has no node /brokers/ids: a Kafka registry is under /kafka (3 brokers "
+        "registered): use --zk 'h:1/kafka'")
+    # names that are a value, part of a path or of a longer name stay as they are
+    for text in ("topic 'zk.connect' is not registered", "cannot read /tmp/zk.connect",
+                 "option 'max.message.size': too large", "the topic t; group.idle"):
+        assert flag_words(text) == text

@@ -65,9 +65,9 @@ def test_lag_shows_every_row_around_malformed_offset_nodes(
     ]
     assert lines[6:] == [
         "",
-        "group  topic  lag  partitions  owned  problems",
-        "g      t      34   5           0      4",
-        "g      (all)  34   5           0      4",
+        "group  topic  lag  partitions  owned  problems  not-committed  not-committed-bytes",
+        "g      t      34   5           0      4         0              0",
+        "g      (all)  34   5           0      4         0              0",
     ]
 
 
@@ -75,6 +75,7 @@ def test_lag_shows_owners_and_totals_per_topic_and_group(
     topic_t: EmbeddedBroker, zk_connect: str, kz: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _produce(topic_t, "u", 0, THREE[:2])
+    _produce(topic_t, "u", 1, THREE[:1])  # never committed: 17 bytes not in the lag
     topic_t.wait_for_topic("u")
     with Registry(zk_connect) as reg:
         reg.commit_group_offsets("g", "t", {(0, 0): 17, (0, 1): 0}, creator="test")
@@ -87,19 +88,20 @@ def test_lag_shows_owners_and_totals_per_topic_and_group(
         "g      t      0-0               17      51      34   g_host-1-0  ok",
         "g      t      0-1               0       17      17   -           ok",
         "g      u      0-0               0       34      34   -           ok",
-        "g      u      0-1               -       0       -    -           not-committed",
+        "g      u      0-1               -       17      -    -           not-committed",
         "",
-        "group  topic  lag  partitions  owned  problems",
-        "g      t      51   2           1      0",
-        "g      u      34   2           0      0",
-        "g      (all)  85   4           1      0",
+        "group  topic  lag  partitions  owned  problems  not-committed  not-committed-bytes",
+        "g      t      51   2           1      0         0              0",
+        "g      u      34   2           0      0         1              17",
+        "g      (all)  85   4           1      0         1              17",
     ]
-    assert out.err == "group 'g': lag 85 bytes over 4 broker-partitions, 0 problems\n"
+    assert out.err == ("group 'g': lag 85 bytes over 4 broker-partitions, 0 problems; "
+                       "1 broker-partition not committed, holding 17 bytes (not in the lag)\n")
     assert main(["lag", "--zk", zk_connect, "--group", "g", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["partitions"][0]["owner"] == "g_host-1-0"
     assert doc["totals"][-1] == {"topic": "(all)", "lag": 85, "partitions": 4, "owned": 1,
-                                 "problems": 0}
+                                 "problems": 0, "not_committed": 1, "not_committed_bytes": 17}
 
 
 def _node(kz: Any, path: str) -> tuple[bytes, int]:

@@ -32,12 +32,13 @@ def _row(topic: str, partition: int, lag: int | None, status: str = OK,
 
 
 def test_totals_per_topic_in_order_then_the_group() -> None:
+    fresh = LagRow("g", "b", 0, 2, None, 40, 800, None, NOT_COMMITTED)  # 760 bytes, no lag
     rows = [_row("b", 0, 5, owner="c-0"), _row("a", 0, 2), _row("b", 1, None, NOT_COMMITTED),
-            _row("a", 1, None, ERROR, owner="c-1")]
+            _row("a", 1, None, ERROR, owner="c-1"), fresh]
     assert lag_totals(rows) == [
-        LagTotal("b", 5, 2, 1, 0),
+        LagTotal("b", 5, 3, 1, 0, not_committed=2, not_committed_bytes=760),
         LagTotal("a", 2, 2, 1, 1),
-        LagTotal(ALL_TOPICS, 7, 4, 2, 1),
+        LagTotal(ALL_TOPICS, 7, 5, 2, 1, not_committed=2, not_committed_bytes=760),
     ]
 
 
