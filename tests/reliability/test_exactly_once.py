@@ -27,6 +27,7 @@ from eo_support import (
     maybe_other_producer,
     read_target,
     spread,
+    standalone_cluster,
     values,
 )
 from rel_support import Recorder
@@ -44,7 +45,7 @@ MAX_BYTES = 24 * 1024  # ~720 of the 34-byte messages per micro-batch: 3 micro-b
 
 def run_scenario(
     brokers: list[EmbeddedBroker], zk: str, tmp: Path, *, fault: str | None = None,
-    options: dict[str, str] | None = None, other: bool = False, rerun_last: bool = False,
+    options: dict[str, str] | None = None, other: bool = False,
     master: str = "local[2,4]", conf: dict[str, str] | None = None, **stage: Any,
 ) -> Outcome:
     """Input topic filled, the target pre-created on every partition (one foreign value
@@ -60,9 +61,6 @@ def run_scenario(
     }, fault)
     with maybe_other_producer(other, brokers, target) as producer:
         outcome = run.until_done()
-        if rerun_last and outcome.runs[-1:] == [0]:
-            outcome.rerun = run.drop_last_commit()
-            outcome.runs += run.until_done().runs
     outcome.target = read_target(brokers, target)
     outcome.others = producer.sent if producer is not None else []
     return outcome
@@ -88,8 +86,9 @@ def test_at_least_once_rerun_duplicates(
     got = outcome.of("v")
     duplicated = len(got) - len(set(got))
     record("at-least-once: last micro-batch re-run (commit log entry lost)",
-           expected=values(N), got=got, detail=f"runs {outcome.runs}")
-    assert outcome.runs == [0, 0], outcome.output[-4000:]
+           expected=values(N), got=got,
+           detail=f"re-ran micro-batch {outcome.done().get('rerun')}")
+    assert outcome.runs == [0] and "rerun" in outcome.done(), outcome.output[-4000:]
     assert set(got) == set(values(N))  # nothing lost
     assert 0 < duplicated < N, "the re-run micro-batch's rows were not written twice"
     assert len(outcome.of("seed")) == sum(b.num_partitions for b in brokers)
@@ -137,8 +136,8 @@ def test_exactly_once_lost_commit_log_entry(
     outcome = run_scenario(brokers, zk_connect, tmp_path, options=EXACTLY_ONCE, rerun_last=True)
     record("exactly-once: last micro-batch re-run (commit log entry lost)",
            expected=values(N), got=outcome.of("v"),
-           detail=f"runs {outcome.runs}, re-ran micro-batch {outcome.rerun}")
-    assert outcome.runs == [0, 0], outcome.output[-4000:]
+           detail=f"re-ran micro-batch {outcome.done().get('rerun')}")
+    assert outcome.runs == [0] and "rerun" in outcome.done(), outcome.output[-4000:]
     assert_once(outcome, "re-run after the sink's commit")
 
 
@@ -182,3 +181,27 @@ def test_non_deterministic_input_named(
                      r"'dst\w+' broker-partition \d+-\d+", outcome.output), outcome.output[-4000:]
     assert max(prefixes.values()) == 1  # no input row twice (with two different suffixes)
     assert len(prefixes) < N  # the failed task's rows are not there
+
+
+@pytest.mark.faults
+def test_exactly_once_with_speculation(
+    brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path, record: Recorder
+) -> None:
+    """``spark.speculation`` on a standalone cluster of two workers on two loopback hosts; a
+    straggler task (its input stage sleeps) gets a speculative copy on the other host while
+    it still runs: two live attempts of one task, each value still exactly once."""
+    conf = {"spark.speculation": "true", "spark.speculation.interval": "200ms",
+            "spark.speculation.quantile": "0.5", "spark.speculation.multiplier": "1.5",
+            "spark.speculation.minTaskRuntime": "1s", "spark.executor.memory": "1g",
+            "spark.cores.max": "2"}
+    with standalone_cluster(tmp_path) as master:
+        outcome = run_scenario(brokers, zk_connect, tmp_path, options=EXACTLY_ONCE,
+                               master=master, conf=conf, slow={"batch": 1, "seconds": 20})
+    marks = sorted(p.name for p in (tmp_path / "marks").glob("attempt-*"))
+    copies = [m for m in marks if not m.endswith("-0")]
+    record("exactly-once: spark.speculation, a straggler and its speculative copy",
+           expected=values(N), got=outcome.of("v"),
+           detail=f"runs {outcome.runs}, attempts {len(marks)}, copies {len(copies)}")
+    assert outcome.runs == [0], outcome.output[-4000:]
+    assert copies, f"no speculative copy ran: {marks}\n{outcome.output[-4000:]}"
+    assert_once(outcome, "speculation")
