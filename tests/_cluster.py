@@ -1,7 +1,8 @@
 """Shared helpers of the tests against the embedded cluster: a kazoo session (the tests play a
 0.7.2 broker or consumer in ZooKeeper with it), reading a topic back with the low-level client
-(never through the Spark read path under test), an independent reference of where Kafka
-0.7's ``DefaultPartitioner`` sends a key, and a registered broker that never answers.
+(never through the Spark read path under test), sending to it with the client, an independent
+reference of where Kafka 0.7's ``DefaultPartitioner`` sends a key, and a registered broker that
+never answers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql.datasource import InputPartition
 
     from kafka_pyspark._spark.read.planning import Kafka07InputPartition
+    from kafka_pyspark.testing.broker import EmbeddedBroker
 
 BrokerPartition = tuple[int, int]
 IO_TIMEOUT = 10.0
@@ -93,6 +95,22 @@ def read_log(
 def read_topic(brokers: Sequence[Any], topic: str) -> dict[BrokerPartition, list[bytes]]:
     """Every value of ``topic`` per ``(broker id, partition)``, in log order."""
     return {bp: [v for (v,) in rows] for bp, rows in read_log(brokers, topic, "value").items()}
+
+
+def send(broker: EmbeddedBroker, topic: str, partition: int, message_set: bytes) -> None:
+    """``message_set`` produced to one partition of ``broker``, delivered (the producer's
+    barrier) and the topic registered."""
+    from kafka_pyspark.client import Producer
+
+    with Producer({broker.broker_id: (broker.host, broker.port)}, timeout=10.0) as p:
+        p.send(broker.broker_id, topic, partition, message_set)
+        p.flush()
+    broker.wait_for_topic(topic)
+
+
+def values(prefix: str, n: int, size: int = 30) -> list[bytes]:
+    """``n`` distinct values ``<prefix>00000...`` padded with dots to ``size`` bytes."""
+    return [f"{prefix}{i:05d}".encode().ljust(size, b".") for i in range(n)]
 
 
 def count_values(found: Mapping[BrokerPartition, Iterable[bytes]]) -> Counter[bytes]:

@@ -14,6 +14,8 @@ Fixture contract (used by every test module; keep names stable):
   raw-socket tests of docs/dev/PROTOCOL.md's measured broker behaviour
   (``test_broker_facts_*.py``).
 - ``spark`` (session): a local[2] SparkSession using ``spark-conf/`` with kafka07 registered.
+- ``logdir``: a directory of segment files (``tmp_path/kafka-logs``) of two topics, several
+  partitions and segments, every format (tests/segment_builder.py).
 """
 
 from __future__ import annotations
@@ -110,3 +112,38 @@ def spark() -> Iterator[SparkSession]:
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    """Two topics, several partitions and segments, every format."""
+    from segment_builder import (
+        GZIP,
+        LZ4,
+        SNAPPY,
+        ZSTD,
+        batch,
+        k07,
+        message,
+        name,
+        record,
+        v2_file,
+        wrapper,
+    )
+    root = tmp_path / "kafka-logs"
+    for d in ("events-0", "events-1", "events-2", "old-0", "mixed-0"):
+        (root / d).mkdir(parents=True)
+    (root / "events-0" / name(0)).write_bytes(v2_file(0, 20, ZSTD))
+    (root / "events-0" / name(20)).write_bytes(v2_file(20, 10, LZ4))
+    (root / "events-0" / name(20, ".index")).write_bytes(b"\0" * 16)  # ignored
+    (root / "events-1" / name(0)).write_bytes(v2_file(0, 7, SNAPPY))
+    (root / "events-2" / name(100)).write_bytes(v2_file(100, 3, GZIP))
+    (root / "old-0" / name(0, ".kafka")).write_bytes(k07([b"a", b"bb"]))
+    (root / "old-0" / name(23, ".kafka")).write_bytes(k07([b"ccc"]))
+    (root / "mixed-0" / name(0)).write_bytes(
+        message(0, b"m0") + wrapper(2, [message(0, b"m1", magic=1, timestamp=5),
+                                        message(1, b"m2", magic=1, timestamp=6)], LZ4, magic=1,
+                                    timestamp=6) + batch(3, [record(0, b"m3")]))
+    (root / "meta.properties").write_text("version=0\n")
+    (root / "not-a-partition").mkdir()
+    return root

@@ -5,6 +5,7 @@ with struct and the compression libraries directly; it never calls the code unde
 Everything returns ``bytes`` of whole entries: message-set entries (magic 0/1) and record
 batches (magic 2), ready to concatenate into a ``.log`` file. The 0.7 messages of ``.kafka``
 files and snappy-java's stream framing (shared with the 0.7 wrappers) come from ``_bytes``.
+tests/conftest.py's ``logdir`` lays out a log directory of every format from them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 import crc32c
 import lz4.frame
 import zstandard
-from _bytes import snappy_java_stream
+from _bytes import message_set, snappy_java_stream
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
@@ -191,3 +192,22 @@ def batch(
     tail = struct.pack(">ibI", leader_epoch, 2, crc) + after_crc
     return struct.pack(">qi", base_offset, len(tail)) + tail
 
+
+# --- segment files (tests/conftest.py's logdir) ----------------------------------------------
+
+
+def name(base: int, suffix: str = ".log") -> str:
+    return f"{base:020d}{suffix}"
+
+
+def v2_file(base: int, n: int, codec: int = 0, per_batch: int = 5) -> bytes:
+    out = b""
+    for b0 in range(base, base + n, per_batch):
+        k = min(per_batch, base + n - b0)
+        out += batch(b0, [record(i, f"v{b0 + i}".encode(), key=f"k{b0 + i}".encode())
+                          for i in range(k)], codec=codec)
+    return out
+
+
+def k07(values: list[bytes]) -> bytes:
+    return message_set(values)

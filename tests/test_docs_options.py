@@ -103,3 +103,9 @@ def test_spark_kafka_table_is_the_pointer_table() -> None:
     named = {n for row in rows for n in re.findall(r"`([A-Za-z][A-Za-z0-9.]*)`",
                                                    row.split("|")[1])}
     assert named == set(SPARK_KAFKA_POINTERS)
+
+
+def test_docs_table_lists_exactly_the_segment_options() -> None:
+    from kafka_pyspark._spark.options.segment_path import SEGMENT_OPTIONS
+
+    assert {n.lower() for n in table_options("segments.md")} == SEGMENT_OPTIONS

@@ -1,5 +1,6 @@
 """ZooKeeper's ``multiRead`` (3.6+): the values of many nodes in one request; which servers
-have it and ``multi`` (3.4+), from their ``srvr`` four-letter word.
+have it and ``multi`` (3.4+), from their ``srvr`` four-letter word and what they refused
+(:class:`ServerFeatures`).
 
 kazoo sends one request per node read, and its cost is per request (its connection thread
 wakes, polls and writes once for each): reading a group's thousands of offset nodes one
@@ -16,13 +17,18 @@ import re
 import socket
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 __all__ = [
-    "MultiRead", "four_letter_word", "multi_read_supported", "multi_supported", "send_multi_read",
+    "MULTI", "MULTI_READ", "MultiRead", "ServerFeatures", "four_letter_word",
+    "multi_read_supported", "multi_supported", "send_multi_read",
 ]
+
+#: the requests of many nodes a server may lack (the kinds :class:`ServerFeatures` tells)
+MULTI = "multi"
+MULTI_READ = "multiRead"
 
 #: the first version whose servers answer ``multi`` (3.3 drops the request unanswered)
 MULTI_SINCE = (3, 4)
@@ -77,6 +83,46 @@ def multi_read_supported(srvr: str) -> bool:
     3.4 or 3.5: not known to."""
     version = server_version(srvr)
     return version is not None and version >= MULTI_READ_SINCE
+
+
+class ServerFeatures:
+    """Which of :data:`MULTI` and :data:`MULTI_READ` a session's server answers: what its
+    ``srvr`` four-letter word says (asked once, on a connection of its own, of the server
+    ``peer()`` names; None: not connected now, asked again at the next need; no answer within
+    ``timeout`` seconds: "no" for good), less each kind it refused (answered UNIMPLEMENTED:
+    an older server behind the same address, sent none of that kind again)."""
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._srvr: str | None = None
+        self.refused: set[str] = set()
+
+    def has(self, kind: str, peer: Callable[[], tuple[str, int] | None]) -> bool:
+        if kind in self.refused:
+            return False
+        srvr = self._srvr_answer(peer)
+        if srvr is None:
+            return False
+        return multi_supported(srvr) if kind == MULTI else multi_read_supported(srvr)
+
+    def refuse(self, kind: str) -> bool:
+        """The server refused a ``kind`` request; whether it is the first of that kind."""
+        first = kind not in self.refused
+        self.refused.add(kind)
+        return first
+
+    def _srvr_answer(self, peer: Callable[[], tuple[str, int] | None]) -> str | None:
+        if self._srvr is None:
+            address = peer()
+            if address is None:
+                return None
+            try:
+                self._srvr = four_letter_word(address, b"srvr", self._timeout)
+            except TimeoutError:
+                self._srvr = ""
+            except OSError:
+                return None
+        return self._srvr
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kafka_pyspark._cluster.zk_reads import send_multi_read
+from kafka_pyspark._cluster.zk_reads import MULTI, MULTI_READ, send_multi_read
 
 __all__ = [
     "MULTI_BYTES", "MULTI_SIZE", "NewNode", "Request", "chunks", "create", "get", "get_acls",
@@ -37,6 +37,7 @@ _T = TypeVar("_T")
 class Request:
     node: str  # the node it is about (named when its ACL refuses it)
     send: Callable[[Any], Any]  # kazoo client -> its IAsyncResult
+    kind: str | None = None  # MULTI or MULTI_READ (zk_reads): a request of many nodes
 
 
 def get_children(path: str) -> Request:
@@ -60,7 +61,7 @@ def create(path: str, value: bytes, acl: list[Any] | None) -> Request:
 
 
 def multi_read(paths: Sequence[str]) -> Request:
-    return Request(paths[0], lambda client: send_multi_read(client, paths))
+    return Request(paths[0], lambda client: send_multi_read(client, paths), MULTI_READ)
 
 
 def transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: str) -> Request:
@@ -73,7 +74,7 @@ def transaction(items: Sequence[_T], add: Callable[[Any, _T], object], where: st
             add(tx, item)
         return tx.commit_async()
 
-    return Request(where, send)
+    return Request(where, send, MULTI)
 
 
 def chunks(items: Sequence[_T], size: Callable[[_T], int]) -> list[Sequence[_T]]:

@@ -2,12 +2,11 @@
 
 :class:`~kafka_pyspark._cluster.registry.Registry` knows 0.7's nodes; this module knows how to talk
 to ZooKeeper: starting the session within ``connection_timeout_ms`` (TCP connect and handshake,
-however long the session timeout), sending many requests at
-once and collecting their answers (pipelined), retrying those lost with the connection (a lost
-connection or an expired session: the registry holds no ephemeral nodes, so a new session is
-as good as the old one) until ZooKeeper has answered none of them for
-``max(session_timeout_ms, connection_timeout_ms)``,
-and turning kazoo's exceptions into ours:
+however long the session timeout: :mod:`kafka_pyspark._cluster.zk_connect`), sending many
+requests at once and collecting their answers (pipelined), retrying those lost with the
+connection (a lost connection or an expired session: the registry holds no ephemeral nodes, so
+a new session is as good as the old one) until ZooKeeper has answered none of them for
+``max(session_timeout_ms, connection_timeout_ms)``, and turning kazoo's exceptions into ours:
 
 - not reached in time -> :class:`RegistryUnavailableError` (transient);
 - the node's ACL refuses the session -> :class:`RegistryPermissionError` naming the node;
@@ -20,7 +19,10 @@ has them (3.4+): kazoo's cost is per request, and a transaction is one. A transa
 fails is undone as a whole, and its writes are then sent one by one, each getting its own
 answer. Many reads at once (a group's
 offsets) go in ``multiRead`` requests (:mod:`kafka_pyspark._cluster.zk_reads`) when the server has
-them (3.6+), each node answered on its own.
+them (3.6+), each node answered on its own. A server that answers either with UNIMPLEMENTED
+though its ``srvr`` said it has them (an older member behind a load balancer, while the probe
+reached a newer one) is sent no more of that kind for the rest of the session: the nodes of
+the refused request, and of every later one, go one per request.
 
 An answer a caller expects (no such node, the node exists already) is not an error: each
 method below says what it answers instead. kazoo's log goes to
@@ -29,17 +31,23 @@ method below says what it answers instead. kazoo's log goes to
 
 from __future__ import annotations
 
-import contextlib
 import enum
+import logging
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kafka_pyspark._cluster.zk_auth import CREDENTIALS_HINT, KAZOO_LOG
-from kafka_pyspark._cluster.zk_reads import four_letter_word, multi_read_supported, multi_supported
+from kafka_pyspark._cluster.zk_auth import CREDENTIALS_HINT
+from kafka_pyspark._cluster.zk_connect import describe, start_client, stop_quietly
+from kafka_pyspark._cluster.zk_reads import (
+    MULTI,
+    MULTI_READ,
+    ServerFeatures,
+    multi_read_supported,
+    multi_supported,
+)
 from kafka_pyspark._cluster.zk_requests import (
     NewNode,
     Request,
@@ -63,6 +71,10 @@ _MAX_DELAY = 0.5
 _T = TypeVar("_T")
 #: the answer for an item of a transaction that was applied
 _DONE = "done"
+#: the answer for a multi or multiRead the server refused (UNIMPLEMENTED): its nodes go again,
+#: one per request
+_REFUSED = "refused"
+_LOG = logging.getLogger(__name__)
 
 
 class Created(enum.Enum):
@@ -112,7 +124,7 @@ class ZkSession:
         self._client: Any = None
         self._lock = threading.Lock()
         self._closed = False
-        self._srvr: str | None = None  # the server's srvr answer (asked on first need)
+        self._features = ServerFeatures(connection_timeout_ms / 1000.0)
 
     def __repr__(self) -> str:
         return f"ZkSession({self.zk_connect!r})"
@@ -125,7 +137,7 @@ class ZkSession:
             self._closed = True
             client, self._client = self._client, None
         if client is not None:
-            _stop_quietly(client)
+            stop_quietly(client)
 
     @property
     def connected(self) -> bool:
@@ -157,40 +169,11 @@ class ZkSession:
             if self._closed:
                 raise RegistryError(f"ZooKeeper {self.zk_connect}: the registry is closed")
             if self._client is None:
-                self._client = self._start()
+                self._client = start_client(
+                    self.zk_connect, session_timeout_ms=self.session_timeout_ms,
+                    connection_timeout_ms=self.connection_timeout_ms,
+                    auth_data=self._auth_data)
             return self._client
-
-    def _start(self) -> Any:
-        from kazoo.client import KazooClient
-        from kazoo.handlers.threading import SequentialThreadingHandler
-        from kazoo.retry import KazooRetry
-
-        handler = _ConnectDeadline(SequentialThreadingHandler())
-        client = KazooClient(
-            hosts=self.zk_connect,
-            timeout=self.session_timeout_ms / 1000.0,
-            # Reconnect quickly after a ZooKeeper restart; each call is bounded separately.
-            connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0),
-            handler=handler,
-            auth_data=self._auth_data or None,
-            logger=KAZOO_LOG,
-        )
-        timeout = self.connection_timeout_ms / 1000.0
-        handler.deadline = time.monotonic() + timeout
-        try:
-            with warnings.catch_warnings():
-                # kazoo warns when the chroot does not exist; the registry reports missing nodes
-                warnings.simplefilter("ignore")
-                client.start(timeout=timeout)
-        except Exception as e:
-            _stop_quietly(client)
-            raise RegistryUnavailableError(
-                f"ZooKeeper {self.zk_connect}: could not connect within "
-                f"{self.connection_timeout_ms} ms (zk.connectiontimeout.ms): {_describe(e)}"
-            ) from e
-        finally:
-            handler.deadline = None  # connected (or stopped): kazoo's own timing from now on
-        return client
 
     # --- the requests (each a kazoo method called directly) ----------------------------------
 
@@ -225,9 +208,14 @@ class ZkSession:
         from kazoo.exceptions import NoNodeError
 
         batches = chunks(paths, path_bytes)
+        answered = self._pipeline("reading", where, [multi_read(c) for c in batches], {})
+        refused = [p for c, a in zip(batches, answered, strict=True) if a is _REFUSED for p in c]
+        again = iter(self.values(refused, where) if refused else [])
         out: list[bytes | None] = []
-        for chunk, answers in zip(batches, self._pipeline(
-                "reading", where, [multi_read(c) for c in batches], {}), strict=True):
+        for chunk, answers in zip(batches, answered, strict=True):
+            if answers is _REFUSED:
+                out.extend(next(again) for _ in chunk)
+                continue
             out.extend(self._typed(a, "reading", where, path, {NoNodeError: None})
                        if isinstance(a, Exception) else a
                        for path, a in zip(chunk, answers, strict=True))
@@ -268,7 +256,7 @@ class ZkSession:
         (:func:`~kafka_pyspark._cluster.zk_requests.chunks`, made with ``add``) when the server has
         them, kazoo's cost being per request. A transaction that fails (one item's answer is
         not a success) is all undone: its items are sent one by one in a second round, for
-        their own answers."""
+        their own answers, and so are those of a transaction the server refused."""
         batched = len(items) > 1 and self.has_multi()
         batches = chunks(items, op_bytes) if batched else [[item] for item in items]
         answers = self._pipeline(what, where, [
@@ -280,7 +268,7 @@ class ZkSession:
             if len(chunk) == 1:
                 out.append(answer)
                 continue
-            if any(isinstance(a, Exception) for a in answer):
+            if answer is _REFUSED or any(isinstance(a, Exception) for a in answer):
                 redo.extend(range(len(out), len(out) + len(chunk)))
             out.extend([_DONE] * len(chunk))
         if redo:
@@ -299,32 +287,23 @@ class ZkSession:
         (connect and answer). Not connected now, or the word refused or reset: one node per
         request this time, asked again at the next need. No answer in time: the answer is
         taken as "no" for the session, so that a server holding the word unanswered delays
-        one call, not every commit."""
-        srvr = self._srvr_answer()
-        return srvr is not None and multi_supported(srvr)
+        one call, not every commit. A server that refused one (UNIMPLEMENTED): no."""
+        return self._features.has(MULTI, self._peer)
 
     def has_multi_read(self) -> bool:
         """Whether the server answers ``multiRead`` (3.6+), found out as :meth:`has_multi`
         does: an older server must never be sent it."""
-        srvr = self._srvr_answer()
-        return srvr is not None and multi_read_supported(srvr)
+        return self._features.has(MULTI_READ, self._peer)
 
-    def _srvr_answer(self) -> str | None:
-        """The ``srvr`` answer of the session's server (:meth:`has_multi`): None when it
-        could not be asked now, "" for the session when it did not answer in time."""
-        if self._srvr is None:
-            client = self._zk()
-            try:  # the server the session is connected to (kazoo's command() asks it too)
-                peer = client._connection._socket.getpeername()[:2]
-            except (AttributeError, OSError):  # not connected now
-                return None
-            try:
-                self._srvr = four_letter_word(peer, b"srvr", self.connection_timeout_ms / 1000.0)
-            except TimeoutError:
-                self._srvr = ""
-            except OSError:
-                return None
-        return self._srvr
+    def _peer(self) -> tuple[str, int] | None:
+        """The server the session is connected to (kazoo's command() asks it too); None
+        when not connected now."""
+        client = self._zk()
+        try:
+            host, port = client._connection._socket.getpeername()[:2]
+        except (AttributeError, OSError):
+            return None
+        return str(host), int(port)
 
     def acls(self, path: str) -> list[Any] | None:
         """The ACL of ``path``; None if it does not exist."""
@@ -360,15 +339,34 @@ class ZkSession:
         delay = _FIRST_DELAY
         while True:
             pending, lost = self._collect(batch, self._send(batch, pending))
+            pending = self._unrefused(batch, pending)
             if not pending:
                 return batch.answers
             if time.monotonic() + delay >= batch.deadline:
                 raise RegistryUnavailableError(
                     f"ZooKeeper {self.zk_connect}: {what} {where} failed after retrying for "
-                    f"{self.op_timeout * 1000:.0f} ms: {_describe(lost)}"
+                    f"{self.op_timeout * 1000:.0f} ms: {describe(lost)}"
                 ) from lost
             time.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
+
+    def _unrefused(self, batch: _Batch, pending: Sequence[int]) -> list[int]:
+        """``pending`` but those of a kind the server refused, which answer :data:`_REFUSED`
+        (their nodes go again, one per request) rather than being sent again."""
+        out = []
+        for i in pending:
+            if batch.requests[i].kind in self._features.refused:
+                batch.answers[i] = _REFUSED
+            else:
+                out.append(i)
+        return out
+
+    def _refuse(self, kind: str) -> None:
+        """The server answered a ``kind`` request UNIMPLEMENTED: none is sent again."""
+        if self._features.refuse(kind):
+            _LOG.warning("ZooKeeper %s refused %s (UNIMPLEMENTED) though its srvr answer says "
+                         "it has it: one node per request for the rest of the session",
+                         self.zk_connect, kind)
 
     def _send(self, batch: _Batch, pending: Sequence[int]) -> list[tuple[int, Any]]:
         """Send the ``pending`` requests of ``batch``: their kazoo async results."""
@@ -388,7 +386,12 @@ class ZkSession:
     ) -> tuple[list[int], BaseException | None]:
         """Fill ``batch.answers`` from ``sent``; the indexes lost with the connection, and
         why."""
-        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+        from kazoo.exceptions import (
+            ConnectionLoss,
+            OperationTimeoutError,
+            SessionExpiredError,
+            UnimplementedError,
+        )
 
         retryable = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
         lost: list[int] = []
@@ -402,8 +405,13 @@ class ZkSession:
                 lost.append(i)
                 continue
             except Exception as e:
-                batch.answers[i] = self._typed(
-                    e, batch.what, batch.where, batch.requests[i].node, batch.expected)
+                kind = batch.requests[i].kind
+                if kind is not None and isinstance(e, UnimplementedError):
+                    self._refuse(kind)  # an older server: its nodes go one per request
+                    batch.answers[i] = _REFUSED
+                else:
+                    batch.answers[i] = self._typed(
+                        e, batch.what, batch.where, batch.requests[i].node, batch.expected)
             # an answer: ZooKeeper is there, the next one gets the whole op timeout again
             batch.deadline = max(batch.deadline, time.monotonic() + self.op_timeout)
         return lost, why
@@ -435,7 +443,7 @@ class ZkSession:
             )
         if isinstance(e, KazooException):
             return RegistryError(
-                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {_describe(e)}"
+                f"ZooKeeper {self.zk_connect}: {what} {where} failed: {describe(e)}"
             )
         return None
 
@@ -451,50 +459,3 @@ class ZkSession:
         err = RegistryPermissionError(f"{denied} ({how})")
         err.denied, err.credentials_given = denied, self.has_auth
         return err
-
-
-class _ConnectDeadline:
-    """kazoo's threading handler, every socket wait of the first connect ending by
-    ``deadline`` (monotonic) while it is set.
-
-    kazoo gives each connect attempt's TCP connect and handshake read the *session* timeout,
-    and ``start(timeout)``, once it gives up, stops the client by joining kazoo's thread, which
-    is still in that wait: a ZooKeeper that accepts the connection and never answers (or one
-    whose SYNs are lost) would hold the connect for the session timeout. kazoo makes all its
-    socket waits through its handler, so bounding them here bounds the whole connect by the
-    connection timeout without changing the session timeout ZooKeeper is asked for. Unset
-    once connected: pings and reconnects keep kazoo's own timing."""
-
-    def __init__(self, handler: Any) -> None:
-        self._handler = handler
-        self.deadline: float | None = None
-
-    def __getattr__(self, name: str) -> Any:  # the rest of kazoo's handler interface
-        return getattr(self._handler, name)
-
-    def _bounded(self, timeout: float | None) -> float | None:
-        deadline = self.deadline
-        if deadline is None:
-            return timeout
-        left = max(deadline - time.monotonic(), 0.001)  # 0 would mean "do not wait at all"
-        return left if timeout is None else min(timeout, left)
-
-    def select(self, rlist: Any, wlist: Any, xlist: Any, timeout: float | None = None) -> Any:
-        return self._handler.select(rlist, wlist, xlist, self._bounded(timeout))
-
-    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs["timeout"] = self._bounded(kwargs.get("timeout"))
-        return self._handler.create_connection(*args, **kwargs)
-
-
-def _describe(e: BaseException | None) -> str:
-    if e is None:
-        return "unknown error"
-    text = str(e)
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-def _stop_quietly(client: Any) -> None:
-    with contextlib.suppress(Exception):  # best-effort shutdown of a kazoo session
-        client.stop()
-        client.close()

@@ -61,6 +61,32 @@ static inline void put_le32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)(v >> 24);
 }
 
+/* the CRC-32 of each message: ISA-L's when crc_engine_at found it (faster on messages of a few
+ * hundred bytes than libdeflate's, which is the fallback) */
+static uint32_t deflate_crc(uint32_t init, const unsigned char *buf, uint64_t len)
+{
+    return (uint32_t)libdeflate_crc32(init, buf, (size_t)len);
+}
+static kp_crc32_fn message_crc = deflate_crc;
+
+/* crc_engine_at(address) -> bool: whether the function at address (ISA-L's crc32_gzip_refl,
+ * found by crc.isal_crc_address; 0: none) gives zlib's CRC-32 of known inputs; if so, it
+ * computes the messages' CRCs from now on (as _wrappers.c's crc_engine_at, for the same reason:
+ * the lookup is Python's, so the module links no dynamic-loader symbol). */
+static PyObject *crc_engine_at(PyObject *self, PyObject *arg)
+{
+    void *at = PyLong_AsVoidPtr(arg);
+    if (!at && PyErr_Occurred())
+        return NULL;
+    kp_crc32_fn fn = NULL;
+    *(void **)&fn = at;
+    int ok = fn && fn(0, (const unsigned char *)"123456789", 9) == 0xCBF43926u &&
+             fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) == 0x359A672Fu;
+    if (ok)
+        message_crc = fn;
+    return PyBool_FromLong(ok);
+}
+
 /* the header of a message of `size` payload bytes with CRC `crc`; its size */
 static inline size_t header(uint8_t *p, int magic, int codec, size_t size, uint32_t crc)
 {
@@ -95,7 +121,7 @@ static size_t frame(const job_t *j, Py_ssize_t lo, Py_ssize_t hi, uint8_t *dst)
     for (Py_ssize_t i = lo; i < hi; i++) {
         const uint8_t *payload = j->data + j->offs[i];
         size_t size = (size_t)(j->offs[i + 1] - j->offs[i]);
-        uint32_t crc = (uint32_t)libdeflate_crc32(0, payload, size);
+        uint32_t crc = message_crc(0, payload, size);
         if (j->crcs)
             j->crcs[i - j->cuts[0]] = crc;
         op += header(op, j->magic, CODEC_NONE, size, crc);
@@ -346,6 +372,8 @@ done:
 static PyMethodDef methods[] = {
     {"encode_sets", encode_sets, METH_VARARGS,
      "encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (sets, ends)"},
+    {"crc_engine_at", crc_engine_at, METH_O,
+     "crc_engine_at(address) -> bool: use the CRC-32 function at address if it is zlib's"},
     {"deflate_sets", deflate_sets, METH_VARARGS,
      "deflate_sets(data, ends, level) -> compressed bytes in all (a benchmark's limit)"},
     {NULL, NULL, 0, NULL}};

@@ -23,10 +23,15 @@
  *       whether payloads k0..k1-1 (back to back in data, ending at the offsets) match their
  *       CRC words (below), by one CRC call with the engine crc32 (_wrappers.c's kp_rows_ok,
  *       the check the lanes make in C).
- *   snappy_size / snappy_total / snappy_take / snappy_fetch / snappy_raw: _snappy.c and
- *       _wrappers.c (snappy wrappers, decompressed by our own decoder into the value column).
+ *   snappy_size / snappy_raw: _snappy.c (our snappy decoder); snappy_total / snappy_take /
+ *       snappy_fetch: _wrappers.c (snappy wrappers decompressed into the value column).
  *   _C_API: a capsule holding `take`'s C functions, the CRC engine's parsing and the rows'
  *       CRC check (see _kernel.h) for _gzip.c's gzip lane.
+ *
+ * The files of the module point one way: _module.c (the method table, the capsule, the
+ * module's init) uses all; _wrappers.c (the snappy lane, the CRC engines and the rows' check)
+ * uses this file's walk into a sink and _snappy.c's decoder; this file and _snappy.c use
+ * nothing of the others.
  *
  * scan and take are one walk (_kernel.h's kp_walk) with two visitors: scan_one below, and
  * take_one (_kernel.h), which the snappy lane (_snappy.c) and the gzip lane also use.
@@ -77,7 +82,7 @@ uint32_t kp_zeros_crc(int64_t n)
     return ~reg;
 }
 
-static void init_tables(void)
+void kp_kernel_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -127,7 +132,7 @@ static inline int scan_one(void *ctx, const uint8_t *p, Py_ssize_t pos, Py_ssize
     return ST_END;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args)
+PyObject *kp_scan_py(PyObject *self, PyObject *args)
 {
     Py_buffer buf, out;
     Py_ssize_t pos, end, stop;
@@ -184,7 +189,7 @@ int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
     return 0;
 }
 
-static PyObject *take(PyObject *self, PyObject *args)
+PyObject *kp_take_py(PyObject *self, PyObject *args)
 {
     Py_buffer buf, data, offs, wbuf, sbuf = {0};
     Py_ssize_t pos, end, stop, dpos, k;
@@ -227,7 +232,7 @@ done:
 
 /* --- gather ------------------------------------------------------------------------------- */
 
-static PyObject *gather(PyObject *self, PyObject *args)
+PyObject *kp_gather_py(PyObject *self, PyObject *args)
 {
     Py_buffer buf, recbuf, data, offs, wbuf;
     Py_ssize_t i0, i1, dpos, k;
@@ -275,7 +280,7 @@ done:
     return result;
 }
 
-static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
+PyObject *kp_zeros_crc_py(PyObject *self, PyObject *arg)
 {
     long long n = PyLong_AsLongLong(arg);
     if (n == -1 && PyErr_Occurred())
@@ -285,47 +290,4 @@ static PyObject *zeros_crc_py(PyObject *self, PyObject *arg)
         return NULL;
     }
     return PyLong_FromUnsignedLong(kp_zeros_crc(n));
-}
-
-static PyMethodDef methods[] = {
-    {"scan", scan, METH_VARARGS, "Walk and check the messages of a buffer into records."},
-    {"gather", gather, METH_VARARGS, "Copy uncompressed payloads; their ends and CRC words."},
-    {"check_rows", kp_check_rows, METH_VARARGS, "Whether payloads match their CRC words."},
-    {"take", take, METH_VARARGS, "Walk plain messages, copying payloads: scan + gather."},
-    {"snappy_size", kp_snappy_size, METH_O, "Bytes a snappy-java wrapper payload announces."},
-    {"snappy_total", kp_snappy_total, METH_VARARGS, "Bytes snappy wrappers announce, together."},
-    {"snappy_take", kp_snappy_take, METH_VARARGS, "Decompress a snappy wrapper in place, take."},
-    {"snappy_fetch", kp_snappy_fetch, METH_VARARGS, "Check, decompress and take snappy wrappers."},
-    {"crc_engine_at", kp_crc_engine_at, METH_O, "Use ISA-L's CRC-32 at this address (CRC_ISAL)."},
-    {"wrapped_rows", kp_wrapped_rows, METH_VARARGS, "Per-row columns of a set of wrappers."},
-    {"snappy_raw", kp_snappy_raw, METH_VARARGS, "Decompress one raw snappy block."},
-    {"zeros_crc", zeros_crc_py, METH_O, "CRC-32 of n zero bytes."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "_kernel",
-    .m_doc = "Compiled per-message work of the Kafka 0.7 message-set decoder.",
-    .m_size = -1,
-    .m_methods = methods,
-};
-
-PyMODINIT_FUNC PyInit__kernel(void)
-{
-    init_tables();
-    kp_snappy_init();
-    static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t),
-                                   sizeof(kp_crc_t), kp_take, kp_sink_parse, kp_crc_parse,
-                                   kp_rows_ok};
-    PyObject *m = PyModule_Create(&module);
-    if (!m)
-        return NULL;
-    PyObject *capsule = PyCapsule_New((void *)&capi, KP_CAPI_NAME, NULL);
-    if (kp_add_constants(m) < 0 || !capsule || PyModule_AddObject(m, "_C_API", capsule) < 0) {
-        Py_XDECREF(capsule);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
 }

@@ -419,9 +419,15 @@ static inline void xor_word(uint8_t *at, uint32_t w)
 int kp_rows_ok(sink_t *s, Py_ssize_t k0, Py_ssize_t k1, const kp_crc_t *crc);
 PyObject *kp_check_rows(PyObject *self, PyObject *args); /* kp_rows_ok for Python */
 
-/* --- _kernel's other parts (_snappy.c, _wrappers.c) ----------------------------------------- */
+/* --- _kernel's parts (_kernel.c, _snappy.c, _wrappers.c; _module.c lists their entry points) - */
 
+void kp_kernel_init(void);
+PyObject *kp_scan_py(PyObject *self, PyObject *args);
+PyObject *kp_take_py(PyObject *self, PyObject *args);
+PyObject *kp_gather_py(PyObject *self, PyObject *args);
+PyObject *kp_zeros_crc_py(PyObject *self, PyObject *arg);
 void kp_snappy_init(void);
+Py_ssize_t kp_snappy_decompress(const uint8_t *p, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap);
 int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value);
 int64_t kp_snappy_payload_size(const uint8_t *p, Py_ssize_t n);
 PyObject *kp_snappy_size(PyObject *self, PyObject *arg);

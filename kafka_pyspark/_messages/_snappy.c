@@ -1,4 +1,6 @@
-/* snappy wrappers of Kafka 0.7 message sets, decompressed and walked in one call.
+/* Our snappy decoder: the payloads of snappy wrappers of Kafka 0.7 message sets decompressed
+ * (the snappy lane, _wrappers.c, walks what they hold). Uses nothing of the module's other
+ * files.
  *
  * A snappy wrapper's payload (kafka_pyspark/_messages/compression.py has the formats) is
  * snappy-java's stream framing,
@@ -359,50 +361,20 @@ PyObject *kp_snappy_size(PyObject *self, PyObject *arg)
     return PyLong_FromLongLong(total);
 }
 
-/* Decompresses the wrapper payload p[0:n] into the sink's data at dpos and walks the message
- * set found there in place (kp_sink_take, compacting: payloads moved down to dpos, their ends
- * and CRC words recorded; the same statuses as kp_take). ST_END: it was whole plain messages;
- * any other status (ST_BAD_SNAPPY for the payload itself) leaves the sink partly written, for
- * the caller to decode on the general path. */
-int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
+/* Decompresses the wrapper payload p[0:n] (snappy-java's framing or one raw block) into
+ * dst[0:cap]: the bytes written, or -1 (a payload this decoder does not take, or no room). */
+Py_ssize_t kp_snappy_decompress(const uint8_t *p, Py_ssize_t n, uint8_t *dst, Py_ssize_t cap)
 {
     frames_t f;
     const uint8_t *block;
-    Py_ssize_t len, end = s->dpos;
+    Py_ssize_t len, end = 0;
     int more = frames_open(&f, p, n);
-    *value = 0;
     while (more == 0 && (more = frames_next(&f, &block, &len)) > 0) {
-        Py_ssize_t written = raw_block(block, len, s->data + end, s->dcap - end);
+        Py_ssize_t written = raw_block(block, len, dst + end, cap - end);
         more = written < 0 ? -1 : 0;
         end += written;
     }
-    if (more != 0)
-        return ST_BAD_SNAPPY;
-    Py_ssize_t pos = s->dpos;
-    return kp_sink_take(s->data, &pos, end, end, s, value, 1);
-}
-
-/* snappy_take(payload, data, dpos, offsets, words, k) -> (status, value, dpos, k, m):
- * take_snappy of one wrapper payload. */
-PyObject *kp_snappy_take(PyObject *self, PyObject *args)
-{
-    Py_buffer buf, data, offs, wbuf;
-    Py_ssize_t dpos, k;
-    if (!PyArg_ParseTuple(args, "y*w*nw*w*n", &buf, &data, &dpos, &offs, &wbuf, &k))
-        return NULL;
-    PyObject *result = NULL;
-    sink_t s;
-    long long value = 0;
-    if (kp_sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
-        goto done;
-    int status = kp_take_snappy((const uint8_t *)buf.buf, buf.len, &s, &value);
-    result = Py_BuildValue("(iLnnn)", status, value, s.dpos, s.k, s.m);
-done:
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    PyBuffer_Release(&wbuf);
-    return result;
+    return more != 0 ? -1 : end;
 }
 
 /* snappy_raw(block, out) -> bytes written; ValueError if the block is not valid snappy or

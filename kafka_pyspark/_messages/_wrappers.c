@@ -271,3 +271,43 @@ done:
     PyBuffer_Release(&ibuf);
     return result;
 }
+
+/* --- one snappy wrapper, taken (the lane's step, and snappy_take for Python) ----------- */
+
+/* Decompresses the wrapper payload p[0:n] into the sink's data at dpos and walks the message
+ * set found there in place (kp_sink_take, compacting: payloads moved down to dpos, their ends
+ * and CRC words recorded; the same statuses as kp_take). ST_END: it was whole plain messages;
+ * any other status (ST_BAD_SNAPPY for the payload itself) leaves the sink partly written, for
+ * the caller to decode on the general path. */
+int kp_take_snappy(const uint8_t *p, Py_ssize_t n, sink_t *s, long long *value)
+{
+    *value = 0;
+    Py_ssize_t written = kp_snappy_decompress(p, n, s->data + s->dpos, s->dcap - s->dpos);
+    if (written < 0)
+        return ST_BAD_SNAPPY;
+    Py_ssize_t pos = s->dpos, end = s->dpos + written;
+    return kp_sink_take(s->data, &pos, end, end, s, value, 1);
+}
+
+/* snappy_take(payload, data, dpos, offsets, words, k) -> (status, value, dpos, k, m):
+ * take_snappy of one wrapper payload. */
+PyObject *kp_snappy_take(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, data, offs, wbuf;
+    Py_ssize_t dpos, k;
+    if (!PyArg_ParseTuple(args, "y*w*nw*w*n", &buf, &data, &dpos, &offs, &wbuf, &k))
+        return NULL;
+    PyObject *result = NULL;
+    sink_t s;
+    long long value = 0;
+    if (kp_sink_parse(&s, &data, dpos, &offs, &wbuf, k) < 0)
+        goto done;
+    int status = kp_take_snappy((const uint8_t *)buf.buf, buf.len, &s, &value);
+    result = Py_BuildValue("(iLnnn)", status, value, s.dpos, s.k, s.m);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&wbuf);
+    return result;
+}

@@ -30,7 +30,7 @@ from kafka_pyspark._messages.compression import (
     SNAPPY_BLOCK_SIZE,
     check_gzip_level,
 )
-from kafka_pyspark._messages.crc import crc32, crc32_many
+from kafka_pyspark._messages.crc import crc32, crc32_many, isal_crc_address, isal_zlib
 from kafka_pyspark._messages.layout import (
     CODEC_GZIP,
     CODEC_NONE,
@@ -63,6 +63,11 @@ _kernel = load_kernel(
     "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS
 )
 ENGINE = "kernel" if _kernel is not None else "python"
+# the messages' CRCs: ISA-L's CRC-32 called from C when python-isal's module has it (the decode
+# kernel's engine too), else libdeflate's
+ENCODE_CRC = "isal" if _kernel is not None and isal_zlib is not None and (
+    _kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__))
+) else "libdeflate"
 # gzip level when none is given: libdeflate's 7 is the fastest of its levels whose output is at
 # least as small as zlib's 6 (Java's, the pure path's) on JSON-like values (docs/writing.md)
 GZIP_DEFAULT_LEVEL = 7 if _kernel is not None else GZIP_LEVEL

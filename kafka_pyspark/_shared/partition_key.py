@@ -33,8 +33,9 @@ TopicPartition = tuple[str, int, int]
 # a final newline).
 _KEY = re.compile(r"([0-9]+)-([0-9]+)\Z")
 _DECIMAL = re.compile(r"[0-9]+\Z")
-# characters ZooKeeper refuses in a node name (PathUtils.validatePath)
-_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
+# characters ZooKeeper refuses in a node name (PathUtils.validatePath): it checks UTF-16 code
+# units, so a character outside the Basic Multilingual Plane (a surrogate pair) is refused too
+_ZK_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\U0010ffff]")
 
 
 def is_decimal(text: str) -> bool:
@@ -68,7 +69,8 @@ def not_a_partition_key(key: object) -> str:
 
 def check_group_id(value: object, option: str = "group.id") -> str:
     """``value`` if it can name a consumer group: one ZooKeeper node under ``/consumers`` (not
-    empty, not ``.``/``..``, no ``/``, no character ZooKeeper refuses); else
+    empty, not ``.``/``..``, no ``/``, no character ZooKeeper refuses, which includes any
+    outside the Basic Multilingual Plane); else
     :class:`OptionError` naming ``option``."""
     if (
         not isinstance(value, str)
@@ -79,6 +81,7 @@ def check_group_id(value: object, option: str = "group.id") -> str:
         raise OptionError(
             option,
             f"{value!r} is not a legal group id (a ZooKeeper node name: not empty, '.' or '..', "
-            "no '/' or control characters)",
+            "no '/', control characters or characters outside Unicode's Basic Multilingual "
+            "Plane such as emoji)",
         )
     return value

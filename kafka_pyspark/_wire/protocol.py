@@ -81,7 +81,7 @@ OFFSET_SIZE = struct.calcsize(">q")
 class ProduceRequest:
     topic: str
     partition: int
-    messages: bytes
+    messages: bytes | memoryview  # a view of the encoder's buffer: copied once, into the frame
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def encode_request(req: Request) -> bytes:
         raise ProtocolError(f"cannot encode {name}: a field is out of range: {e}") from e
 
 
-def _request_parts(req: Request) -> list[bytes]:
+def _request_parts(req: Request) -> list[bytes | memoryview]:
     """The request body as a list of byte strings (REQUEST_TYPE first), not yet joined."""
     if isinstance(req, FetchRequest | OffsetsRequest):
         rtype, (a, b) = (
@@ -201,12 +201,13 @@ def _request_parts(req: Request) -> list[bytes]:
             if isinstance(req, FetchRequest)
             else (OFFSETS, (req.time, req.max_number))
         )
-        return [
+        head: list[bytes | memoryview] = [
             _INT16.pack(rtype),
             _topic_bytes(req.topic),
             _INT32.pack(req.partition),
             _OFFSET_SIZE.pack(a, b),
         ]
+        return head
     if isinstance(req, ProduceRequest):
         return [
             _INT16.pack(PRODUCE),
@@ -216,7 +217,9 @@ def _request_parts(req: Request) -> list[bytes]:
         ]
     if isinstance(req, MultiFetchRequest):
         _check_count(len(req.fetches))
-        parts = [_INT16.pack(MULTIFETCH), _INT16.pack(len(req.fetches))]
+        parts: list[bytes | memoryview] = [
+            _INT16.pack(MULTIFETCH), _INT16.pack(len(req.fetches))
+        ]
         for f in req.fetches:
             parts.append(_topic_bytes(f.topic))
             parts.append(_PART_OFFSET_SIZE.pack(f.partition, f.offset, f.max_size))

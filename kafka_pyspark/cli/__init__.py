@@ -3,10 +3,11 @@
     kafka07 topics  --zk ZK                          brokers, topics, partitions per broker
     kafka07 offsets --zk ZK | --broker-list L --topic T   earliest/latest per broker-partition
     kafka07 lag     --zk ZK --group G [--topic T]    committed offsets, owners, lag, totals
-    kafka07 group-offsets set --zk ZK --group G --topic T --to earliest|latest|TIME|--json M
+    kafka07 group-offsets --zk ZK --group G --topic T --to earliest|latest|TIME|--offsets M
+    kafka07 group-offsets --zk ZK --group G --export | --import FILE   all topics, one JSON
     kafka07 dump    FILE|DIR... | --zk ZK --topic T --partition B-P   messages and their facts
     kafka07 produce --zk ZK --topic T [--codec C] [--key-separator S]   stdin lines
-    kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N] [--max-messages N]
+    kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N | --start B-P=N,...]
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
 or connection problem (:mod:`kafka_pyspark.cli._common`). The help of each command is
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_pyspark import __version__
+from kafka_pyspark._shared.partition_key import check_group_id
 from kafka_pyspark.cli import _cluster_cmds as cluster_cmds
 from kafka_pyspark.cli import _consume as consume
 from kafka_pyspark.cli import _dump as dump
@@ -101,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     with quiet_libraries():
         try:
+            if getattr(args, "group", None) is not None:  # refused before any request, as
+                check_group_id(args.group)  # the group.id option is when options are parsed
             rc: int = args.func(args)
             return rc
         except CliError as e:

@@ -1,58 +1,23 @@
 """``kafka07 topics`` and ``offsets``: tables from the registry and OFFSETS requests.
 
-The rows come from below the command (:func:`topic_overview`; the offsets rows are
-:func:`kafka_pyspark._admin.offsets.partition_offsets`, where every broker is asked in parallel
-under its own deadline: a hung or unreachable broker becomes an error row, the rest of the
-table is still filled); this module renders them. ``lag`` is :mod:`kafka_pyspark.cli._lag`.
+The rows come from below the command (:func:`kafka_pyspark._admin.topics.topic_overview`;
+the offsets rows are :func:`kafka_pyspark._admin.offsets.partition_offsets`, where every
+broker is asked in parallel under its own deadline: a hung or unreachable broker becomes an
+error row, the rest of the table is still filled); this module renders them. ``lag`` is
+:mod:`kafka_pyspark.cli._lag`.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict
 
-from kafka_pyspark._admin.offsets import live_brokers, partition_offsets
-from kafka_pyspark.cli._common import (
-    EXIT_OK,
-    CliError,
-    add_cluster_args,
-    open_cluster,
-    worst,
-)
+from kafka_pyspark._admin.offsets import partition_offsets
+from kafka_pyspark._admin.topics import topic_overview
+from kafka_pyspark.cli._common import EXIT_OK, add_cluster_args, open_cluster, worst
 from kafka_pyspark.cli._output import json_document, table
 
-if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
-
 # --- topics --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TopicRow:
-    topic: str
-    #: broker id -> partition count, as registered (``/brokers/topics/[topic]/[id]``)
-    partitions: dict[int, int]
-    #: broker ids above that are not live (no ``/brokers/ids/[id]``): not readable now
-    not_live: tuple[int, ...]
-
-    @property
-    def live_partitions(self) -> int:
-        return sum(n for b, n in self.partitions.items() if b not in self.not_live)
-
-
-def topic_overview(cluster: Cluster) -> tuple[dict[int, str], list[TopicRow]]:
-    """Live brokers (id -> host:port) and every registered topic's partitions per broker."""
-    registry = cluster.registry()
-    if registry is None:
-        raise CliError("topics needs --zk: broker.list names brokers, not topics")
-    brokers = live_brokers(cluster)
-    rows = []
-    for topic in cluster.topics():
-        counts = registry.topic_partitions(topic)
-        gone = tuple(b for b in counts if b not in brokers)
-        rows.append(TopicRow(topic, counts, gone))
-    return {b: f"{a.host}:{a.port}" for b, a in brokers.items()}, rows
 
 
 def cmd_topics(args: argparse.Namespace) -> int:

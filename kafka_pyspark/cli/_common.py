@@ -208,11 +208,10 @@ def require_live(brokers: Mapping[int, BrokerAddress], keys: Iterable[tuple[int,
 def broker_connection(broker_id: int, address: BrokerAddress, timeout_ms: int) -> BrokerConnection:
     """A connection for a command: ``timeout_ms`` per request and no retries, so a hung or
     unreachable broker costs one timeout, not four."""
-    from kafka_pyspark.client import BrokerConnection
+    from kafka_pyspark.client._brokers import ConnectionSettings, open_connection
 
-    return BrokerConnection(
-        address.host, address.port, timeout=timeout_ms / 1000.0, retries=0, broker_id=broker_id
-    )
+    return open_connection(broker_id, address.host, address.port,
+                           ConnectionSettings(timeout=timeout_ms / 1000.0, retries=0))
 
 
 def worst(codes: Sequence[int]) -> int:

@@ -7,17 +7,20 @@ message (with 0.7's ``DumpLogSegments`` facts) and ends with a summary line on s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kafka_pyspark._admin.offsets import live_brokers, registered_partitions
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -37,10 +40,23 @@ from kafka_pyspark.cli._dump_read import (
     DumpStop,
     read_live_range,
     read_segment_file,
+    segment_base_offset,
 )
-from kafka_pyspark.cli._output import Progress, error, json_line, payload_fields, plural, summary
+from kafka_pyspark.cli._output import Progress, error, payload_fields, plural, summary
+from kafka_pyspark.cli._resume import (
+    Interrupts,
+    Position,
+    format_position,
+    line_writer,
+    parse_position,
+)
 
 __all__ = ["FILE_READERS", "DumpItem", "DumpMessage", "DumpStop", "read_segment_file"]
+
+#: stdout's buffer (lines are written without blocking while it has room) and how much of it
+#: is written out at a time
+LINE_BUFFER = 4 << 20
+FLUSH_EVERY = 1 << 20
 
 _KINDS = (  # what a path is, when it is not a regular file or a directory
     (stat.S_ISFIFO, "is a FIFO (named pipe), not a segment file"),
@@ -86,6 +102,21 @@ class _Tally:
     messages: int = 0
     invalid: int = 0
     code: int = EXIT_OK
+    #: stdout: each message's line is written with its position noted, Ctrl-C held meanwhile;
+    #: the buffer is written out every :data:`FLUSH_EVERY` bytes, where Ctrl-C may come
+    out: BinaryIO = field(default_factory=lambda: line_writer(LINE_BUFFER))
+    interrupts: Interrupts = field(default_factory=Interrupts)
+    pending: int = 0
+
+    def line(self, text: str) -> None:
+        data = text.encode() + b"\n"
+        self.out.write(data)
+        self.pending += len(data)
+
+    def flush(self, force: bool = False) -> None:
+        if force or self.pending >= FLUSH_EVERY:
+            self.out.flush()
+            self.pending = 0
 
 
 def _text(m: DumpMessage, values: bool) -> str:
@@ -117,27 +148,42 @@ def _json(m: DumpMessage, values: bool, where: str | None) -> dict[str, Any]:
 
 
 def print_items(items: Iterator[DumpItem], args: argparse.Namespace, where: str,
-                tally: _Tally, progress: Progress, *, tag: str | None = None) -> None:
+                tally: _Tally, progress: Progress, *, tag: str | None = None,
+                begin: Position = (0, 0)) -> None:
     """Print one source's messages within ``--start``/``--end``/``--max-messages``, then its
-    line on stderr; counts go into ``tally``."""
+    line on stderr; counts go into ``tally``. Ctrl-C says where it stopped (``begin`` if
+    nothing was shown), as the ``--start`` that resumes there."""
     shown = invalid = 0
     stop: DumpStop | None = None
-    for item in items:
-        if isinstance(item, DumpStop):
-            stop = item
-            break
-        if args.start is not None and item.offset < args.start:
-            continue
-        if (args.end is not None and item.offset >= args.end) or (
-                args.max_messages is not None and tally.messages >= args.max_messages):
-            break
-        shown, tally.messages = shown + 1, tally.messages + 1
-        invalid += item.valid is False
-        progress.add(1, len(item.value))
-        if args.json:
-            json_line(_json(item, args.values, tag))
-        else:
-            print(_text(item, args.values))
+    start: Position = args.start or (0, 0)
+    at = max(begin, start)
+    try:
+        for item in items:
+            if isinstance(item, DumpStop):
+                stop = item
+                break
+            if (item.offset, item.inner_index) < start:
+                continue
+            if (args.end is not None and item.offset >= args.end) or (
+                    args.max_messages is not None and tally.messages >= args.max_messages):
+                break
+            with tally.interrupts.held():
+                shown, tally.messages = shown + 1, tally.messages + 1
+                invalid += item.valid is False
+                tally.line(json.dumps(_json(item, args.values, tag), separators=(",", ":"))
+                           if args.json else _text(item, args.values))
+                at = (item.next_offset, 0) if item.compression == "none" else \
+                    (item.offset, item.inner_index + 1)
+            progress.add(1, len(item.value))
+            tally.flush()
+        tally.flush(force=True)
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            tally.out.flush()  # the lines taken before Ctrl-C, which the position counts
+        progress.clear()
+        raise CliError(f"{where}: interrupted after {plural(shown, 'message')}; to resume "
+                       f"where it stopped: --start {format_position(at)}",
+                       EXIT_INTERRUPTED) from None
     tally.invalid += invalid
     progress.clear()
     _print_stop(stop, args, where, shown, invalid, tally, tag)
@@ -153,7 +199,9 @@ def _print_stop(stop: DumpStop | None, args: argparse.Namespace, where: str, sho
         return
     if args.json:
         doc = {} if tag is None else {"file": tag}
-        json_line({**doc, "stop": stop.kind, "offset": stop.offset, "error": stop.error})
+        tally.line(json.dumps({**doc, "stop": stop.kind, "offset": stop.offset,
+                               "error": stop.error}, separators=(",", ":")))
+        tally.flush(force=True)
     if stop.kind == "end":
         summary(f"{where}: {counts}, end offset {stop.offset}")
         return
@@ -166,8 +214,9 @@ def _print_stop(stop: DumpStop | None, args: argparse.Namespace, where: str, sho
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    if args.start is not None and args.end is not None and args.end <= args.start:
-        raise CliError(f"--end {args.end} must be greater than --start {args.start}")
+    if args.start is not None and args.end is not None and args.end <= args.start[0]:
+        raise CliError(f"--end {args.end} must be greater than --start "
+                       f"{format_position(args.start)}")
     if bool(args.files) == (args.topic is not None):
         raise CliError("dump takes segment FILEs or directories, or --topic and --partition "
                        "with --zk/--broker-list (a live range), not both")
@@ -176,6 +225,11 @@ def cmd_dump(args: argparse.Namespace) -> int:
     if args.zk or args.broker_list or args.partition:
         raise CliError("segment FILEs take no --zk/--broker-list/--partition")
     tally, progress = _Tally(), Progress("dump")
+    with tally.interrupts:
+        return _dump_files(args, tally, progress)
+
+
+def _dump_files(args: argparse.Namespace, tally: _Tally, progress: Progress) -> int:
     files: list[Path] = []
     for path in args.files:
         try:
@@ -187,10 +241,11 @@ def cmd_dump(args: argparse.Namespace) -> int:
     for f in files:
         done += 1
         if several and not args.json:
-            print(f"Dumping {f}")
+            tally.line(f"Dumping {f}")
         try:
             print_items(read_segment_file(f, verify_crc=not args.no_verify), args, str(f),
-                        tally, progress, tag=str(f) if several else None)
+                        tally, progress, tag=str(f) if several else None,
+                        begin=(segment_base_offset(f), 0))
         except BrokenPipeError:  # stdout closed (`| head`): the reader is done, not the file
             raise
         except OSError as e:  # unreadable, or gone since it was listed: go on with the others
@@ -221,7 +276,7 @@ def _dump_live(args: argparse.Namespace) -> int:
             raise CliError(f"topic {args.topic!r} has no partition {bp(key)}", EXIT_DATA)
         with broker_connection(key[0], brokers[key[0]], args.timeout_ms) as conn:
             lo, hi = earliest(conn, args.topic, key[1]), latest(conn, args.topic, key[1])
-            start = lo if args.start is None else args.start
+            start = lo if args.start is None else args.start[0]
             end = hi if args.end is None else min(args.end, hi)
             if not lo <= start <= hi:
                 raise CliError(f"--start {start} is outside {args.topic} {bp(key)}'s log "
@@ -236,7 +291,9 @@ def _dump_live(args: argparse.Namespace) -> int:
                 raise CliError(f"{where}: no message starts at --start {start}: it is inside "
                                f"a message, or the log is corrupt there ({first.error})",
                                EXIT_DATA)
-            print_items(itertools.chain([first], items), args, where, tally, Progress("dump"))
+            with tally.interrupts:
+                print_items(itertools.chain([first], items), args, where, tally,
+                            Progress("dump"), begin=(start, 0))
     return tally.code
 
 
@@ -254,9 +311,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--topic", help="the topic of a live range")
     p.add_argument("--partition", type=parse_broker_partition,
                    help="the broker-partition of a live range, brokerId-partition (0-1)")
-    p.add_argument("--start", type=non_negative_int,
+    p.add_argument("--start", type=parse_position, metavar="N[+K]",
                    help="show messages at this byte offset or later (default: the first); a "
-                   "live range is fetched from it, so it must be where a message starts")
+                   "live range is fetched from it, so it must be where a message starts. "
+                   "N+K: also skip the first K messages of the compressed wrapper at N (where "
+                   "Ctrl-C stopped: it prints this)")
     p.add_argument("--end", type=non_negative_int,
                    help="show messages before this byte offset (default: up to the end)")
     p.add_argument("--max-messages", type=positive_int, help="stop after this many messages")

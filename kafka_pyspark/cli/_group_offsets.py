@@ -17,8 +17,9 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kafka_pyspark._admin.group_offsets import parse_topic_offsets
 from kafka_pyspark._admin.lag import malformed_by_key
 from kafka_pyspark._admin.offsets import (
     ask_each,
@@ -28,7 +29,6 @@ from kafka_pyspark._admin.offsets import (
     offsets_requests,
     registered_partitions,
 )
-from kafka_pyspark._shared.partition_key import parse_partition_key
 from kafka_pyspark._wire.protocol import INT64_MAX
 from kafka_pyspark.cli._common import (
     EXIT_DATA,
@@ -40,7 +40,7 @@ from kafka_pyspark.cli._common import (
     open_cluster,
 )
 from kafka_pyspark.cli._output import error, json_document, plural, summary, table
-from kafka_pyspark.errors import MessageError
+from kafka_pyspark.errors import MessageError, OffsetFormatError
 
 if TYPE_CHECKING:
     from kafka_pyspark._cluster import Cluster, Registry
@@ -66,23 +66,16 @@ class OffsetChange:
 
 
 def parse_offsets_json(text: str) -> dict[Key, int]:
-    """``{"0-1": 1234, ...}`` -> {(0, 1): 1234}; anything else is a usage error."""
+    """``{"0-1": 1234, ...}`` (one topic's part of :mod:`kafka_pyspark._admin.group_offsets`'
+    shape) -> {(0, 1): 1234}; anything else is a usage error."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise CliError(f"--offsets is not JSON: {e}") from None
-    if not isinstance(doc, dict) or not doc:
-        raise CliError('--offsets must be a JSON object {"brokerId-partition": offset, ...}')
-    out: dict[Key, int] = {}
-    for name, value in doc.items():
-        key = parse_partition_key(name)
-        if key is None:
-            raise CliError(f"--offsets: {name!r} is not brokerId-partition (e.g. \"0-1\")")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
-            raise CliError(f"--offsets: {name}: {value!r} is not a byte offset (an integer "
-                           f"0..{INT64_MAX})")
-        out[key] = value
-    return out
+    try:
+        return parse_topic_offsets(doc, "--offsets")
+    except OffsetFormatError as e:
+        raise CliError(str(e)) from None
 
 
 def _target(text: str) -> str:
@@ -135,10 +128,10 @@ def _not_a_message(conn: BrokerConnection, topic: str, partition: int, offset: i
     return None
 
 
-def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace
-                 ) -> list[OffsetChange]:
-    """The new offset of every broker-partition concerned (asks the brokers its bounds)."""
-    given = parse_offsets_json(args.offsets) if args.offsets is not None else None
+def plan_changes(cluster: Cluster, registry: Registry, args: argparse.Namespace,
+                 given: Mapping[Key, int] | None) -> list[OffsetChange]:
+    """The new offset of every broker-partition concerned (asks the brokers its bounds):
+    ``given`` ones (``--offsets``, ``--import``), else those of ``--to``."""
     brokers = live_brokers(cluster)
     live = registered_partitions(cluster, args.topic) if given is None else \
         cluster.partitions(args.topic)
@@ -206,28 +199,54 @@ def live_consumers(registry: Registry, group: str, topic: str) -> list[str]:
 
 
 def cmd_group_offsets(args: argparse.Namespace) -> int:
-    if (args.to is None) == (args.offsets is None):
-        raise CliError("give exactly one of --to earliest|latest|TIME_MS and --offsets JSON")
+    modes = [m for m in ("to", "offsets", "export", "import_file")
+             if getattr(args, m) not in (None, False)]
+    if len(modes) != 1:
+        raise CliError("give exactly one of --to earliest|latest|TIME_MS, --offsets JSON, "
+                       "--export and --import FILE")
+    if modes[0] in ("export", "import_file"):
+        from kafka_pyspark.cli import _offsets_io
+
+        return (_offsets_io.cmd_export if args.export else _offsets_io.cmd_import)(args)
+    if args.group is None or args.topic is None:
+        raise CliError(f"--{modes[0]} needs --group and --topic")
+    given = parse_offsets_json(args.offsets) if args.offsets is not None else None
     with open_cluster(args) as cluster:
         registry = cluster.registry()
         assert registry is not None  # --zk is required
-        live = live_consumers(registry, args.group, args.topic)
-        running = (f"group {args.group!r} has live consumers ({'; '.join(live)}): they "
-                   "would overwrite the new offsets on their next commit")
-        refusal = f"{running}. Stop them first, or --force"
-        if live and not args.force and not args.dry_run:
-            raise CliError(refusal, EXIT_DATA)
-        changes = plan_changes(cluster, registry, args)
+        running = refuse_running(registry, args, [args.topic])
+        changes = plan_changes(cluster, registry, args, given)
         if not args.dry_run:
-            creator = f"{socket.gethostname()}-{os.getpid()}-kafka07"
             registry.commit_group_offsets(args.group, args.topic,
                                           {(c.broker, c.partition): c.new for c in changes},
-                                          creator=creator)
+                                          creator=CREATOR)
     _show(args, changes)
-    if live and not args.force:  # a dry run: the real one would be refused
-        error(refusal)
+    return running_outcome(args, running)
+
+
+#: the value kafka07 gives the parent nodes it creates (who created them)
+CREATOR = f"{socket.gethostname()}-{os.getpid()}-kafka07"
+
+
+def refuse_running(registry: Registry, args: argparse.Namespace, topics: list[str]) -> str:
+    """What shows the group runs (``""``: nothing); refused unless ``--force`` or
+    ``--dry-run`` (:func:`running_outcome` says it then)."""
+    live = [x for t in topics for x in live_consumers(registry, args.group, t)]
+    if not live:
+        return ""
+    running = (f"group {args.group!r} has live consumers ({'; '.join(dict.fromkeys(live))}): "
+               "they would overwrite the new offsets on their next commit")
+    if not args.force and not args.dry_run:
+        raise CliError(f"{running}. Stop them first, or --force", EXIT_DATA)
+    return running
+
+
+def running_outcome(args: argparse.Namespace, running: str) -> int:
+    """After a write (or a dry run) of a group that runs: the message and the exit code."""
+    if running and not args.force:  # a dry run: the real one would be refused
+        error(f"{running}. Stop them first, or --force")
         return EXIT_DATA
-    if live:
+    if running:
         error(f"{running}; {'would be' if args.dry_run else 'was'} written anyway (--force)")
     return EXIT_OK
 
@@ -235,8 +254,16 @@ def cmd_group_offsets(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
     if args.json:
         json_document({"group": args.group, "topic": args.topic, "dry_run": args.dry_run,
-                       "partitions": [asdict(c) for c in changes]})
+                       "partitions": show_changes(args, args.topic, changes, as_json=True)})
     else:
+        show_changes(args, args.topic, changes)
+
+
+def show_changes(args: argparse.Namespace, topic: str, changes: list[OffsetChange], *,
+                 as_json: bool = False) -> list[dict[str, Any]]:
+    """A topic's changes as a table on stdout (``as_json``: returned as JSON rows instead),
+    the nodes not in 0.7's format they replace, and the summary line."""
+    if not as_json:
         table(["broker-partition", "current", "new", "change", "earliest", "latest"], [
             [bp((c.broker, c.partition)),
              "bad" if c.current_error else "-" if c.current is None else c.current, c.new,
@@ -250,8 +277,9 @@ def _show(args: argparse.Namespace, changes: list[OffsetChange]) -> None:
             error(f"{c.current_error}: {'would be' if args.dry_run else 'was'} overwritten")
     moved = sum(c.current != c.new for c in changes)
     summary(f"{verb} {plural(len(changes), 'offset')} of group {args.group!r} topic "
-            f"{args.topic!r} ({moved} changed)" + (": dry run, nothing written"
-                                                  if args.dry_run else ""))
+            f"{topic!r} ({moved} changed)" + (": dry run, nothing written"
+                                              if args.dry_run else ""))
+    return [asdict(c) for c in changes]
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -263,8 +291,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "group has live consumers unless --force. --dry-run shows the change only.",
     )
     add_cluster_args(p, broker_list=False)
-    p.add_argument("--group", required=True, help="the consumer group (group.id)")
-    p.add_argument("--topic", required=True, help="the topic whose offsets to set")
+    p.add_argument("--group", help="the consumer group (group.id); with --import: another "
+                   "group than the file's")
+    p.add_argument("--topic", help="the topic whose offsets to set (--to, --offsets); with "
+                   "--export: comma-separated topics (default: all the group committed)")
     p.add_argument("--to", type=_target, metavar="earliest|latest|TIME_MS",
                    help="every live partition of the topic to its earliest or latest offset, "
                    "or to the start of the newest segment last written before TIME_MS (epoch "
@@ -273,6 +303,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
                    "where a message starts (or the log end) on a live partition of the topic, "
                    "unless --force")
+    p.add_argument("--export", action="store_true",
+                   help='print the offsets GROUP committed, all its topics, as one JSON '
+                   'document {"group": G, "offsets": {topic: {"brokerId-partition": offset}}} '
+                   "(like 0.7's ExportZkOffsets)")
+    p.add_argument("--import", dest="import_file", metavar="FILE",
+                   help="set the offsets of such a document (- for stdin), every topic in it, "
+                   "with the checks of --offsets (like 0.7's ImportZkOffsets)")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would change, write nothing")
     p.add_argument("--force", action="store_true",

@@ -11,6 +11,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
+from kafka_pyspark._admin.group_offsets import offsets_document
 from kafka_pyspark._admin.lag import DATA_PROBLEMS, ERROR, LagRow, group_lag, lag_totals
 from kafka_pyspark.cli._common import EXIT_DATA, EXIT_OK, add_cluster_args, open_cluster, worst
 from kafka_pyspark.cli._output import json_document, plural, summary, table
@@ -34,8 +35,13 @@ def cmd_lag(args: argparse.Namespace) -> int:
     totals = lag_totals(rows)
     code = lag_exit_code(rows)
     if args.json:
+        committed: dict[str, dict[tuple[int, int], int]] = {}
+        for r in rows:
+            if r.offset is not None and r.broker is not None and r.partition is not None:
+                committed.setdefault(r.topic, {})[(r.broker, r.partition)] = r.offset
         doc: dict[str, Any] = {"group": args.group, "partitions": [asdict(r) for r in rows],
-                               "totals": [asdict(t) for t in totals]}
+                               "totals": [asdict(t) for t in totals],
+                               "offsets": offsets_document(args.group, committed)["offsets"]}
         json_document(doc)
         return code
     table(

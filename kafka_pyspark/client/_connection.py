@@ -434,9 +434,9 @@ class BrokerConnection(Closing):
                 f"{n} pipelined OFFSETS requests, which no request asked for"
             )
 
-    def produce(self, topic: str, partition: int, message_set: bytes) -> None:
+    def produce(self, topic: str, partition: int, message_set: bytes | memoryview) -> None:
         """PRODUCE (no answer in 0.7). Never resent once a byte of it was sent."""
-        self._write_request(wire.ProduceRequest(topic, partition, bytes(message_set)),
+        self._write_request(wire.ProduceRequest(topic, partition, message_set),
                             len(message_set))
 
     def multiproduce(self, items: Sequence[wire.ProduceRequest]) -> None:

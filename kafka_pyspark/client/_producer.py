@@ -108,12 +108,15 @@ class Producer(Closing):
     def send(
         self, broker_id: int, topic: str, partition: int, message_set: bytes | memoryview
     ) -> None:
-        """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``."""
+        """Buffer one encoded message set for ``topic``/``partition`` on ``broker_id``.
+
+        A memoryview (the encoder's sets are views of one buffer) is kept, not copied: it must
+        stay unchanged until ``flush()``; its bytes are copied once, into the request."""
         if broker_id not in self._conns:
             raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")
         if not message_set:
             return
-        item = wire.ProduceRequest(topic, partition, bytes(message_set))
+        item = wire.ProduceRequest(topic, partition, message_set)
         size = wire.produce_item_size(len(topic), len(message_set))
         if MULTIPRODUCE_HEADER_SIZE + size > self._max_request_size:
             raise RequestTooLargeError(

@@ -345,7 +345,8 @@ def test_consume_follow_stopped_by_ctrl_c_ends_with_its_summary(
     assert main([*argv, "--follow"]) == 0  # the documented way to stop --follow
     out = capsys.readouterr()
     assert out.out == "aaaaaaa\nbbbbbbb\nccccccc\n"
-    assert out.err == "consumed 3 messages from 'f' (1 broker-partition read)\n"
+    assert out.err == ("kafka07: interrupted; to resume where it stopped: --start 0-0=51\n"
+                       "consumed 3 messages from 'f' (1 broker-partition read)\n")
 
 
 def test_consume_follow_goes_on_with_the_partitions_left_when_one_fails(

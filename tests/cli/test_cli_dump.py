@@ -216,6 +216,14 @@ def test_the_reader_seam_yields_messages_then_one_stop(tmp_path: Path) -> None:
         (["offsets", "--topic", "t"], "one of the arguments --zk --broker-list is required"),
         (["lag", "--zk", "127.0.0.1:1", "--group", "a/b"],
          "kafka07: --group: 'a/b' is not a legal group id"),
+        # outside Unicode's BMP (ZooKeeper refuses it): refused before any request, whatever
+        # the command (consume would reach ZooKeeper first)
+        *[([*argv, "--zk", "127.0.0.1:1", "--group", "g\U0001f600"],
+           "kafka07: --group: 'g\U0001f600' is not a legal group id (a ZooKeeper node name: "
+           "not empty, '.' or '..', no '/', control characters or characters outside Unicode's "
+           "Basic Multilingual Plane such as emoji)")
+          for argv in (["lag"], ["consume", "--topic", "t", "--from", "group"],
+                       ["group-offsets", "--topic", "t", "--to", "earliest"])],
         (["lag", "--zk", "h:1", "--group", "g", "--timeout-ms", "0"],
          "argument --timeout-ms: '0' is not a positive integer"),
         (["nope"], "argument COMMAND: invalid choice: 'nope'"),

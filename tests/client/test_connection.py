@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from _bytes import message
-from _kwargs import FAST, ConnOptions
-from test_client_servers import (
+from _client_servers import (
     FakeBroker,
     ScriptedServer,
     close_after_request,
@@ -18,6 +17,7 @@ from test_client_servers import (
     rst_close,
     silent,
 )
+from _kwargs import FAST, ConnOptions
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client import BrokerConnection

@@ -7,7 +7,7 @@ import socket
 import struct
 
 import pytest
-from test_client_servers import ScriptedServer, read_request
+from _client_servers import ScriptedServer, read_request
 
 from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import BrokerConnectionError, BrokerTimeoutError, ProtocolError

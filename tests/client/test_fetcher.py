@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from _bytes import message
-from test_client_servers import FakeBroker, FakeLog, ScriptedServer, read_request
+from _client_servers import FakeBroker, FakeLog, ScriptedServer, read_request
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client import (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from _bytes import message
-from test_client_servers import FakeBroker, Handler, ScriptedServer, read_request
+from _client_servers import FakeBroker, Handler, ScriptedServer, read_request
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark._cluster import BrokerAddress, cluster_options

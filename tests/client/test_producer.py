@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 
 import pytest
 from _bytes import message
+from _client_servers import FakeBroker, ScriptedServer, read_request
 from _kwargs import FAST
-from test_client_servers import FakeBroker, ScriptedServer, read_request
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client import DeliveryCount, Producer
@@ -115,3 +116,29 @@ def test_barrier_uses_a_real_partition_for_random_partition_produce() -> None:
         p.send(0, "t", -1, message(b"r"))
         p.flush()
         assert s.requests[-1] == wire.OffsetsRequest("t", 0, -1, 1)
+
+
+def test_memoryviews_of_one_buffer_are_sent_as_they_are() -> None:
+    """The encoder's sets are views of one bytes object: send() keeps them (no copy) and the
+    request holds their bytes, single PRODUCE and MULTIPRODUCE alike."""
+    m = [message(b"v%d" % i) for i in range(5)]
+    whole = memoryview(b"".join(m))
+    ends = [0]
+    for x in m:
+        ends.append(ends[-1] + len(x))
+    views = [whole[a:b] for a, b in itertools.pairwise(ends)]
+    b0, b1 = FakeBroker(), FakeBroker()
+    with ScriptedServer(b0) as s0, ScriptedServer(b1) as s1, Producer(
+        {0: (s0.host, s0.port), 1: (s1.host, s1.port)}, **FAST
+    ) as p:
+        for i, view in enumerate(views[:4]):
+            p.send(0, "t", i % 2, view)
+        p.send(1, "t", 0, views[4])
+        assert p.flush() == {
+            ("t", 0, 0): DeliveryCount(2, len(m[0]) + len(m[2])),
+            ("t", 0, 1): DeliveryCount(2, len(m[1]) + len(m[3])),
+            ("t", 1, 0): DeliveryCount(1, len(m[4])),
+        }
+    assert b0.log("t", 0).segments == [m[0] + m[2]]
+    assert b0.log("t", 1).segments == [m[1] + m[3]]
+    assert b1.log("t", 0).segments == [m[4]]

@@ -74,7 +74,7 @@ def error_for(zk_connect: str) -> str:
     with Cluster(cluster_options(zk_connect=zk_connect)) as cluster, pytest.raises(
         NoBrokersRegisteredError
     ) as e:
-        discover(cluster, Subscribe(("events",)))
+        discover(cluster, Subscribe(("events",)), strict=True)
     return str(e.value)
 
 
@@ -159,7 +159,8 @@ def test_registry_whose_brokers_are_all_down(hosts: str, root: KazooClient) -> N
 def test_a_registered_broker_passes(hosts: str, root: KazooClient) -> None:
     register(root, "/kafka", 0, "events")
     with Cluster(cluster_options(zk_connect=f"{hosts}/kafka")) as cluster:
-        assert discover(cluster, Subscribe(("events",))) == [("events", 0, 0), ("events", 0, 1)]
+        tps, _ = discover(cluster, Subscribe(("events",)), strict=True)
+        assert tps == [("events", 0, 0), ("events", 0, 1)]
     with Registry(f"{hosts}/kafka") as registry:
         assert "a Kafka registry" not in str(no_brokers_error(registry))
 
@@ -170,7 +171,7 @@ def test_topic_under_another_chroot(hosts: str, root: KazooClient) -> None:
     with Cluster(cluster_options(zk_connect=hosts)) as cluster, pytest.raises(
         TopicNotFoundError
     ) as e:
-        discover(cluster, Subscribe(("events",)))
+        discover(cluster, Subscribe(("events",)), strict=True)
     assert str(e.value).endswith(
         "(no live broker has it); it is registered under /kafka (1 broker holding it): use "
         f"zk.connect '{hosts}/kafka'"

@@ -449,3 +449,27 @@ def test_survives_a_zookeeper_restart_and_is_bounded_while_it_hangs(tmp_path: Pa
             assert registry.group_offsets("g", "t") == {(0, 0): 5}
         finally:
             registry.close()
+
+
+def test_a_group_id_zookeeper_refuses_is_refused_before_any_request(
+    registry: Registry, kz: KazooClient
+) -> None:
+    from kazoo.exceptions import BadArgumentsError
+
+    emoji = "g\U0001f600"  # outside Unicode's BMP: ZooKeeper refuses its surrogate pair
+    with pytest.raises(BadArgumentsError):  # what the server answers such a node
+        kz.create(f"/{emoji}", b"")
+    for call in (
+        lambda: registry.commit_group_offsets(emoji, "t", {(0, 0): 1}, creator="c"),
+        lambda: registry.group_offsets(emoji, "t"),
+    ):
+        with pytest.raises(OptionError, match="is not a legal group id") as info:
+            call()
+        assert info.value.option == "group.id"
+    assert kz.exists("/consumers") is None  # nothing was sent
+    # a BMP one outside ASCII is a ZooKeeper node name: committed and read back as written
+    group = "gr\u00fcppe-\u4e2d"
+    registry.commit_group_offsets(group, "t", {(0, 0): 1}, creator="c")
+    assert registry.group_offsets(group, "t") == {(0, 0): 1}
+    assert kz.get_children("/consumers") == [group]
+    assert kz.get(f"/consumers/{group}/offsets/t/0-0")[0] == b"1"

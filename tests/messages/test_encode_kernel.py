@@ -149,3 +149,14 @@ def test_entry_point_checks_its_arguments() -> None:
     with pytest.raises(BufferError):
         kernel.encode_sets(np.zeros(2, np.int64), b"ab", np.zeros(2, np.int64), 1, 0, 6,
                            b"\0" * 8)  # crcs must be writable
+
+
+def test_crc_engine() -> None:
+    kernel = encode._kernel
+    assert kernel is not None
+    assert kernel.crc_engine_at(0) is False  # none found: the engine in use stays
+    assert encode.ENCODE_CRC in ("isal", "libdeflate")
+    values = [bytes(range(i % 256)) * (i % 5) for i in range(300)]
+    crcs = np.zeros(300, np.uint32)
+    encode_message_sets_arrow(pa.array(values), [0, 300], crcs_out=crcs)
+    assert crcs.tolist() == [zlib.crc32(v) for v in values]

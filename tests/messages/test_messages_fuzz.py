@@ -3,9 +3,12 @@ raised on purpose (no internal error escaping or behind it: ``tests/_fuzz.py``),
 
 from __future__ import annotations
 
+import itertools
 import random
-from typing import TYPE_CHECKING
+import zlib
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from _fuzz import assert_deliberate, mutate, run, sample_log
 from _kwargs import DecodeOptions
 from hypothesis import HealthCheck, given, settings
@@ -82,3 +85,47 @@ def test_mutated_wrapper_contents(seed: int) -> None:
     data = encode_message(payload, codec=codec)
     check(data)
     check(data, verify_crc=False)
+
+
+def _encode_kernel() -> Any:
+    from kafka_pyspark._messages import encode
+
+    return encode._kernel
+
+
+@FUZZ
+@given(
+    offsets=st.lists(st.integers(-3, 70), min_size=0, max_size=12),
+    cuts=st.lists(st.integers(-2, 14), min_size=0, max_size=6),
+    data=st.binary(max_size=64),
+    magic=st.integers(-1, 2),
+    codec=st.integers(-1, 3),
+    level=st.integers(-1, 13),
+    with_crcs=st.booleans(),
+)
+def test_encode_entry_point_on_any_arguments(
+    offsets: list[int], cuts: list[int], data: bytes, magic: int, codec: int, level: int,
+    with_crcs: bool,
+) -> None:
+    """The compiled encoder's C entry point on arguments encode.py would refuse: ValueError, or
+    sets that decode to the rows they were given."""
+    kernel = _encode_kernel()
+    if kernel is None:
+        return
+    offs, at = np.array(offsets, np.int64), np.array(cuts, np.int64)
+    rows = max(len(cuts) and cuts[-1] - cuts[0], 0)
+    crcs = np.zeros(rows, np.uint32) if with_crcs else None
+    try:
+        out, ends = kernel.encode_sets(offs, data, at, magic, codec, level, crcs)
+    except ValueError:
+        return
+    bounds = np.frombuffer(ends, np.int64).tolist()
+    assert bounds[0] == 0 and bounds[-1] == len(out) and bounds == sorted(bounds)
+    for j, (a, b) in enumerate(itertools.pairwise(bounds)):
+        got = decode_message_set(out[a:b]).batch.column("value").to_pylist()
+        lo, hi = cuts[j], cuts[j + 1]
+        assert got == [data[offsets[i] : offsets[i + 1]] for i in range(lo, hi)]
+    if crcs is not None:
+        lo = cuts[0]
+        want = [zlib.crc32(data[offsets[i] : offsets[i + 1]]) for i in range(lo, lo + rows)]
+        assert crcs.tolist() == want

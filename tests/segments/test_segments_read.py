@@ -10,16 +10,17 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
-from _bytes import message_set
 from segment_builder import (
     GZIP,
-    LZ4,
     SNAPPY,
     ZSTD,
     batch,
     control_record,
+    k07,
     message,
+    name,
     record,
+    v2_file,
     wrapper,
 )
 
@@ -36,45 +37,6 @@ from kafka_pyspark._spark.read.segment_files import (
 from kafka_pyspark.errors import OptionError, SegmentFileError
 
 LOCAL = pafs.LocalFileSystem()
-
-
-def name(base: int, suffix: str = ".log") -> str:
-    return f"{base:020d}{suffix}"
-
-
-def v2_file(base: int, n: int, codec: int = 0, per_batch: int = 5) -> bytes:
-    out = b""
-    for b0 in range(base, base + n, per_batch):
-        k = min(per_batch, base + n - b0)
-        out += batch(b0, [record(i, f"v{b0 + i}".encode(), key=f"k{b0 + i}".encode())
-                          for i in range(k)], codec=codec)
-    return out
-
-
-def k07(values: list[bytes]) -> bytes:
-    return message_set(values)
-
-
-@pytest.fixture
-def logdir(tmp_path: Path) -> Path:
-    """Two topics, several partitions and segments, every format."""
-    root = tmp_path / "kafka-logs"
-    for d in ("events-0", "events-1", "events-2", "old-0", "mixed-0"):
-        (root / d).mkdir(parents=True)
-    (root / "events-0" / name(0)).write_bytes(v2_file(0, 20, ZSTD))
-    (root / "events-0" / name(20)).write_bytes(v2_file(20, 10, LZ4))
-    (root / "events-0" / name(20, ".index")).write_bytes(b"\0" * 16)  # ignored
-    (root / "events-1" / name(0)).write_bytes(v2_file(0, 7, SNAPPY))
-    (root / "events-2" / name(100)).write_bytes(v2_file(100, 3, GZIP))
-    (root / "old-0" / name(0, ".kafka")).write_bytes(k07([b"a", b"bb"]))
-    (root / "old-0" / name(23, ".kafka")).write_bytes(k07([b"ccc"]))
-    (root / "mixed-0" / name(0)).write_bytes(
-        message(0, b"m0") + wrapper(2, [message(0, b"m1", magic=1, timestamp=5),
-                                        message(1, b"m2", magic=1, timestamp=6)], LZ4, magic=1,
-                                    timestamp=6) + batch(3, [record(0, b"m3")]))
-    (root / "meta.properties").write_text("version=0\n")
-    (root / "not-a-partition").mkdir()
-    return root
 
 
 def read_all(root: Path | str, **options: str) -> list[tuple[Any, ...]]:
@@ -301,14 +263,6 @@ def test_input_partitions_pickle(logdir: Path) -> None:
     back = pickle.loads(pickle.dumps(parts))
     assert all(isinstance(p, SegmentInputPartition) for p in back)
     assert [p.split for p in back] == [p.split for p in parts]
-
-
-def test_docs_table_lists_exactly_the_segment_options() -> None:
-    from test_docs_options import table_options
-
-    from kafka_pyspark._spark.options.segment_path import SEGMENT_OPTIONS
-
-    assert {n.lower() for n in table_options("segments.md")} == SEGMENT_OPTIONS
 
 
 def test_cli_dump_reads_log_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -61,7 +61,9 @@ def test_every_path_words_a_bad_key_the_same_way() -> None:
         parse_broker_partition("0_1")
 
 
-@pytest.mark.parametrize("group", ["", ".", "..", "a/b", "g\x01", "g\x7f", "g\ufff0"])
+@pytest.mark.parametrize("group", ["", ".", "..", "a/b", "g\x01", "g\x7f", "g\ufff0",
+                                   # outside the BMP: ZooKeeper refuses the surrogate pair
+                                   "g\U0001f600", "\U00010000", "g\U0010ffff"])
 def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
     from kafka_pyspark._shared.partition_key import check_group_id
     from kafka_pyspark._spark.options import parse_read_options
@@ -81,3 +83,4 @@ def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
     with pytest.raises(OptionError, match="is not a legal group id"):
         check_group_id(group)
     assert check_group_id("my-group.v2") == "my-group.v2"
+    assert check_group_id("gr\u00fcppe-\u4e2d\uffef") == "gr\u00fcppe-\u4e2d\uffef"  # BMP: taken

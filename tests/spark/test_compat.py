@@ -14,8 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 import pytest
-from _cluster import unanswering_broker
-from test_stream_reader import send, values
+from _cluster import send, unanswering_broker, values
 
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._spark import MIN_PYSPARK, _version_tuple, compat

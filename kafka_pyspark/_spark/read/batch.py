@@ -4,28 +4,26 @@
 Driver (the planning Python worker Spark starts at ``load()``/action time):
 ``Kafka07BatchReader.__init__`` parses the options (:mod:`~kafka_pyspark._spark.options`);
 ``pushFilters`` records what planning can use (:func:`.planning.plan_filter`; only where Spark keeps
-the plan to that one query, see :mod:`.pushdown`); ``partitions()`` discovers the
-broker-partitions (:mod:`.discovery`), asks OFFSETS for their bounds (:mod:`.log_bounds`),
-resolves starts and ends (:mod:`.start_end`), fixes every range's end
-(the read is a snapshot) and plans (:func:`.planning.plan_partitions`).
+the plan to that one query, see :mod:`.pushdown`); ``partitions()`` (:func:`plan_batch`) has an
+:class:`~.offset_reader.OffsetReader` discover the broker-partitions (:mod:`.discovery`, strict)
+and ask OFFSETS for their bounds (:mod:`.log_bounds`), resolves starts and ends
+(:mod:`.start_end`), fixes every range's end (the read is a snapshot) and plans
+(:func:`.planning.plan_partitions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark import worker_gc
-from kafka_pyspark._spark.options import Assign, ReadOptions, parse_read_options
+from kafka_pyspark._spark.options import ReadOptions, parse_read_options
 from kafka_pyspark._spark.read import pushdown
-from kafka_pyspark._spark.read.discovery import discover_view, group_start
 from kafka_pyspark._spark.read.executor import read_partition
-from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
+from kafka_pyspark._spark.read.offset_reader import OffsetReader
 from kafka_pyspark._spark.read.planning import (
     Kafka07InputPartition,
     PlanFilter,
@@ -35,58 +33,42 @@ from kafka_pyspark._spark.read.planning import (
 from kafka_pyspark._spark.read.start_end import resolve_ends, resolve_starts
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark.client import OffsetRange
-from kafka_pyspark.errors import OptionError, SchemaError
-
-if TYPE_CHECKING:
-    from kafka_pyspark._cluster import Cluster
+from kafka_pyspark.errors import SchemaError
 
 __all__ = ["Kafka07BatchReader", "plan_batch"]
 
 
 def plan_batch(
-    options: ReadOptions,
-    pushed: PlanFilter | None = None,
-    *,
-    cluster_factory: Callable[[], Cluster] | None = None,
+    options: ReadOptions, pushed: PlanFilter | None = None
 ) -> list[Kafka07InputPartition]:
-    """Discover, resolve offsets (a snapshot of the log ends) and plan (bounded I/O)."""
-    from kafka_pyspark._cluster import Cluster
-
-    factory = cluster_factory or (lambda: Cluster(options.cluster))
-    with factory() as cluster:
+    """Discover, resolve offsets (a snapshot of the log ends) and plan, every round trip by one
+    :class:`~.offset_reader.OffsetReader` (bounded I/O)."""
+    with OffsetReader(options) as offsets:
         # with ZooKeeper and no broker registered (a wrong chroot, usually) this fails saying
         # so, not as "no topic"
-        discovered, brokers = discover_view(cluster, options.subscription)
+        discovered, brokers = offsets.view()
         tps = discovered
         if pushed is not None:
             tps = [tp for tp in tps if pushed.accepts(*tp)]
-        committed = group_start(cluster, options, tps)
-        with OffsetLookup(brokers, options.cluster) as lookup:
-            if isinstance(options.subscription, Assign) and cluster.registry() is None:
-                for tp in tps:
-                    if not lookup.check_partition(tp):
-                        raise OptionError(
-                            "assign",
-                            f"broker {tp[1]} has no partition {tp[2]} of topic {tp[0]!r}",
-                        )
-            bounds: dict[TopicPartition, LogBounds] = lookup.all_bounds(tps)
-            starts = resolve_starts(
-                options.starting,
-                tps,
-                bounds,
-                fail_on_data_loss=options.fail_on_data_loss,
-                committed=committed,
-                before_time=lookup.before_time_asked(tps, options.starting.timestamp),
-                known=discovered,
-            )
-        ends = resolve_ends(
-            options.ending,
+        committed = offsets.group_start(tps)
+        bounds = offsets.all_bounds(tps)
+        starts = resolve_starts(
+            options.starting,
             tps,
             bounds,
-            starts,
             fail_on_data_loss=options.fail_on_data_loss,
+            committed=committed,
+            before_time=offsets.before_time_asked(tps, options.starting.timestamp),
             known=discovered,
         )
+    ends = resolve_ends(
+        options.ending,
+        tps,
+        bounds,
+        starts,
+        fail_on_data_loss=options.fail_on_data_loss,
+        known=discovered,
+    )
     ranges = [OffsetRange(t, b, p, starts[(t, b, p)], ends[(t, b, p)]) for t, b, p in tps]
     return plan_partitions(
         ranges,

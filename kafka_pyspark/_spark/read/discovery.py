@@ -1,12 +1,11 @@
 """Which broker-partitions a read covers: from the registry or ``broker.list``.
 
-- :func:`discover` (a batch read): subscription -> sorted ``(topic, broker, partition)`` list
-  (:class:`kafka_pyspark._cluster.cluster.Cluster`); a named topic that does not exist is a
-  :class:`TopicNotFoundError`, an assigned broker-partition the cluster lacks an
-  :class:`OptionError`; :func:`discover_view`: that and the live brokers, from one registry
-  read.
-- :func:`current_partitions` (a stream, per micro-batch): the same, leniently;
-  :func:`current_view`: that and the live brokers, from one registry read.
+- :func:`discover`: the one way a read looks at the cluster (through
+  :class:`~.offset_reader.OffsetReader`, batch and stream alike): subscription -> sorted
+  ``(topic, broker, partition)`` list and the live brokers. ``strict`` (a batch read): a named
+  topic that does not exist is a :class:`TopicNotFoundError`, an assigned broker-partition the
+  cluster lacks an :class:`OptionError`, a broker that does not answer its error. Otherwise (a
+  stream, between micro-batches) nothing missing is an error.
 - :func:`diff_topology` / :func:`merge_topology` (a stream): how the broker-partitions now
   differ from those in the start offset, and the start offset with new ones added. Pure.
 - :func:`group_offsets`: what a 0.7 consumer group committed; :func:`group_start`, the same
@@ -27,7 +26,6 @@ from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
 from kafka_pyspark._spark.options import Assign, ReadOptions, Subscribe, Subscription
 from kafka_pyspark.errors import (
     BrokerConnectionError,
-    KafkaError,
     OptionError,
     RegistryError,
     TopicNotFoundError,
@@ -38,11 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TopologyChange",
-    "current_partitions",
-    "current_view",
+    "View",
     "diff_topology",
     "discover",
-    "discover_view",
     "group_offsets",
     "group_start",
     "merge_topology",
@@ -50,129 +46,110 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+View = tuple[list[TopicPartition], dict[int, "BrokerAddress"]]
+"""Broker-partitions (sorted) and live brokers, as the cluster lists them."""
 
-def discover(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
-    """The broker-partitions a subscription covers, sorted.
+# each looked-at topic's (broker, partition)s on the live brokers
+_Have = Mapping[str, Sequence[tuple[int, int]]]
 
-    ``subscribe``: every partition of every named topic on every live broker; a topic with
-    none is a :class:`TopicNotFoundError` (ZooKeeper mode; with ``broker.list`` a 0.7 broker
-    cannot tell an unknown topic from an empty one, see :mod:`kafka_pyspark._cluster.cluster`).
-    ``subscribePattern``: every registered topic the pattern matches (none: an empty list).
-    ``assign``: the named ones, each checked to exist.
+
+def discover(
+    cluster: Cluster, subscription: Subscription, *, strict: bool, first: bool = True
+) -> View:
+    """The broker-partitions ``subscription`` covers now (sorted) and the live brokers.
+
+    ``subscribe``: every partition of every named topic on every live broker;
+    ``subscribePattern``: of every registered topic the pattern matches; ``assign``: the named
+    ones the cluster has. With ZooKeeper one
+    :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read (two pipelined rounds, three
+    with ``subscribePattern``) whatever the number of topics; with ``broker.list`` each broker is
+    probed per topic (see :mod:`kafka_pyspark._cluster`: a 0.7 broker cannot tell an unknown
+    topic from an empty one).
+
+    ``first`` (a read's first look): no broker registered is a
+    :class:`~kafka_pyspark.errors.NoBrokersRegisteredError` saying where else a registry is (a
+    wrong chroot must not read silently nothing). ``strict`` (a batch read): a subscribed topic
+    with no partition is a :class:`TopicNotFoundError`, an assigned broker-partition that is not
+    there an :class:`OptionError`, a ``broker.list`` broker that does not answer its
+    :class:`BrokerConnectionError`. Otherwise (a stream between micro-batches) a topic that
+    does not exist yet has no partitions (0.7 creates topics on their first message), an
+    assigned broker-partition whose broker is not registered (or, with ``broker.list``, not
+    answering: warned) is simply not current; its offset stays in the stream offset.
     """
-    return discover_view(cluster, subscription)[0]
-
-
-def discover_view(
-    cluster: Cluster, subscription: Subscription
-) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
-    """:func:`discover` and the live brokers. With ZooKeeper, one
-    :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read: two pipelined rounds (three
-    with ``subscribePattern``) whatever the number of topics; no broker registered is a
-    :class:`~kafka_pyspark.errors.NoBrokersRegisteredError` saying where else a registry is."""
-    registry = cluster.registry()
-    if registry is None:
-        return _discover_static(cluster, subscription), cluster.brokers()
-    from kafka_pyspark._partitioner import sorted_partitions
-
-    if isinstance(subscription, Subscribe):
+    if isinstance(subscription, (Subscribe, Assign)):
         topics: Sequence[str] = subscription.topics
-    elif isinstance(subscription, Assign):
-        topics = sorted({t for t, _, _ in subscription.partitions})
-    else:
-        topics = [t for t in registry.topics() if subscription.allows(t)]
-        if not topics:
+    else:  # listing topics needs the registry: Cluster.topics says so with broker.list
+        topics = [t for t in cluster.topics() if subscription.allows(t)]
+        if strict and not topics:
             log.warning(
                 "subscribePattern %r matches no topic in the registry", subscription.pattern
             )
-    live, counts = registry.topology(topics)
-    if not live:
-        from kafka_pyspark._cluster import no_brokers_error
-
-        raise no_brokers_error(registry)  # a wrong chroot, usually: say so, not "no topic"
-    brokers = {b.id: b.address for b in live.values()}
-    have = {t: sorted_partitions(counts[t], live) for t in topics}
-    if isinstance(subscription, Assign):
-        return sorted(set(_check_assigned(cluster, subscription, brokers, have))), brokers
-    for topic in topics:
-        if not have[topic] and isinstance(subscription, Subscribe):
-            raise TopicNotFoundError(_not_found(cluster, topic))
-    return sorted({(t, b, p) for t in topics for b, p in have[t]}), brokers
-
-
-def _discover_static(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
-    """:func:`discover` with ``broker.list``: every broker probed per topic."""
-    if isinstance(subscription, Assign):
-        return sorted(set(_check_assigned(cluster, subscription, cluster.brokers(), None)))
-    if not isinstance(subscription, Subscribe):
-        cluster.topics()  # raises: listing topics needs the registry
-    assert isinstance(subscription, Subscribe)
-    out: list[TopicPartition] = []
-    for topic in subscription.topics:
-        parts = cluster.partitions(topic)
-        if not parts:
-            raise TopicNotFoundError(_not_found(cluster, topic))
-        out.extend((topic, b, p) for b, p in parts)
-    return sorted(set(out))
-
-
-def current_view(
-    cluster: Cluster, subscription: Subscription
-) -> tuple[list[TopicPartition], dict[int, BrokerAddress]]:
-    """What a stream sees before a micro-batch: :func:`current_partitions` and the live
-    brokers. With ZooKeeper, one :meth:`~kafka_pyspark._cluster.registry.Registry.topology` read
-    (two pipelined rounds, three with ``subscribePattern``, however many topics)."""
     registry = cluster.registry()
     if registry is None:
-        return current_partitions(cluster, subscription), cluster.brokers()
-    from kafka_pyspark._partitioner import sorted_partitions
-
-    if isinstance(subscription, (Assign, Subscribe)):
-        topics: Sequence[str] = subscription.topics
+        brokers = cluster.brokers()
+        have = _probe(cluster, subscription, topics, strict)
     else:
-        topics = [t for t in registry.topics() if subscription.allows(t)]
-    live, counts = registry.topology(topics)
-    out = {(t, b, p) for t in topics for b, p in sorted_partitions(counts[t], live)}
+        from kafka_pyspark._partitioner import sorted_partitions
+
+        live, counts = registry.topology(topics)
+        if first and not live:
+            from kafka_pyspark._cluster import no_brokers_error
+
+            raise no_brokers_error(registry)  # a wrong chroot, usually: say so, not "no topic"
+        brokers = {b.id: b.address for b in live.values()}
+        have = {t: sorted_partitions(counts[t], live) for t in topics}
+    if strict:
+        _check(cluster, subscription, brokers, have)
+    out = {(t, b, p) for t in topics for b, p in have[t]}
     if isinstance(subscription, Assign):
         out &= set(subscription.partitions)
-    return sorted(out), {b.id: b.address for b in live.values()}
+    return sorted(out), brokers
 
 
-def current_partitions(cluster: Cluster, subscription: Subscription) -> list[TopicPartition]:
-    """The broker-partitions the subscription covers right now, leniently (sorted).
-
-    Unlike the batch reader's :func:`discover`, nothing missing
-    is an error between micro-batches: a subscribed topic that does not exist yet has no
-    partitions (0.7 creates topics on their first message; they are picked up then), an
-    assigned broker-partition whose broker is not registered (or, with ``broker.list``, not
-    answering) is simply not current; its offset stays in the stream offset until it returns.
-    """
-    out: set[TopicPartition] = set()
-    if cluster.registry() is not None:
-        return current_view(cluster, subscription)[0]
-    # broker.list (subscribePattern needs zk.connect): probe each broker; one that does not
-    # answer has no current partitions
-    if not isinstance(subscription, (Subscribe, Assign)):
-        raise KafkaError("subscribePattern needs zk.connect")
-    assigned = set(subscription.partitions) if isinstance(subscription, Assign) else None
-    for topic in subscription.topics:
+def _probe(
+    cluster: Cluster, subscription: Subscription, topics: Sequence[str], strict: bool
+) -> dict[str, list[tuple[int, int]]]:
+    """``broker.list``: each topic's partitions on each broker (only the assigned brokers of
+    an ``assign``), probed. A broker that does not answer raises when ``strict``, else it has
+    no current partitions of that topic (warned)."""
+    assigned: dict[str, set[int]] | None = None
+    if isinstance(subscription, Assign):
+        assigned = {}
+        for t, b, _ in subscription.partitions:
+            assigned.setdefault(t, set()).add(b)
+    have: dict[str, list[tuple[int, int]]] = {}
+    for topic in topics:
+        have[topic] = []
         for broker in sorted(cluster.brokers()):
-            if assigned is not None and not any(
-                t == topic and b == broker for t, b, _ in assigned
-            ):
+            if assigned is not None and broker not in assigned.get(topic, ()):
                 continue
             try:
                 n = cluster.partition_count(topic, broker)
             except BrokerConnectionError as e:
+                if strict:
+                    raise
                 log.warning(
                     "kafka07 stream: broker %d is not answering (%s); its partitions of "
                     "topic %r keep their offsets", broker, e, topic,
                 )
                 continue
-            out.update((topic, broker, p) for p in range(n))
-    if assigned is not None:
-        out &= assigned
-    return sorted(out)
+            have[topic].extend((broker, p) for p in range(n))
+    return have
+
+
+def _check(
+    cluster: Cluster,
+    subscription: Subscription,
+    brokers: Mapping[int, BrokerAddress],
+    have: _Have,
+) -> None:
+    """What a batch read may not lack (:func:`discover` with ``strict``)."""
+    if isinstance(subscription, Assign):
+        _check_assigned(cluster, subscription, brokers, have)
+        return
+    for topic, found in have.items():
+        if not found and isinstance(subscription, Subscribe):
+            raise TopicNotFoundError(_not_found(cluster, topic))
 
 
 def _not_found(cluster: Cluster, topic: str) -> str:
@@ -189,41 +166,38 @@ def _not_found(cluster: Cluster, topic: str) -> str:
 
 
 def _check_assigned(
-    cluster: Cluster,
-    assign: Assign,
-    brokers: Mapping[int, BrokerAddress],
-    have: Mapping[str, Sequence[tuple[int, int]]] | None,
-) -> list[TopicPartition]:
-    """The assigned broker-partitions, each checked: its broker is live (registered or in
-    ``broker.list``) and, with the registry (``have``: each topic's broker-partitions), it is
-    registered."""
+    cluster: Cluster, assign: Assign, brokers: Mapping[int, BrokerAddress], have: _Have
+) -> None:
+    """Each assigned broker-partition: its broker is live (registered or in ``broker.list``)
+    and it is there (registered; with ``broker.list``, the broker answers for it)."""
+    registered = cluster.registry() is not None
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for topic, broker, partition in assign.partitions:
         by_topic.setdefault(topic, []).append((broker, partition))
-    out: list[TopicPartition] = []
     for topic, wanted in sorted(by_topic.items()):
         for broker, partition in wanted:
             if broker not in brokers:
                 raise OptionError(
                     "assign",
                     f"topic {topic!r} {partition_key(broker, partition)}: broker {broker} is not "
-                    f"{'registered' if have is not None else 'in broker.list'} "
+                    f"{'registered' if registered else 'in broker.list'} "
                     f"(known brokers: {sorted(brokers)})",
                 )
-        if have is not None:
-            registered = set(have.get(topic, ()))
+        found = set(have.get(topic, ()))
+        if registered and not found:
+            raise TopicNotFoundError(_not_found(cluster, topic))
+        for broker, partition in wanted:
+            if (broker, partition) in found:
+                continue
             if not registered:
-                raise TopicNotFoundError(_not_found(cluster, topic))
-            for broker, partition in wanted:
-                if (broker, partition) not in registered:
-                    raise OptionError(
-                        "assign",
-                        f"topic {topic!r} has no broker-partition "
-                        f"{partition_key(broker, partition)} (it has: "
-                        f"{', '.join(partition_key(b, p) for b, p in sorted(registered))})",
-                    )
-        out.extend((topic, b, p) for b, p in wanted)
-    return out
+                raise OptionError(
+                    "assign", f"broker {broker} has no partition {partition} of topic {topic!r}"
+                )
+            raise OptionError(
+                "assign",
+                f"topic {topic!r} has no broker-partition {partition_key(broker, partition)} "
+                f"(it has: {', '.join(partition_key(b, p) for b, p in sorted(found))})",
+            )
 
 
 def group_offsets(

@@ -207,11 +207,3 @@ class OffsetLookup(Closing):
             return self.before_time(tp, t)
 
         return before
-
-    def check_partition(self, tp: TopicPartition) -> bool:
-        """Whether the broker has this partition (FETCH max 0: WrongPartition means no)."""
-        from kafka_pyspark.errors import WrongPartitionError
-
-        topic, broker, partition = tp
-        resp = self.connection(broker).fetch(topic, partition, 0, 0)
-        return resp.error != WrongPartitionError.code

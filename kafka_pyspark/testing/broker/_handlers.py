@@ -197,7 +197,7 @@ class RequestHandlers:
                 self._new_topic_cond.notify_all()
             if self._zk is not None:
                 self._zk.register_topic(topic, count)
-        data = req.messages
+        data = bytes(req.messages)  # decoded requests hold bytes: no copy
         too_big = _oversized(data, self._max_message_size)
         if too_big is not None:
             # 0.7.2: MessageSizeTooLargeException is logged, the set dropped, the connection kept

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_segments_read import logdir  # noqa: F401  (a fixture)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,7 +74,7 @@ def test_broker_segment_files_read_back_like_the_live_reader(
 
 
 def test_log_directory_subscribe_and_filters(
-    spark: SparkSession, logdir: Path  # noqa: F811
+    spark: SparkSession, logdir: Path
 ) -> None:
     everything = load(spark, path=str(logdir))
     assert everything.count() == 47
@@ -123,7 +122,7 @@ def test_corrupt_file_fails_naming_file_and_byte(spark: SparkSession, tmp_path: 
 
 
 def test_path_with_zk_connect_or_stream_is_an_error(
-    spark: SparkSession, logdir: Path  # noqa: F811
+    spark: SparkSession, logdir: Path
 ) -> None:
     with pytest.raises(Exception, match=r"option 'path': conflicts with zk\.connect"):
         load(spark, path=str(logdir), **{"zk.connect": "127.0.0.1:1"})

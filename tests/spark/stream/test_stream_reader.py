@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from _cluster import kafka_partitions
+from _cluster import kafka_partitions, send, values
 
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._spark.compat import ReadAllAvailable, ReadMaxBytes
@@ -24,22 +24,11 @@ from kafka_pyspark._spark.stream.prefetch import THREAD_NAME
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader
 from kafka_pyspark._spark.stream.scan import HEADER
 from kafka_pyspark._wire import FetchRequest, FetchResponse
-from kafka_pyspark.client import BrokerConnection, Producer
+from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import DataLossError, OffsetFormatError, OptionError
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.zk
-
-
-def send(broker: EmbeddedBroker, topic: str, partition: int, message_set: bytes) -> None:
-    with Producer({broker.broker_id: (broker.host, broker.port)}, timeout=10.0) as p:
-        p.send(broker.broker_id, topic, partition, message_set)
-        p.flush()
-    broker.wait_for_topic(topic)
-
-
-def values(prefix: str, n: int, size: int = 30) -> list[bytes]:
-    return [f"{prefix}{i:05d}".encode().ljust(size, b".") for i in range(n)]
 
 
 def make(zk: str, **options: str) -> Kafka07StreamReader:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from test_spark_write import read_topic, values_of, writer
+from _spark_write import read_topic, values_of, writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

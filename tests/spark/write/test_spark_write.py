@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from _cluster import java_hash, java_index, read_log
+from _cluster import java_hash, java_index
+from _spark_write import read_topic, values_of, writer
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -21,18 +22,6 @@ if TYPE_CHECKING:
 
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
-
-
-Found = dict[tuple[int, int], list[tuple[Any, ...]]]  # (value, compression) per message
-
-
-def read_topic(brokers: Sequence[EmbeddedBroker], topic: str) -> Found:
-    """Every (value, compression) per (broker, partition), in log order."""
-    return read_log(brokers, topic, "value", "compression")
-
-
-def values_of(found: Found) -> Counter[bytes]:
-    return Counter(v for vals in found.values() for v, _ in vals)
 
 
 def create_topic(
@@ -44,13 +33,6 @@ def create_topic(
     writer(df, zk, topic=topic).save()
     for b in brokers:
         b.wait_for_topic(topic)
-
-
-def writer(df: Any, zk: str, **options: str) -> Any:
-    w = df.write.format("kafka07").mode("append").option("zk.connect", zk)
-    for k, v in options.items():
-        w = w.option(k.replace("_", "."), v)
-    return w
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy"])

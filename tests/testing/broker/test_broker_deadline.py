@@ -9,7 +9,7 @@ import socket
 import struct
 from pathlib import Path
 
-from test_broker_helpers import THREE, TIMEOUT, Conn, wait_until
+from _broker_raw import THREE, TIMEOUT, Conn, wait_until
 
 from kafka_pyspark.testing.broker import EmbeddedBroker
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from _broker_raw import THREE, Conn, fetch_frame, wait_until
 from _bytes import gzip_wrapper
-from test_broker_helpers import THREE, Conn, fetch_frame, wait_until
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.testing.broker import EmbeddedBroker

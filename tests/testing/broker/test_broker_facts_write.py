@@ -14,8 +14,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _broker_raw import THREE, Conn
 from _bytes import gzip_wrapper, message, snappy_java_stream
-from test_broker_helpers import THREE, Conn
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.testing.broker import EmbeddedBroker

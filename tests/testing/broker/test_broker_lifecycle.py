@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from _broker_raw import THREE, Conn, fetch_frame, wait_until
 from _bytes import message
 from _cluster import kazoo_client
-from test_broker_helpers import THREE, Conn, fetch_frame, wait_until
 
 from kafka_pyspark.errors import OptionError
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from _broker_raw import THREE
 from _bytes import message
-from test_broker_helpers import THREE
 
 from kafka_pyspark.errors import OffsetOutOfRangeError
 from kafka_pyspark.testing._log import (

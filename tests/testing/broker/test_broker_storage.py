@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _broker_raw import THREE, Conn, fetch_frame
 from _bytes import message
-from test_broker_helpers import THREE, Conn, fetch_frame
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.testing._log import LogStorageError

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _broker_raw import THREE, Conn, wait_until
 from _cluster import kazoo_client
 from kazoo.client import KazooClient
-from test_broker_helpers import THREE, Conn, wait_until
 
 from kafka_pyspark.cli import main
 from kafka_pyspark.testing.broker import EmbeddedBroker, EmbeddedBrokerError

@@ -1,4 +1,4 @@
-"""Raw-socket helpers for the embedded broker tests (and a few checks of the helpers).
+"""Raw-socket helpers for the embedded broker tests (tests/testing/broker/).
 
 Tests talk to the broker over plain sockets with timeouts and build message bytes by hand
 (docs/dev/PROTOCOL.md layouts), so they do not depend on the client or the message codec under test.
@@ -9,11 +9,10 @@ from __future__ import annotations
 import socket
 import struct
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
-from _bytes import message, message_set, snappy_java_stream
+from _bytes import message_set
 
 from kafka_pyspark import _wire as wire
 
@@ -105,16 +104,3 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, step: float
         time.sleep(step)
     return predicate()
 
-
-def test_message_layout_golden() -> None:
-    # magic 1, no codec, payload "value-0": 0000000d 01 00 <crc> 76616c75652d30
-    m = message(b"value-0")
-    assert m[:6] == bytes.fromhex("0000000d0100")
-    assert m[6:10] == struct.pack(">I", zlib.crc32(b"value-0"))
-    assert m[10:] == b"value-0"
-    assert len(message(b"abc", magic=0)) == 4 + 1 + 4 + 3
-
-
-def test_snappy_java_stream_header() -> None:
-    s = snappy_java_stream(b"hello")
-    assert s[:16] == bytes.fromhex("82534e415050590000000001 00000001".replace(" ", ""))
