@@ -30,6 +30,8 @@ from typing import Any
 import log_reader
 from rel_support import produce
 
+from kafka_pyspark._shared.defaults import DELIVERY_ZK_ROOT
+
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "eo_driver.py"
 REPO = HERE.parents[1]
@@ -179,6 +181,22 @@ def _killpg(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(30)
+
+
+def record_batches(zk: str, root: str = DELIVERY_ZK_ROOT) -> dict[str, list[int]]:
+    """The micro-batch ids with exactly-once records in ZooKeeper, per sink (query id)."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk, timeout=10)
+    client.start(timeout=10)
+    try:
+        if not client.exists(root):
+            return {}
+        return {sink: sorted(int(b) for b in client.get_children(f"{root}/{sink}"))
+                for sink in client.get_children(root)}
+    finally:
+        client.stop()
+        client.close()
 
 
 def read_target(brokers: Sequence[Any], topic: str) -> Counter[bytes]:

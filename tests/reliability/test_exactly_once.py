@@ -26,6 +26,7 @@ from eo_support import (
     StreamRun,
     maybe_other_producer,
     read_target,
+    record_batches,
     spread,
     standalone_cluster,
     values,
@@ -121,6 +122,10 @@ def test_exactly_once_under_fault(
     runs = [-9, 0] if point in DRIVER_POINTS else [0]
     assert outcome.runs == runs, outcome.output[-4000:]
     assert_once(outcome, point)
+    # the driver's commits removed the records of every micro-batch before the last
+    last = outcome.done()["last_batch"]
+    assert all(b == [last] for b in record_batches(zk_connect).values()), (
+        record_batches(zk_connect), last)
     assert len(outcome.of("seed")) == sum(b.num_partitions for b in brokers)
     if other:
         assert outcome.others and sorted(outcome.of("o")) == sorted(outcome.others)
