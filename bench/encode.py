@@ -3,19 +3,19 @@
 Values: :func:`bench.data.realistic_values` (log-normal lengths, median ~180 B, JSON-like),
 cut into sets of ``SET_SIZE`` (the writer's default ``batch.size``), one core, no Spark.
 
-* ``encode.realistic.<codec>``: ``encode_message_sets_arrow`` of all rows in one call (the
-  writer's call per flush), rows/s, against its limit:
+* ``encode.realistic.<codec>``: ``encode_message_sets_arrow``, one call per ``CHUNK`` rows (an
+  Arrow batch as Spark hands it over; the writer calls it per flush), rows/s, against its limit:
   - none: one CRC-32 over all payload bytes (ISA-L, one call) plus one copy of them into a reused
     buffer: what any encoder must at least do (target: >= 70%);
   - snappy: cramjam's raw snappy compression of the same framed messages, block by block
     (snappy-java's 32 KiB), into a reused buffer (target: >= 80%);
   - gzip: libdeflate's plain deflate of the same framed messages, set by set, at the encoder's
     level, into a reused buffer (target: >= 85%).
-* ``produce.realistic.<codec>``: encoding plus ``client.Producer`` (send every set, MULTIPRODUCE,
-  delivery barrier) to the sink broker of :mod:`bench.write`, against the same limit.
-
-``KAFKA_PYSPARK_PURE=1`` runs the same rows on the pure-Python encoder (the figures before the
-compiled encode pass).
+* ``encode.realistic.<codec>.pure``: the same on the pure-Python twin (the encoder before the
+  compiled pass), interleaved with the rows above, against the same limit.
+* ``produce.realistic.<codec>``: encoding plus ``client.Producer`` (send every set, MULTIPRODUCE
+  of the writer's request size, delivery barrier) to the sink broker of :mod:`bench.write`,
+  against the same limit.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from bench.data import realistic_values
 from bench.results import Recorder, best_times
 
 ROWS = 200_000
+CHUNK = 10_000
 SET_SIZE = 200
 REPEAT = 5
 TOPIC = "bench-encode"
@@ -84,33 +85,56 @@ def limits(array: pa.Array, cuts: np.ndarray) -> dict[str, Callable[[], Any]]:
     return {"none": none, "snappy": snappy, "gzip": gzip}
 
 
+def _pure(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` run on the pure-Python encoder (the compiled one set aside meanwhile)."""
+    from kafka_pyspark._messages import encode
+
+    def run() -> Any:
+        kernel, encode._kernel = encode._kernel, None
+        try:
+            return fn()
+        finally:
+            encode._kernel = kernel
+
+    return run
+
+
 def run(recorder: Recorder) -> None:
     from bench.write import Sink
     from kafka_pyspark._messages.encode import ENGINE, encode_message_sets_arrow
+    from kafka_pyspark._shared.defaults import MAX_MESSAGE_SIZE
+    from kafka_pyspark._spark.write.sizes import request_limit
     from kafka_pyspark.client import Producer
 
     array = pa.array(realistic_values(ROWS), pa.binary())
     cuts = np.arange(0, ROWS + 1, SET_SIZE, dtype=np.int64)
+    chunks = [array.slice(at, CHUNK) for at in range(0, ROWS, CHUNK)]
+    chunk_cuts = np.arange(0, CHUNK + 1, SET_SIZE, dtype=np.int64)
     bare = limits(array, cuts)
+    request = request_limit(MAX_MESSAGE_SIZE)  # the writer's requests (sizes.py)
     with Sink() as sink:
         for codec in ("none", "snappy", "gzip"):
 
-            def encode(c: str = codec) -> Any:
-                return encode_message_sets_arrow(array, cuts, compression=c)
+            def encode(c: str = codec) -> None:
+                for a in chunks:  # each chunk's sets dropped before the next, as once sent
+                    encode_message_sets_arrow(a, chunk_cuts, compression=c)
 
             def produce(c: str = codec) -> None:
-                with Producer({0: ("127.0.0.1", sink.port)}) as prod:
-                    for i, data in enumerate(encode_message_sets_arrow(array, cuts,
-                                                                       compression=c)):
-                        prod.send(0, TOPIC, i & 1, data)
+                with Producer({0: ("127.0.0.1", sink.port)}, max_request_size=request) as prod:
+                    for a in chunks:
+                        for i, data in enumerate(encode_message_sets_arrow(a, chunk_cuts,
+                                                                           compression=c)):
+                            prod.send(0, TOPIC, i & 1, data)
                     prod.flush()
 
-            best = best_times({"limit": bare[codec], "encode": encode, "produce": produce},
-                              repeat=REPEAT)
+            best = best_times({"limit": bare[codec], "encode": encode, "pure": _pure(encode),
+                               "produce": produce}, repeat=REPEAT)
             rate = {k: ROWS / v for k, v in best.items()}
             recorder.record(f"encode.realistic.{codec}", rate["encode"], "rows/s",
                             limit=rate["limit"], target=TARGETS[codec],
                             note=f"encoder engine: {ENGINE}")
+            recorder.record(f"encode.realistic.{codec}.pure", rate["pure"], "rows/s",
+                            limit=rate["limit"], note="the pure-Python twin, same run")
             recorder.record(f"produce.realistic.{codec}", rate["produce"], "rows/s",
                             limit=rate["limit"], note="encode + Producer to the sink broker")
 

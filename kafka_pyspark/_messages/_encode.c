@@ -250,7 +250,7 @@ static size_t room_of(const job_t *j, struct libdeflate_compressor *c, size_t *m
 }
 
 typedef struct {
-    Py_buffer offs, data, cuts, crcs;
+    Py_buffer offs, data, cuts, crcs, into;
 } views_t;
 
 static void release(views_t *v)
@@ -259,16 +259,20 @@ static void release(views_t *v)
     PyBuffer_Release(&v->data);
     PyBuffer_Release(&v->cuts);
     PyBuffer_Release(&v->crcs);
+    PyBuffer_Release(&v->into);
 }
 
-static int parse(PyObject *args, views_t *v, job_t *j)
+static int parse(PyObject *args, views_t *v, job_t *j, PyObject **into)
 {
     PyObject *crcs;
+    *into = Py_None;
     memset(v, 0, sizeof *v);
-    if (!PyArg_ParseTuple(args, "y*y*y*iiiO:encode_sets", &v->offs, &v->data, &v->cuts,
-                          &j->magic, &j->codec, &j->level, &crcs))
+    if (!PyArg_ParseTuple(args, "y*y*y*iiiO|O:encode_sets", &v->offs, &v->data, &v->cuts,
+                          &j->magic, &j->codec, &j->level, &crcs, into))
         return -1;
     if (crcs != Py_None && PyObject_GetBuffer(crcs, &v->crcs, PyBUF_WRITABLE) < 0)
+        return -1;
+    if (*into != Py_None && PyObject_GetBuffer(*into, &v->into, PyBUF_WRITABLE) < 0)
         return -1;
     if (v->offs.len < 8 || v->offs.len % 8 || v->cuts.len < 8 || v->cuts.len % 8)
         return PyErr_SetString(PyExc_ValueError, "offsets and cuts must be int64 arrays"), -1;
@@ -281,16 +285,18 @@ static int parse(PyObject *args, views_t *v, job_t *j)
     return check_job(j, v->data.len, crcs != Py_None ? v->crcs.len : -1);
 }
 
-/* encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (bytes, ends: int64 bytes) */
+/* encode_sets(offsets, data, cuts, magic, codec, level, crcs, into=None) -> (out, ends: int64
+ * bytes): out a new bytes object, or `into` (a writable buffer of at least the sets' size, codec
+ * none only: encode.py's pool of reused buffers), the sets written from its start */
 static PyObject *encode_sets(PyObject *self, PyObject *args)
 {
     views_t v;
     job_t j;
-    PyObject *out = NULL, *ends = NULL, *result = NULL;
+    PyObject *out = NULL, *ends = NULL, *result = NULL, *into;
     struct libdeflate_compressor *c = NULL;
     uint16_t *table = NULL;
     uint8_t *scratch = NULL;
-    if (parse(args, &v, &j) < 0)
+    if (parse(args, &v, &j, &into) < 0)
         goto done;
     if (j.codec == CODEC_GZIP && !(c = libdeflate_alloc_compressor(j.level))) {
         PyErr_NoMemory();
@@ -306,15 +312,20 @@ static PyObject *encode_sets(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
+    if (into != Py_None && (j.codec != CODEC_NONE || (size_t)v.into.len < room)) {
+        PyErr_SetString(PyExc_ValueError, "into: codec none only, and room for every set");
+        goto done;
+    }
+    out = into != Py_None ? Py_NewRef(into) : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
     ends = PyBytes_FromStringAndSize(NULL, (j.k + 1) * 8);
     if (!out || !ends)
         goto done;
     int64_t *at = (int64_t *)PyBytes_AS_STRING(ends);
+    uint8_t *dst = into != Py_None ? (uint8_t *)v.into.buf : (uint8_t *)PyBytes_AS_STRING(out);
     Py_BEGIN_ALLOW_THREADS
-    encode_all(&j, c, table, scratch, (uint8_t *)PyBytes_AS_STRING(out), at);
+    encode_all(&j, c, table, scratch, dst, at);
     Py_END_ALLOW_THREADS
-    if (_PyBytes_Resize(&out, (Py_ssize_t)at[j.k]) == 0)
+    if (into != Py_None || _PyBytes_Resize(&out, (Py_ssize_t)at[j.k]) == 0)
         result = Py_BuildValue("OO", out, ends);
 done:
     release(&v);

@@ -45,6 +45,7 @@ from kafka_pyspark._messages.layout import (
     MIN_LENGTH_V1,
     codec_id,
 )
+from kafka_pyspark._messages.outputs import Buffer, OutputPool
 from kafka_pyspark._messages.walk import KERNEL_CONSTANTS
 from kafka_pyspark._shared.native import load_kernel
 from kafka_pyspark._wire.protocol import INT32_MAX
@@ -63,6 +64,7 @@ _kernel = load_kernel(
     "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS
 )
 ENGINE = "kernel" if _kernel is not None else "python"
+_OUTPUTS = OutputPool()  # where the kernel writes uncompressed sets (reused memory)
 # the messages' CRCs: ISA-L's CRC-32 called from C when python-isal's module has it (the decode
 # kernel's engine too), else libdeflate's
 ENCODE_CRC = "isal" if _kernel is not None and isal_zlib is not None and (
@@ -173,7 +175,8 @@ def encode_message_set_arrow(
     _check_magic(magic)
     if _kernel is not None:
         out, _ = _kernel_sets(values, np.array([0, len(values)]), 0, magic, cid, None, None)
-        return out  # one set: all of it
+        assert isinstance(out, bytes)  # not pooled: one set, all of it
+        return out
     return _wrap(_encode_arrow(values, magic), cid)
 
 
@@ -198,8 +201,9 @@ def encode_message_sets_arrow(
     ``crcs_out``: a numpy ``uint32`` array of ``boundaries[-1] - boundaries[0]`` items, filled
     with each (inner) message's CRC32 in row order (the sets' digests are computed from them).
 
-    With the compiled kernel (:data:`ENGINE` ``"kernel"``) the sets are views of one bytes
-    object (valid as long as any of them is held), else bytes; the same bytes either way for
+    With the compiled kernel (:data:`ENGINE` ``"kernel"``) the sets are memoryviews of one
+    buffer (uncompressed: a reused one, :mod:`.outputs`; valid as long as the view is held),
+    else bytes; the same bytes either way for
     none and snappy; gzip bodies differ (libdeflate's deflate, not zlib's) but hold the same
     messages.
     """
@@ -219,8 +223,9 @@ def encode_message_sets_arrow(
     _check_crcs_out(crcs_out, last - first)
     rows = values.slice(first, last - first)
     if _kernel is not None:
-        out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out)
-        whole = memoryview(out)
+        out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out,
+                                 pooled=True)
+        whole = out.data if isinstance(out, np.ndarray) else memoryview(out)
         return [whole[a:b] for a, b in pairwise(ends.tolist())]
     framed, positions = _frame(rows, magic, first, crcs_out)
     at = positions[cuts - first].tolist()
@@ -248,19 +253,27 @@ def _kernel_sets(
     cid: int,
     level: int | None,
     crcs_out: npt.NDArray[np.uint32] | None,
-) -> tuple[bytes, npt.NDArray[np.int64]]:
+    *,
+    pooled: bool = False,
+) -> tuple[bytes | Buffer, npt.NDArray[np.int64]]:
     """All sets of ``rows`` (``cuts`` from 0; ``base``: the first row's index, for errors) by
-    the kernel: the bytes and where each set starts and ends in them. The errors are raised
-    here, as the pure path raises them."""
+    the kernel: the bytes (``pooled`` and uncompressed: in a buffer of :data:`_OUTPUTS`) and
+    where each set starts and ends in them. The errors are raised here, as the pure path
+    raises them."""
     assert _kernel is not None
     _, offsets, data = _column(rows, base)
     if len(offsets) > 1:
         biggest = int(np.diff(offsets).max())
         if biggest > _MAX_PAYLOAD[magic]:
             raise _too_large(biggest)
+    into = None
+    if pooled and cid == CODEC_NONE:
+        rows_in = int(cuts[-1] - cuts[0])
+        size = int(offsets[cuts[-1]] - offsets[cuts[0]]) + rows_in * _HEADER_SIZE[magic]
+        into = _OUTPUTS.take(size)
     out, at = _kernel.encode_sets(
         offsets, b"" if data is None else data, cuts, magic, cid,
-        GZIP_DEFAULT_LEVEL if level is None else level, crcs_out,
+        GZIP_DEFAULT_LEVEL if level is None else level, crcs_out, into,
     )
     ends = np.frombuffer(at, dtype=np.int64)
     if cid != CODEC_NONE:

@@ -124,3 +124,41 @@ def test_a_malformed_document_names_what_and_where(text: str, message: str) -> N
     with pytest.raises(OffsetFormatError) as e:
         parse_offsets_document(text, "--import x")
     assert str(e.value).startswith(message)
+
+
+def test_import_into_an_acl_protected_group_as_group_offsets_writes(
+    two_topics: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from _cluster import kazoo_client
+    from kazoo.security import make_digest_acl
+
+    zk = two_topics
+    acl = [make_digest_acl("ops", "s3cret-pw", all=True),
+           make_digest_acl("admin", "adminpw", all=True)]
+    admin = kazoo_client(zk, auth_data=[("digest", "admin:adminpw")])
+    try:
+        admin.create("/consumers/locked", b"admin", acl=acl, makepath=True)
+    finally:
+        admin.stop()
+        admin.close()
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(_export(zk, "g", capsys)))
+    argv = ["group-offsets", "--zk", zk, "--import", str(path), "--group", "locked"]
+    monkeypatch.delenv("KAFKA07_ZK_AUTH", raising=False)
+    assert main(argv) == 2
+    assert "permission denied by the node's ACL (no credentials were given: kafka07 takes " \
+        "them from --zk-auth-file PATH" in capsys.readouterr().err
+    monkeypatch.setenv("KAFKA07_ZK_AUTH", "ops:s3cret-pw")
+    assert main(argv) == 0
+    capsys.readouterr()
+    admin = kazoo_client(zk, auth_data=[("digest", "admin:adminpw")])
+    try:  # the new nodes are locked as the group's node is
+        for node in ("/consumers/locked/offsets", "/consumers/locked/offsets/u/0-0"):
+            assert admin.get_acls(node)[0] == acl
+        assert admin.get("/consumers/locked/offsets/u/0-0")[0] == b"34"
+    finally:
+        admin.stop()
+        admin.close()
+    assert _export(zk, "locked", capsys)["offsets"] == {"t": {"0-0": 17, "0-1": 0},
+                                                        "u": {"0-0": 34}}

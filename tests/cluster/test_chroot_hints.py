@@ -195,9 +195,10 @@ def test_cli_without_the_chroot(hosts: str, root: KazooClient, command: list[str
 
     register(root, "/kafka")
     assert main([command[0], "--zk", hosts, *command[1:]]) == 2
+    # the Spark paths' diagnosis, in the command's words (--zk, not zk.connect)
     assert capsys.readouterr().err == (
         f"kafka07: ZooKeeper {hosts} has no node /brokers/ids: a Kafka registry is under /kafka "
-        f"(1 broker registered): use zk.connect '{hosts}/kafka'\n"
+        f"(1 broker registered): use --zk '{hosts}/kafka'\n"
     )
 
 

@@ -30,7 +30,7 @@ from kafka_pyspark._spark.read.planning import (
     TaskSettings,
     plan_partitions,
 )
-from kafka_pyspark._spark.read.start_end import resolve_ends, resolve_starts
+from kafka_pyspark._spark.read.start_end import resolve_ends
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark.client import OffsetRange
 from kafka_pyspark.errors import SchemaError
@@ -50,17 +50,7 @@ def plan_batch(
         tps = discovered
         if pushed is not None:
             tps = [tp for tp in tps if pushed.accepts(*tp)]
-        committed = offsets.group_start(tps)
-        bounds = offsets.all_bounds(tps)
-        starts = resolve_starts(
-            options.starting,
-            tps,
-            bounds,
-            fail_on_data_loss=options.fail_on_data_loss,
-            committed=committed,
-            before_time=offsets.before_time_asked(tps, options.starting.timestamp),
-            known=discovered,
-        )
+        starts, bounds = offsets.starts(tps, known=discovered)
     ends = resolve_ends(
         options.ending,
         tps,

@@ -10,7 +10,8 @@ ends, data loss, planning); this object asks and remembers:
 - the OFFSETS connections, one per broker with its own long-lived thread
   (:class:`~.log_bounds.OffsetLookup`), and their answers: log ends, segment starts for
   planning, ``startingTimestamp`` lookups;
-- what a consumer group committed (``startingOffsets=group``).
+- what a consumer group committed (``startingOffsets=group``), and so where a read starts
+  (:meth:`OffsetReader.starts`).
 
 The batch reader opens one per plan (:func:`~.batch.plan_batch`); a stream keeps one for the
 whole query (:class:`~kafka_pyspark._spark.stream.offset_reader.StreamOffsetReader` adds what
@@ -28,13 +29,14 @@ from kafka_pyspark._shared.closing import Closing
 from kafka_pyspark._shared.partition_key import TopicPartition
 from kafka_pyspark._spark.read.discovery import View, discover, group_start
 from kafka_pyspark._spark.read.log_bounds import LogBounds, OffsetLookup
+from kafka_pyspark._spark.read.start_end import resolve_starts
 from kafka_pyspark.errors import BrokerConnectionError
 
 if TYPE_CHECKING:
     from kafka_pyspark._cluster import BrokerAddress, Cluster
     from kafka_pyspark._spark.options import ReadOptions
 
-__all__ = ["OffsetReader", "View"]
+__all__ = ["OffsetReader"]
 
 
 class OffsetReader(Closing):
@@ -114,6 +116,28 @@ class OffsetReader(Closing):
         self._bounds.update(found)
         self._latest = {**(self._latest or {}), **{tp: b.latest for tp, b in found.items()}}
         return found
+
+    def starts(
+        self, tps: Sequence[TopicPartition], known: Sequence[TopicPartition] | None = None
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, LogBounds]]:
+        """Where a read of ``tps`` starts (``startingOffsets``/``startingTimestamp``, resolved
+        by :func:`~.start_end.resolve_starts`: the batch reader's and a fresh stream's rules are
+        one) and the OFFSETS answers it was resolved on; a broker that does not answer raises.
+        ``known``: every broker-partition discovery found (an offset named for one a pushed
+        filter left out is no error)."""
+        options = self._options
+        committed = self.group_start(tps)
+        bounds = self.all_bounds(tps)
+        starts = resolve_starts(
+            options.starting,
+            tps,
+            bounds,
+            fail_on_data_loss=options.fail_on_data_loss,
+            committed=committed,
+            before_time=self.before_time_asked(tps, options.starting.timestamp),
+            known=known,
+        )
+        return starts, bounds
 
     def before_time_asked(
         self, tps: Iterable[TopicPartition], time_ms: int | None

@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka_pyspark._shared.partition_key import TopicPartition
+from kafka_pyspark._spark.read.discovery import View
 from kafka_pyspark._spark.read.log_bounds import LogBounds
-from kafka_pyspark._spark.read.offset_reader import OffsetReader, View
+from kafka_pyspark._spark.read.offset_reader import OffsetReader
 from kafka_pyspark._spark.stream.group import GroupCommitter
 from kafka_pyspark._spark.stream.outage import ZooKeeperOutage
 from kafka_pyspark._spark.stream.prefetch import Prefetch, answer_from, scan_windows
@@ -35,7 +36,7 @@ from kafka_pyspark.errors import RegistryUnavailableError
 if TYPE_CHECKING:
     from kafka_pyspark._spark.options import ReadOptions
 
-__all__ = ["StreamOffsetReader", "View"]
+__all__ = ["StreamOffsetReader"]
 
 log = logging.getLogger("kafka_pyspark._spark.stream.reader")
 

@@ -45,7 +45,6 @@ from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._spark.read.planning import TaskSettings, plan_partitions
-from kafka_pyspark._spark.read.start_end import resolve_starts
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.stream.admission import Admission, Limits, cap_to_target, next_ages
 from kafka_pyspark._spark.stream.checkpoint import OffsetDicts, Offsets, to_offset_dict
@@ -114,17 +113,7 @@ class Kafka07StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         not exist yet are picked up from their earliest offset when they appear.
         """
         tps, _ = self.offsets.view()
-        opts = self.options
-        committed = self.offsets.group_start(tps)
-        bounds = self.offsets.all_bounds(tps)
-        starts = resolve_starts(
-            opts.starting,
-            tps,
-            bounds,
-            fail_on_data_loss=opts.fail_on_data_loss,
-            committed=committed,
-            before_time=self.offsets.before_time_asked(tps, opts.starting.timestamp),
-        )
+        starts, _ = self.offsets.starts(tps)
         initial = self.memory.initial = self.memory.dicts.make(starts)
         log.info("kafka07 stream: initial offsets %s", initial)
         return initial

@@ -23,12 +23,17 @@ Executor (``write``, once per task, :class:`TaskWriter`): Arrow batches in ->
 5. (:mod:`.task`) return a :class:`Kafka07CommitMessage` (:mod:`.commit`) with per
    broker-partition message/byte counts.
 
+Exactly-once (docs/writing.md "Exactly once"): between 2 and 3, :mod:`.delivery` records each
+window's intent before sending it (:mod:`.store`, :mod:`.records`), a retry reads back what
+landed (:mod:`.matcher`) and a ``done`` record makes a re-run a no-op.
+
 Failures:
 
 * a connection lost before its barrier answered: the task raises
   :class:`~kafka_pyspark.errors.BrokerConnectionError` saying how much data is unconfirmed and
-  Spark retries the task (at-least-once: the retry may duplicate what the broker did append).
-  Connecting is retried with backoff (bounded) while nothing has been sent.
+  Spark retries the task. With ``delivery.guarantee=exactly-once`` (:mod:`.delivery`) the retry
+  reads back what landed and sends only the rest; with ``at-least-once`` it may duplicate what
+  the broker did append. Connecting is retried with backoff (bounded) while nothing was sent.
 * bad data in a row (oversize message, null value, a key or explicit target with no valid
   partition): the task stops at that row, confirms what it already sent (barrier), and returns
   a commit message carrying the error. The driver's ``commit`` then raises it, naming the row,

@@ -98,7 +98,8 @@ def commit_job(messages: Sequence[WriterCommitMessage | None], what: str) -> Non
     log.info("kafka07 %s committed: %d rows from %d tasks; %s", what, rows, len(done), summary)
 
 
-def abort_job(messages: Sequence[WriterCommitMessage | None], what: str) -> None:
+def abort_job(messages: Sequence[WriterCommitMessage | None], what: str, *,
+              exactly_once: bool = False) -> None:
     """Driver: log what is in Kafka despite the abort (0.7 has no way to remove it)."""
     done = [m for m in messages if isinstance(m, Kafka07CommitMessage)]
     stopped = sum(1 for m in done if m.error is not None)
@@ -112,8 +113,9 @@ def abort_job(messages: Sequence[WriterCommitMessage | None], what: str) -> None
     if missing:
         text += (
             f". {missing} tasks failed: what they sent before failing may be partly in Kafka "
-            "(each task's error itemises what was not confirmed); a rerun writes those rows "
-            "again (at-least-once)"
+            "(each task's error itemises what was not confirmed); "
+            + ("a re-run of the micro-batch sends only what did not land (exactly-once)"
+               if exactly_once else "a rerun writes those rows again (at-least-once)")
         )
     log.warning("%s", text)
 

@@ -53,6 +53,7 @@ from kafka_pyspark.errors import (
     KafkaError,
     NonDeterministicInputError,
     raise_for_code,
+    with_context,
 )
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class ExactlyOnce:
         self.store, self.ident, self.opts, self.targets = store, ident, opts, targets
         self._send, self._producer, self._landed_earlier = send, producer, landed_earlier
         self._limit = decompress_limit
+        #: the last sentence of a delivery error (what happens next)
+        self.retry_note = ""
         self._starts: dict[TopicPartition, int] = {}
         self._recorded: dict[TopicPartition, list[SetDigest]] = {}
         self._landed: dict[TopicPartition, int] = {}
@@ -149,8 +152,7 @@ class ExactlyOnce:
         for target, _, _, digest in self._window:
             key = self.targets[target]
             if key not in self._starts:
-                self._starts[key] = window.starts[key] = self._producer().log_end(
-                    key[1], key[0], key[2])
+                self._starts[key] = window.starts[key] = self._log_end(key)
             window.sets.setdefault(key, []).append(digest)
         fault_point("before-intent")
         self.store.put_intent(self.ident, self._next_window, encode_intent(window))
@@ -165,6 +167,16 @@ class ExactlyOnce:
             if n == 0 and len(sets) > 1 and os.environ.get(FAULT_ENV, "").startswith("mid-send"):
                 self._producer().write_buffered()  # the first set on the socket, then the point
                 fault_point("mid-send")
+
+    def _log_end(self, key: TopicPartition) -> int:
+        topic, broker, partition = key
+        try:
+            return self._producer().log_end(broker, topic, partition)
+        except KafkaError as e:
+            raise with_context(e, then=f" (asking the log end of topic {topic!r} "
+                               f"{partition_key(broker, partition)} before recording the intent "
+                               f"of {self.ident.describe()}: nothing of this window was sent). "
+                               f"{self.retry_note}") from e
 
     def end_of_input(self) -> None:
         """All sets made: send the last window; fewer sets than recorded is an input change."""

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -12,12 +14,17 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafka_pyspark._spark.compat import StreamArrowWriter
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, abort_job, commit_job
-from kafka_pyspark._spark.write.plan import build_plan
+from kafka_pyspark._spark.write.faults import fault_point
+from kafka_pyspark._spark.write.identity import spark_identity
+from kafka_pyspark._spark.write.plan import WritePlan, build_plan
+from kafka_pyspark._spark.write.store import open_store
 from kafka_pyspark._spark.write.task import TaskWriter
 from kafka_pyspark.errors import OptionError
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
 
 
 def _task_label() -> str:
@@ -35,6 +42,34 @@ def _task_label() -> str:
     )
 
 
+def _sinks(messages: Sequence[WriterCommitMessage | None]) -> set[str]:
+    """The exactly-once sink ids the tasks' commit messages name."""
+    return {m.sink[0] for m in messages if isinstance(m, Kafka07CommitMessage) and m.sink}
+
+
+def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
+            below: int | None) -> None:
+    """Delete the records of the write's sinks (below a batch id, or all): best effort, a
+    failure is logged (the next commit deletes them)."""
+    d = plan.options.delivery
+    sinks = _sinks(messages)
+    if not d.exactly_once or not sinks:
+        return
+    try:
+        store = open_store(plan.cluster, d.zk_root, d.store)
+        for sink in sorted(sinks):
+            store.forget(sink, below)
+    except Exception as e:  # the data is committed; records left behind only take space
+        log.warning("kafka07 sink: could not delete the exactly-once records of %s: %s",
+                    ", ".join(sorted(sinks)), e)
+
+
+def _identity_missing(plan: WritePlan) -> None:
+    if plan.options.delivery.exactly_once:
+        log.warning("kafka07 sink: this Spark task has no stream query id or batch id; it "
+                    "writes at-least-once")
+
+
 class Kafka07BatchWriter(DataSourceArrowWriter):
     """``df.write.format("kafka07")``: Arrow batches in, 0.7 MULTIPRODUCE out."""
 
@@ -46,14 +81,24 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
                 "mode('append')",
             )
         self.plan = build_plan(options, schema)
+        #: the job's id: the sink of its exactly-once records (made here, on the driver, and
+        #: pickled with the writer: every task and attempt of this job shares it)
+        self.job = f"job-{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        return TaskWriter(self.plan, task=_task_label()).write(iterator)
+        ident = spark_identity(self.job)
+        if ident is None:
+            _identity_missing(self.plan)
+        return TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        fault_point("before-commit")
+        _forget(self.plan, messages, None)
         commit_job(messages, "write")
+        fault_point("during-commit")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _forget(self.plan, messages, None)
         abort_job(messages, "write")
 
 
@@ -72,10 +117,20 @@ class Kafka07StreamWriter(StreamArrowWriter):
         self.plan = build_plan(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        return TaskWriter(self.plan, task=_task_label()).write(iterator)
+        ident = spark_identity(None)
+        if ident is None:
+            _identity_missing(self.plan)
+        return TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        # Records of earlier micro-batches go; this one's stay: a driver killed after this
+        # commit and before Spark's commit log runs the micro-batch again, and its "done"
+        # records make that a no-op. abort keeps everything for the re-run.
+        fault_point("before-commit")
+        _forget(self.plan, messages, batchId)
         commit_job(messages, f"micro-batch {batchId}")
+        fault_point("during-commit")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        abort_job(messages, f"micro-batch {batchId}")
+        abort_job(messages, f"micro-batch {batchId}",
+                  exactly_once=self.plan.options.delivery.exactly_once)

@@ -21,10 +21,15 @@ if TYPE_CHECKING:
     from kafka_pyspark._cluster import Cluster
 
 
-#: what a failed delivery's error says happens next, in a Spark job
+#: what a failed delivery's error says happens next, in a Spark job (at-least-once)
 SPARK_RETRY_NOTE = (
     "Spark retries the task; the retry writes its rows again (at-least-once: duplicates "
     "possible, nothing silently lost)"
+)
+#: the same with ``delivery.guarantee=exactly-once``
+SPARK_EXACTLY_ONCE_RETRY_NOTE = (
+    "Spark retries the task; the retry reads back what this attempt's recorded message sets "
+    "left in Kafka and sends only the rest (exactly-once: nothing twice, nothing lost)"
 )
 
 
@@ -95,6 +100,8 @@ def resolve_plan(
         layout=layout,
         brokers=brokers,
         topics=topics,
+        retry_note=SPARK_EXACTLY_ONCE_RETRY_NOTE if wopts.delivery.exactly_once
+        else SPARK_RETRY_NOTE,
     )
 
 

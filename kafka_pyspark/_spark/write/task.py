@@ -213,8 +213,10 @@ class TaskWriter:
     def _exactly_once(self, ident: TaskIdentity) -> ExactlyOnce:
         d = self.opts.delivery
         store = open_store(self.plan.cluster, d.zk_root, d.store)
-        return ExactlyOnce(store, ident, d, self._targets, self._send, self._producer,
+        once = ExactlyOnce(store, ident, d, self._targets, self._send, self._producer,
                            self._landed_earlier, defaults.MAX_DECOMPRESSED_SIZE)
+        once.retry_note = self.plan.retry_note
+        return once
 
     def _landed_earlier(self, target: int, messages: int, nbytes: int) -> None:
         tally = self._earlier.setdefault(target, _Tally())

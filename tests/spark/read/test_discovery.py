@@ -8,13 +8,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from _cluster import send
 
 from kafka_pyspark._cluster import Cluster, cluster_options
 from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark._spark.options import Assign, Subscribe, parse_read_options
 from kafka_pyspark._spark.read.discovery import discover
 from kafka_pyspark._spark.read.offset_reader import OffsetReader
-from kafka_pyspark.client import Producer
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     NoBrokersRegisteredError,
@@ -31,10 +31,7 @@ T0, T1 = ("t", 0, 0), ("t", 0, 1)
 @pytest.fixture
 def topic_t(broker: EmbeddedBroker) -> EmbeddedBroker:
     """Topic ``t`` on broker 0 (two partitions), one message in partition 1."""
-    with Producer({0: (broker.host, broker.port)}, timeout=10.0) as p:
-        p.send(0, "t", 1, encode_message_set([b"one"]))
-        p.flush()
-    broker.wait_for_topic("t")
+    send(broker, "t", 1, encode_message_set([b"one"]))
     return broker
 
 

@@ -16,6 +16,7 @@ from _cluster import java_hash, java_index
 from _spark_write import read_topic, values_of, writer
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
     from pyspark.sql import SparkSession
 
     from kafka_pyspark.testing.broker import EmbeddedBroker
@@ -216,3 +217,14 @@ def test_broker_list_mode(spark: SparkSession, broker: EmbeddedBroker) -> None:
     for (_, p), vals in found.items():
         for v, _ in vals:
             assert p == java_index(v.decode(), 2)
+
+
+def test_a_batch_write_leaves_no_records(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    """exactly-once (the default with zk.connect): the job's records go with its commit."""
+    rows = [(f"value-{i}",) for i in range(500)]
+    df = spark.createDataFrame(rows, "value string").repartition(3)
+    writer(df, zk_connect, topic="no-records", batch_size="20").save()
+    assert values_of(read_topic(brokers, "no-records")) == Counter(v.encode() for v, in rows)
+    assert kz.get_children("/kafka_pyspark/sinks") == []

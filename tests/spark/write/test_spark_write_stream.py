@@ -68,3 +68,46 @@ def test_stream_sink_micro_batches(spark: Any, brokers: list[Any], zk_connect: s
         for v in vals:
             if v in later:
                 assert bp == bps[java_index(later[v], len(bps))]
+
+
+@pytest.mark.parametrize("guarantee", ["exactly-once", "at-least-once"])
+def test_a_rerun_micro_batch_appends_nothing_twice(
+    spark: Any, brokers: list[Any], zk_connect: str, tmp_path: Path, kz: Any, guarantee: str
+) -> None:
+    """Spark runs the last micro-batch again when its commit log entry is missing (a driver
+    killed between the sink's commit and Spark's): exactly-once appends nothing twice, the
+    records of earlier micro-batches are gone, the re-run one's kept; at-least-once (so the
+    count can fail) appends the micro-batch again."""
+    topic, src, chk = f"rerun-{guarantee}", tmp_path / "in", tmp_path / "checkpoint"
+    src.mkdir()
+    files = [[f"{guarantee}-{f}-{i}" for i in range(150)] for f in range(2)]
+
+    def run() -> str:
+        query = (spark.readStream.format("text").option("maxFilesPerTrigger", 1)
+                 .load(str(src)).writeStream.format("kafka07")
+                 .option("zk.connect", zk_connect).option("topic", topic)
+                 .option("batch.size", "10").option("delivery.guarantee", guarantee)
+                 .option("delivery.visibility.wait.ms", "0")
+                 .option("checkpointLocation", str(chk)).start())
+        try:
+            query.processAllAvailable()
+            assert query.exception() is None
+            return str(query.id)
+        finally:
+            query.stop()
+
+    add_file(src, "f0.txt", files[0])
+    add_file(src, "f1.txt", files[1])
+    query_id = run()
+    for name in ("1", ".1.crc"):  # micro-batch 1 not committed as far as Spark knows
+        (chk / "commits" / name).unlink(missing_ok=True)
+    assert run() == query_id  # the same query (its id is in the checkpoint)
+    everything = Counter(line.encode() for f in files for line in f)
+    got = count_values(read_topic(brokers, topic))
+    if guarantee == "at-least-once":  # one file per micro-batch: micro-batch 1's twice
+        assert set(got) == set(everything) and set(got.values()) == {1, 2}
+        twice = {v for v, n in got.items() if n == 2}
+        assert twice in ({line.encode() for line in f} for f in files)
+        return
+    assert got == everything
+    assert kz.get_children(f"/kafka_pyspark/sinks/{query_id}") == ["1"]
