@@ -19,7 +19,9 @@ start time: ``-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
 
 The JVM is ``$JAVA_HOME/bin/java`` if set, else ``java`` on ``PATH``; the server jars come from
 ``/usr/share/java`` (``zookeeper.jar`` names its dependencies in its manifest; SLF4J's
-``slf4j-simple`` binding writes the log).
+``slf4j-simple`` binding writes the log), unless ``classpath`` names another server's (a
+ZooKeeper built from source, e.g. 3.4 or 3.3: its jar, its libraries and the folder of its
+``log4j.properties``; ``-Dzookeeper.log.file`` points its log at ours).
 """
 
 from __future__ import annotations
@@ -99,6 +101,22 @@ def _classpath() -> str:
     return os.pathsep.join(str(j) for j in jars)
 
 
+def new_chroot(connect_string: str, prefix: str = "t") -> str:
+    """Create a fresh, empty chroot ``/<prefix>-<hex>`` on the ZooKeeper at ``connect_string``
+    (``host:port``); ``connect_string`` with it."""
+    from kazoo.client import KazooClient
+
+    chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
+    client = KazooClient(hosts=connect_string, timeout=10.0, logger=_PROBE_LOGGER)
+    client.start(timeout=10.0)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    return connect_string + chroot
+
+
 def _terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     if proc.poll() is not None:
         return
@@ -117,7 +135,8 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
 class ZooKeeperServer(Service):
     """Debian's ZooKeeper 3.8 run standalone on ``127.0.0.1`` (a test fixture, not production).
 
-    ``port=0`` picks a free port. ``data_dir`` keeps the data somewhere that survives
+    ``port=0`` picks a free port. ``classpath``: another server's jars instead of Debian's
+    (a Java class path). ``data_dir`` keeps the data somewhere that survives
     :meth:`stop` (the default is inside the temporary work directory, removed on stop).
     :meth:`restart` stops and starts the same server on the same port with the same data
     (:meth:`halt` only stops it, :meth:`start` brings it back);
@@ -132,6 +151,7 @@ class ZooKeeperServer(Service):
         port: int = 0,
         data_dir: str | Path | None = None,
         start_timeout: float = 60.0,
+        classpath: str | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
@@ -139,6 +159,7 @@ class ZooKeeperServer(Service):
         self.port = port
         self._user_data_dir = Path(data_dir) if data_dir is not None else None
         self.start_timeout = start_timeout
+        self.classpath = classpath  # None: Debian's package
         self.work_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[..., ZooKeeperServer] | None = None
@@ -156,17 +177,7 @@ class ZooKeeperServer(Service):
     def new_chroot(self, prefix: str = "t") -> str:
         """Create a fresh, empty chroot ``/<prefix>-<hex>`` on this server; the connect string
         with it (``"127.0.0.1:<port>/<prefix>-<hex>"``), so tests never see each other's nodes."""
-        from kazoo.client import KazooClient
-
-        chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
-        client = KazooClient(hosts=self.connect_string, timeout=10.0, logger=_PROBE_LOGGER)
-        client.start(timeout=10.0)
-        try:
-            client.ensure_path(chroot)
-        finally:
-            client.stop()
-            client.close()
-        return self.connect_string + chroot
+        return new_chroot(self.connect_string, prefix)
 
     @property
     def data_dir(self) -> Path | None:
@@ -203,7 +214,7 @@ class ZooKeeperServer(Service):
         """Start the server and wait (bounded by ``start_timeout``) until a client can connect."""
         if self.running:
             return self
-        classpath = _classpath()
+        classpath = self.classpath or _classpath()
         java = _java()
         if self.work_dir is None:
             self.work_dir = Path(tempfile.mkdtemp(prefix="kafka07-zookeeper-"))
@@ -267,7 +278,8 @@ class ZooKeeperServer(Service):
                 log.write(f"--- starting ZooKeeper on {self.host}:{port} ---\n".encode())
                 log.flush()
                 self._proc = subprocess.Popen(
-                    [java, *JVM_FLAGS, "-cp", classpath, MAIN_CLASS, str(cfg)],
+                    [java, *JVM_FLAGS, f"-Dzookeeper.log.file={log_path}", "-cp", classpath,
+                     MAIN_CLASS, str(cfg)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
