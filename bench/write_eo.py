@@ -26,7 +26,6 @@ import socket
 import struct
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -113,7 +112,7 @@ def _cluster(sink: Sink) -> Iterator[tuple[str, CountingProxy]]:
     from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 
     with ZooKeeperServer() as zk:
-        chroot = f"/bench-eo-{uuid.uuid4().hex[:8]}"
+        chroot = "/" + zk.new_chroot("bench-eo").split("/", 1)[1]
         kz = KazooClient(hosts=zk.connect_string + chroot, timeout=10)
         kz.start(timeout=10)
         try:
