@@ -104,9 +104,14 @@ def _classpath() -> str:
 def new_chroot(connect_string: str, prefix: str = "t") -> str:
     """Create a fresh, empty chroot ``/<prefix>-<hex>`` on the ZooKeeper at ``connect_string``
     (``host:port``); ``connect_string`` with it."""
+    return ensure_chroot(connect_string, f"/{prefix}-{uuid.uuid4().hex[:12]}")
+
+
+def ensure_chroot(connect_string: str, chroot: str) -> str:
+    """Create ``chroot`` (and its parents) on the ZooKeeper at ``connect_string`` (``host:port``)
+    if missing; ``connect_string`` with it."""
     from kazoo.client import KazooClient
 
-    chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
     client = KazooClient(hosts=connect_string, timeout=10.0, logger=_PROBE_LOGGER)
     client.start(timeout=10.0)
     try:
@@ -141,6 +146,8 @@ class ZooKeeperServer(Service):
     :meth:`restart` stops and starts the same server on the same port with the same data
     (:meth:`halt` only stops it, :meth:`start` brings it back);
     :meth:`pause`/:meth:`resume` freeze and thaw it (a server that accepts but never answers).
+    ``own_process_group``: the JVM runs in a session of its own, so a terminal's Ctrl-C reaches
+    only this process, which then stops the JVM in its turn (``kafka07 local-cluster``).
     """
 
     host = "127.0.0.1"
@@ -152,6 +159,7 @@ class ZooKeeperServer(Service):
         data_dir: str | Path | None = None,
         start_timeout: float = 60.0,
         classpath: str | None = None,
+        own_process_group: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
@@ -160,6 +168,7 @@ class ZooKeeperServer(Service):
         self._user_data_dir = Path(data_dir) if data_dir is not None else None
         self.start_timeout = start_timeout
         self.classpath = classpath  # None: Debian's package
+        self.own_process_group = own_process_group
         self.work_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[..., ZooKeeperServer] | None = None
@@ -178,6 +187,11 @@ class ZooKeeperServer(Service):
         """Create a fresh, empty chroot ``/<prefix>-<hex>`` on this server; the connect string
         with it (``"127.0.0.1:<port>/<prefix>-<hex>"``), so tests never see each other's nodes."""
         return new_chroot(self.connect_string, prefix)
+
+    def create_chroot(self, chroot: str) -> str:
+        """Create ``chroot`` (and its parents) on this server if missing; the connect string
+        with it (``"127.0.0.1:<port>/kafka"``)."""
+        return ensure_chroot(self.connect_string, chroot)
 
     @property
     def data_dir(self) -> Path | None:
@@ -284,6 +298,7 @@ class ZooKeeperServer(Service):
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     cwd=self.work_dir,
+                    start_new_session=self.own_process_group,
                 )
             self._finalizer = weakref.finalize(self, _terminate, self._proc, 2.0)
             self.port = port
