@@ -158,7 +158,7 @@ class ExactlyOnce:
         self.store.put_intent(self.ident, self._next_window, encode_intent(window))
         self._next_window += 1
         fault_point("after-intent")
-        self._fence()
+        self._fence(remote=True)
         sets, self._window = self._window, []
         self._window_bytes = self._window_record = 0
         self._window_keys.clear()
@@ -239,8 +239,11 @@ class ExactlyOnce:
 
     # --- errors ------------------------------------------------------------------------------
 
-    def _fence(self) -> None:
-        if not self.store.holds():
+    def _fence(self, *, remote: bool = False) -> None:
+        """Stop unless this attempt still holds its lock: a local check before each set an
+        earlier attempt recorded, a check with the store (ZooKeeper: one round trip) before a
+        window is sent."""
+        if not (self.store.verify(self.ident) if remote else self.store.holds()):
             raise DeliveryLockError(
                 f"exactly-once write of {self.ident.describe()}: this attempt lost its lock "
                 f"({self.store!r}: its ZooKeeper session ended or the lease was broken) before "
