@@ -28,8 +28,8 @@ class Kafka07DataSource(DataSource):
     def schema(self) -> StructType:
         # Spark calls schema() at load() for spark.read and spark.readStream (never for
         # writes): check the read options here so a bad one fails at load(), not at the action.
-        from kafka_pyspark._spark.options import validate_read_options
-        from kafka_pyspark._spark.options.segment_path import has_path, parse_segment_options
+        from kafka_pyspark._options import validate_read_options
+        from kafka_pyspark._options.segment_path import has_path, parse_segment_options
 
         if has_path(self.options):  # segment files, no broker (docs/segments.md)
             parse_segment_options(self.options)
@@ -38,7 +38,7 @@ class Kafka07DataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 
         if has_path(self.options):
@@ -48,7 +48,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07BatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark.errors import OptionError
 
         if has_path(self.options):
