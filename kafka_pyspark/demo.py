@@ -1,6 +1,7 @@
 """``python -m kafka_pyspark.demo`` (``make demo``): a local 0.7 cluster, written and read by Spark.
 
-Starts a ZooKeeper (Debian's package) and two embedded 0.7 brokers in a temporary directory,
+Starts a ZooKeeper (Debian's package) and two embedded 0.7 brokers in a temporary directory
+(:class:`kafka_pyspark.testing.cluster.LocalKafka`, as ``kafka07 local-cluster`` does),
 writes keyed rows with ``df.write.format("kafka07")`` (uncompressed, gzip and snappy), reads
 them back with ``spark.read.format("kafka07")``, prints the counts per broker-partition and a
 few rows, and shuts everything down. Needs Java 17 and the ``zookeeper`` package (``make
@@ -13,7 +14,6 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,33 +98,31 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("kafka_pyspark.testing").setLevel(logging.ERROR)
     _spark_env()
 
-    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
-    from kafka_pyspark.testing.broker import EmbeddedBroker
+    from kafka_pyspark.testing.cluster import LocalKafka
 
-    with tempfile.TemporaryDirectory(prefix="kafka07-demo-") as tmp:
+    t0 = time.monotonic()
+    with LocalKafka(brokers=2, partitions=(2, 3)) as cluster:
+        zk, tmp = cluster.zk_connect, cluster.tmp
+        assert tmp is not None  # started
         print(f"work directory: {tmp}")
-        t0 = time.monotonic()
-        with ZooKeeperServer(data_dir=Path(tmp) / "zookeeper") as zk, EmbeddedBroker(
-            0, log_dir=Path(tmp) / "broker-0", zk_connect=zk.connect_string, num_partitions=2
-        ) as b0, EmbeddedBroker(
-            1, log_dir=Path(tmp) / "broker-1", zk_connect=zk.connect_string, num_partitions=3
-        ) as b1:
-            print(f"ZooKeeper at {zk.connect_string}; brokers 0 at {b0.host}:{b0.port}, "
-                  f"1 at {b1.host}:{b1.port} ({time.monotonic() - t0:.1f} s)")
-            from pyspark.sql import SparkSession
+        print(f"ZooKeeper and brokers {cluster.broker_list} at zk.connect={zk} "
+              f"({time.monotonic() - t0:.1f} s; `kafka07 local-cluster` starts the same)")
+        from pyspark.sql import SparkSession
 
-            spark = SparkSession.builder.appName("kafka07-demo").getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
-            try:
-                from kafka_pyspark import register
+        spark = (SparkSession.builder.appName("kafka07-demo")
+                 .config("spark.sql.warehouse.dir", str(tmp / "spark-warehouse"))
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            from kafka_pyspark import register
 
-                register(spark)
-                written = write_with_spark(spark, zk.connect_string, args.messages)
-                print(f"wrote {written} rows to topic {TOPIC!r} with df.write.format('kafka07') "
-                      f"({args.messages} each as {', '.join(CODECS)}; key = id % 10)")
-                ok = read_with_spark(spark, zk.connect_string, written)
-            finally:
-                spark.stop()
+            register(spark)
+            written = write_with_spark(spark, zk, args.messages)
+            print(f"wrote {written} rows to topic {TOPIC!r} with df.write.format('kafka07') "
+                  f"({args.messages} each as {', '.join(CODECS)}; key = id % 10)")
+            ok = read_with_spark(spark, zk, written)
+        finally:
+            spark.stop()
     print("stopped ZooKeeper and brokers")
     return 0 if ok else 1
 

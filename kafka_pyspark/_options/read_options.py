@@ -4,7 +4,8 @@ Pure: no sockets, no Spark session. The readers call :func:`parse_read_options` 
 ``__init__``; :meth:`Kafka07DataSource.schema` calls :func:`validate_read_options` so that a bad
 option fails at ``load()``, before any query runs.
 
-    subscribe | subscribePattern | assign (exactly one)
+    subscribe | subscribePattern | assign (exactly one), or topic: that one topic, so that a
+                      SQL view of a topic can be read and written (docs/sql.md)
     startingOffsets   earliest | latest | group | {"topic": {"0-1": 1234, "0-2": -2}}
                       (default: batch earliest, stream latest)
     startingTimestamp epoch ms (instead of startingOffsets)
@@ -54,6 +55,10 @@ from kafka_pyspark._shared.partition_key import TopicPartition, check_group_id, 
 from kafka_pyspark._wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
 from kafka_pyspark.client._fetch_types import FetchSettings
 from kafka_pyspark.errors import OptionError
+
+#: ``topic``, the writer's option, read as a subscription of that one topic when no other is
+#: given: a SQL view over a topic is then both a source and an INSERT target (docs/sql.md)
+TOPIC = "topic"
 
 __all__ = [
     "Mode",
@@ -171,6 +176,8 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
                 key,
                 "reads segment files (docs/segments.md) and conflicts with zk.connect/broker.list",
             )
+        if key == TOPIC:
+            continue
         if key in WRITE_OPTIONS:
             raise write_option_when_reading(key)
         known = (canonical_name(k) for k in CLUSTER_OPTIONS | READ_OPTIONS)
@@ -179,13 +186,21 @@ def _check_names(opts: Mapping[str, str], mode: Mode | None) -> None:
 
 def _parse_subscription(opts: Mapping[str, str], cluster: ClusterOptions) -> Subscription:
     given = [n for n in ("subscribe", "subscribePattern", "assign") if n.lower() in opts]
+    if TOPIC in opts:
+        if given:
+            raise OptionError(
+                TOPIC, f"conflicts with {given[0]}: a read takes topic (the one topic of a view "
+                "that is also written, docs/sql.md) or one of subscribe, subscribePattern, assign",
+            )
+        return Subscribe((topic_value(TOPIC, opts[TOPIC]),))
     if len(given) > 1:
         raise OptionError(
             given[1],
             f"conflicts with {given[0]}: give exactly one of subscribe, subscribePattern, assign",
         )
     if not given:
-        raise OptionError("subscribe", "one of subscribe, subscribePattern or assign is required")
+        raise OptionError(
+            "subscribe", "one of subscribe, subscribePattern or assign (or topic) is required")
     raw = opts[given[0].lower()]
     if given[0] == "subscribe":
         return parse_subscribe(raw)

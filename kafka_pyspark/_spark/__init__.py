@@ -1,7 +1,7 @@
 """The Spark DataSource "kafka07": options, planning, batch/stream readers, writers.
 
 pyspark is not a dependency of the package (a runtime's own Spark must not be replaced): it
-comes with the ``spark`` extra, ``pip install 'kafka_pyspark[spark]'``, or with the runtime.
+comes with the runtime, with ``pip install 'pyspark>=4.0'``, or with the ``spark`` extra.
 Importing this package without it, or with a pyspark older than the Python DataSource API the
 connector needs, fails here with the error that says so; the codecs, the client, the CLI and
 the embedded broker never import it.

@@ -29,8 +29,10 @@ class Kafka07DataSource(DataSource):
         # Spark calls schema() at load() for spark.read and spark.readStream (never for
         # writes): check the read options here so a bad one fails at load(), not at the action.
         from kafka_pyspark._options import validate_read_options
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._options.segment_path import has_path, parse_segment_options
 
+        refuse_catalog_table(self.options)  # SQL: CREATE TABLE ... USING kafka07 (docs/sql.md)
         if has_path(self.options):  # segment files, no broker (docs/segments.md)
             parse_segment_options(self.options)
             return SEGMENT_READ_SCHEMA
@@ -38,9 +40,11 @@ class Kafka07DataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 
+        refuse_catalog_table(self.options)  # SELECT from a catalog table (docs/sql.md)
         if has_path(self.options):
             from kafka_pyspark._spark.read.segment_files import SegmentBatchReader
 
@@ -65,8 +69,10 @@ class Kafka07DataSource(DataSource):
         return Kafka07StreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._spark.write import Kafka07BatchWriter
 
+        refuse_catalog_table(self.options)  # INSERT INTO a catalog table (docs/sql.md)
         return Kafka07BatchWriter(dict(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:

@@ -255,6 +255,7 @@ class FileStore:
                          name="kafka07-lease").start()
         done = _read(os.path.join(base, DONE))
         if done is not None:
+            self.release(ident)
             return Claim(done, [])
         names = sorted(n for n in os.listdir(base)
                        if n.startswith("intent-") and not n.endswith(".tmp"))

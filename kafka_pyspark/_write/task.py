@@ -93,18 +93,13 @@ class TaskWriter:
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
         try:
-            if self.identity is not None:
-                self._once = self._exactly_once(self.identity)
-                done = self._once.begin()
-                self._router.pinned = self._once.pinned
-                self._once.resolved = self._router.take_resolved
-                if done is not None:
-                    log.info("%s: %s was written before; nothing sent again", self.task,
-                             self.identity.describe())
-                    return self._result(rows=done.rows, written=done.written)
             try:
                 for batch in batches:
                     if batch.num_rows:
+                        if self.identity is not None and self._once is None:
+                            done = self._begin(self.identity)
+                            if done is not None:
+                                return done
                         self._add(batch)
                 self._sets.flush()
                 if self._once is not None:
@@ -209,6 +204,18 @@ class TaskWriter:
                 check_appends=self.plan.cluster.socket_timeout_ms / 1000.0,
             )
         return self._prod
+
+    def _begin(self, ident: TaskIdentity) -> Kafka07CommitMessage | None:
+        """Exactly-once, before the first row is routed (a task without rows never touches
+        the store): the lock, and the commit message again if the task was done."""
+        self._once = self._exactly_once(ident)
+        done = self._once.begin()
+        self._router.pinned = self._once.pinned
+        self._once.resolved = self._router.take_resolved
+        if done is None:
+            return None
+        log.info("%s: %s was written before; nothing sent again", self.task, ident.describe())
+        return self._result(rows=done.rows, written=done.written)
 
     def _exactly_once(self, ident: TaskIdentity) -> ExactlyOnce:
         d = self.opts.delivery

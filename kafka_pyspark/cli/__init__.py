@@ -8,6 +8,7 @@
     kafka07 dump    FILE|DIR... | --zk ZK --topic T --partition B-P   messages and their facts
     kafka07 produce --zk ZK --topic T [--codec C] [--key-separator S]   stdin lines
     kafka07 consume --zk ZK --topic T [--from earliest|latest|group|N | --start B-P=N,...]
+    kafka07 local-cluster [--brokers N] [--chroot /kafka]   ZooKeeper + brokers here, until Ctrl-C
 
 Every command takes ``--json`` and ``--timeout-ms``. Exit codes: 0 ok, 1 data problem, 2 usage
 or connection problem (:mod:`kafka_pyspark.cli._common`). The help of each command is
@@ -31,6 +32,7 @@ from kafka_pyspark.cli import _consume as consume
 from kafka_pyspark.cli import _dump as dump
 from kafka_pyspark.cli import _group_offsets as group_offsets
 from kafka_pyspark.cli import _lag as lag
+from kafka_pyspark.cli import _local_cluster as local_cluster
 from kafka_pyspark.cli import _produce as produce
 from kafka_pyspark.cli._common import (
     EXIT_CODES_HELP,
@@ -92,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_parsers(sub)
     produce.add_parsers(sub)
     consume.add_parsers(sub)
+    local_cluster.add_parsers(sub)
     return p
 
 

@@ -21,19 +21,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_pyspark._shared.closing import Service
+from kafka_pyspark.testing.cluster import DEFAULT_CHROOT, LocalKafka
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["LocalCluster", "local_spark"]
+
+#: the Spark warehouse of a session started here, inside the cluster's directory
+WAREHOUSE = "spark-warehouse"
 
 #: settings of a Spark this module starts (spark-conf/spark-defaults.conf has the same)
 SPARK_CONF = {
@@ -48,9 +50,12 @@ SPARK_CONF = {
 }
 
 
-def local_spark(app_name: str = "kafka07-local") -> tuple[SparkSession, bool]:
-    """The active SparkSession, or a new local one with the right Python; and whether it is
-    new (the caller then stops it)."""
+def local_spark(
+    app_name: str = "kafka07-local", *, warehouse: str | None = None
+) -> tuple[SparkSession, bool]:
+    """The active SparkSession, or a new local one with the right Python (and its
+    ``spark.sql.warehouse.dir`` at ``warehouse``, so that no ``spark-warehouse/`` appears in
+    the working directory); and whether it is new (the caller then stops it)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -60,7 +65,8 @@ def local_spark(app_name: str = "kafka07-local") -> tuple[SparkSession, bool]:
     # when it starts (default "python3"); spark.pyspark.python alone does not reach them
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[2]").appName(app_name)
-    for key, value in SPARK_CONF.items():
+    conf = {**SPARK_CONF, **({"spark.sql.warehouse.dir": warehouse} if warehouse else {})}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -68,17 +74,36 @@ def local_spark(app_name: str = "kafka07-local") -> tuple[SparkSession, bool]:
 
 
 class LocalCluster(Service):
-    """ZooKeeper, embedded brokers (ids 0, 1, ... with ``partitions[i]`` partitions each) and
-    Spark, all in one temporary directory; :meth:`close` undoes everything it started."""
+    """A :class:`~kafka_pyspark.testing.cluster.LocalKafka` (ZooKeeper, embedded brokers with
+    ids 0, 1, ... and ``partitions[i]`` partitions each, under ``chroot``) and Spark, all in one
+    temporary directory; :meth:`close` undoes everything it started."""
 
-    def __init__(self, *, partitions: Sequence[int] = (2, 3), app_name: str = "kafka07") -> None:
+    def __init__(
+        self,
+        *,
+        partitions: Sequence[int] = (2, 3),
+        app_name: str = "kafka07",
+        chroot: str = DEFAULT_CHROOT,
+    ) -> None:
         self.partitions = tuple(partitions)
         self.app_name = app_name
-        self.tmp: Path | None = None
-        self.zk_connect = ""
-        self.brokers: list[Any] = []
+        self.kafka = LocalKafka(brokers=len(self.partitions), partitions=self.partitions,
+                                chroot=chroot)
         self._spark: SparkSession | None = None
         self._stack = contextlib.ExitStack()
+
+    @property
+    def tmp(self) -> Path | None:
+        """The cluster's temporary directory (removed by :meth:`close`)."""
+        return self.kafka.tmp
+
+    @property
+    def zk_connect(self) -> str:
+        return self.kafka.zk_connect
+
+    @property
+    def brokers(self) -> list[Any]:
+        return self.kafka.brokers
 
     @property
     def spark(self) -> SparkSession:
@@ -94,24 +119,14 @@ class LocalCluster(Service):
 
     def start(self) -> LocalCluster:
         from kafka_pyspark import register
-        from kafka_pyspark.testing._zookeeper import ZooKeeperServer
-        from kafka_pyspark.testing.broker import EmbeddedBroker
 
         # the brokers say when their ZooKeeper session ends at shutdown: expected here
         quiet = logging.getLogger("kafka_pyspark.testing")
         self._stack.callback(quiet.setLevel, quiet.level)
         quiet.setLevel(logging.ERROR)
         try:
-            self.tmp = Path(tempfile.mkdtemp(prefix="kafka07-notebook-"))
-            self._stack.callback(shutil.rmtree, self.tmp, True)
-            zk = self._stack.enter_context(ZooKeeperServer(data_dir=self.tmp / "zookeeper"))
-            self.zk_connect = zk.connect_string
-            for i, n in enumerate(self.partitions):
-                self.brokers.append(self._stack.enter_context(EmbeddedBroker(
-                    i, log_dir=self.tmp / f"broker-{i}", zk_connect=zk.connect_string,
-                    num_partitions=n,
-                )))
-            self._spark, new = local_spark(self.app_name)
+            self._stack.enter_context(self.kafka)
+            self._spark, new = local_spark(self.app_name, warehouse=self.path(WAREHOUSE))
             if new:
                 self._stack.callback(self._spark.stop)
             register(self._spark)
@@ -123,7 +138,6 @@ class LocalCluster(Service):
     def close(self) -> None:
         """Stop Spark (if started here), the brokers and ZooKeeper; remove the directory."""
         self._stack.close()
-        self.brokers = []
         self._spark = None
 
 

@@ -19,7 +19,9 @@ start time: ``-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData
 
 The JVM is ``$JAVA_HOME/bin/java`` if set, else ``java`` on ``PATH``; the server jars come from
 ``/usr/share/java`` (``zookeeper.jar`` names its dependencies in its manifest; SLF4J's
-``slf4j-simple`` binding writes the log).
+``slf4j-simple`` binding writes the log), unless ``classpath`` names another server's (a
+ZooKeeper built from source, e.g. 3.4 or 3.3: its jar, its libraries and the folder of its
+``log4j.properties``; ``-Dzookeeper.log.file`` points its log at ours).
 """
 
 from __future__ import annotations
@@ -99,6 +101,27 @@ def _classpath() -> str:
     return os.pathsep.join(str(j) for j in jars)
 
 
+def new_chroot(connect_string: str, prefix: str = "t") -> str:
+    """Create a fresh, empty chroot ``/<prefix>-<hex>`` on the ZooKeeper at ``connect_string``
+    (``host:port``); ``connect_string`` with it."""
+    return ensure_chroot(connect_string, f"/{prefix}-{uuid.uuid4().hex[:12]}")
+
+
+def ensure_chroot(connect_string: str, chroot: str) -> str:
+    """Create ``chroot`` (and its parents) on the ZooKeeper at ``connect_string`` (``host:port``)
+    if missing; ``connect_string`` with it."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=connect_string, timeout=10.0, logger=_PROBE_LOGGER)
+    client.start(timeout=10.0)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    return connect_string + chroot
+
+
 def _terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     if proc.poll() is not None:
         return
@@ -117,11 +140,14 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
 class ZooKeeperServer(Service):
     """Debian's ZooKeeper 3.8 run standalone on ``127.0.0.1`` (a test fixture, not production).
 
-    ``port=0`` picks a free port. ``data_dir`` keeps the data somewhere that survives
+    ``port=0`` picks a free port. ``classpath``: another server's jars instead of Debian's
+    (a Java class path). ``data_dir`` keeps the data somewhere that survives
     :meth:`stop` (the default is inside the temporary work directory, removed on stop).
     :meth:`restart` stops and starts the same server on the same port with the same data
     (:meth:`halt` only stops it, :meth:`start` brings it back);
     :meth:`pause`/:meth:`resume` freeze and thaw it (a server that accepts but never answers).
+    ``own_process_group``: the JVM runs in a session of its own, so a terminal's Ctrl-C reaches
+    only this process, which then stops the JVM in its turn (``kafka07 local-cluster``).
     """
 
     host = "127.0.0.1"
@@ -132,6 +158,8 @@ class ZooKeeperServer(Service):
         port: int = 0,
         data_dir: str | Path | None = None,
         start_timeout: float = 60.0,
+        classpath: str | None = None,
+        own_process_group: bool = False,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"port must be 0..65535, got {port}")
@@ -139,6 +167,8 @@ class ZooKeeperServer(Service):
         self.port = port
         self._user_data_dir = Path(data_dir) if data_dir is not None else None
         self.start_timeout = start_timeout
+        self.classpath = classpath  # None: Debian's package
+        self.own_process_group = own_process_group
         self.work_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize[..., ZooKeeperServer] | None = None
@@ -156,17 +186,12 @@ class ZooKeeperServer(Service):
     def new_chroot(self, prefix: str = "t") -> str:
         """Create a fresh, empty chroot ``/<prefix>-<hex>`` on this server; the connect string
         with it (``"127.0.0.1:<port>/<prefix>-<hex>"``), so tests never see each other's nodes."""
-        from kazoo.client import KazooClient
+        return new_chroot(self.connect_string, prefix)
 
-        chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
-        client = KazooClient(hosts=self.connect_string, timeout=10.0, logger=_PROBE_LOGGER)
-        client.start(timeout=10.0)
-        try:
-            client.ensure_path(chroot)
-        finally:
-            client.stop()
-            client.close()
-        return self.connect_string + chroot
+    def create_chroot(self, chroot: str) -> str:
+        """Create ``chroot`` (and its parents) on this server if missing; the connect string
+        with it (``"127.0.0.1:<port>/kafka"``)."""
+        return ensure_chroot(self.connect_string, chroot)
 
     @property
     def data_dir(self) -> Path | None:
@@ -203,7 +228,7 @@ class ZooKeeperServer(Service):
         """Start the server and wait (bounded by ``start_timeout``) until a client can connect."""
         if self.running:
             return self
-        classpath = _classpath()
+        classpath = self.classpath or _classpath()
         java = _java()
         if self.work_dir is None:
             self.work_dir = Path(tempfile.mkdtemp(prefix="kafka07-zookeeper-"))
@@ -267,11 +292,13 @@ class ZooKeeperServer(Service):
                 log.write(f"--- starting ZooKeeper on {self.host}:{port} ---\n".encode())
                 log.flush()
                 self._proc = subprocess.Popen(
-                    [java, *JVM_FLAGS, "-cp", classpath, MAIN_CLASS, str(cfg)],
+                    [java, *JVM_FLAGS, f"-Dzookeeper.log.file={log_path}", "-cp", classpath,
+                     MAIN_CLASS, str(cfg)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     cwd=self.work_dir,
+                    start_new_session=self.own_process_group,
                 )
             self._finalizer = weakref.finalize(self, _terminate, self._proc, 2.0)
             self.port = port

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from _cluster import kazoo_client
+from _zk_server import server as zk_server
 from kazoo.client import KazooClient
 
 from kafka_pyspark._cluster import BrokerInfo, Registry
@@ -423,7 +424,7 @@ def test_bad_constructor_arguments(kwargs: dict[str, Any], option: str) -> None:
 
 
 def test_survives_a_zookeeper_restart_and_is_bounded_while_it_hangs(tmp_path: Path) -> None:
-    with ZooKeeperServer(data_dir=tmp_path / "zk") as server:
+    with zk_server(data_dir=tmp_path / "zk") as server:
         setup = kazoo_client(server.connect_string)
         setup.create("/brokers/ids/0", BROKER0, makepath=True)  # persistent here: survives
         setup.stop()

@@ -25,6 +25,9 @@ from kafka_pyspark.errors import RegistryPermissionError
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.zk
+# the server's own multi (3.4+) / multiRead (3.6+): the one-per-node cases run on any server
+NEEDS_MULTI = pytest.mark.zk_needs("multi")
+NEEDS_MULTI_READ = pytest.mark.zk_needs("multiRead")
 
 TOPICS = [f"r-{i:02d}" for i in range(50)]
 SIZE = len(encode_message_set([b"value"]))
@@ -196,7 +199,8 @@ def without_multi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ZkSession, "has_multi", lambda self: False)
 
 
-@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+@pytest.mark.parametrize("multi", [pytest.param(True, marks=NEEDS_MULTI), False],
+                         ids=["multi", "one-per-node"])
 def test_first_commit_of_many_offsets_takes_two_rounds(
     zk_connect: str, rounds: list[str], requests_sent: list[str], multi: bool,
     monkeypatch: pytest.MonkeyPatch, kz: Any,
@@ -220,7 +224,8 @@ def test_first_commit_of_many_offsets_takes_two_rounds(
     assert kz.get("/consumers/g/offsets/u")[0] == b"me"
 
 
-@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+@pytest.mark.parametrize("multi", [pytest.param(True, marks=NEEDS_MULTI), False],
+                         ids=["multi", "one-per-node"])
 def test_rewriting_many_offsets_takes_one_round(
     zk_connect: str, rounds: list[str], requests_sent: list[str], multi: bool,
     monkeypatch: pytest.MonkeyPatch, kz: Any,
@@ -246,7 +251,8 @@ def test_rewriting_many_offsets_takes_one_round(
         assert registry.group_offsets("g", "t") == MANY
 
 
-@pytest.mark.parametrize("multi_read", [True, False], ids=["multiRead", "one-per-node"])
+@pytest.mark.parametrize("multi_read", [pytest.param(True, marks=NEEDS_MULTI_READ), False],
+                         ids=["multiRead", "one-per-node"])
 def test_reading_many_offsets_takes_a_request_per_few_hundred_nodes(
     zk_connect: str, rounds: list[str], requests_sent: list[str], multi_read: bool,
     monkeypatch: pytest.MonkeyPatch,
@@ -265,7 +271,8 @@ def test_reading_many_offsets_takes_a_request_per_few_hundred_nodes(
             ["MultiRead"] * 5 if multi_read else ["GetData"] * len(MANY))
 
 
-@pytest.mark.parametrize("multi_read", [True, False], ids=["multiRead", "one-per-node"])
+@pytest.mark.parametrize("multi_read", [pytest.param(True, marks=NEEDS_MULTI_READ), False],
+                         ids=["multiRead", "one-per-node"])
 def test_each_value_read_together_gets_its_own_answer(
     zk_connect: str, multi_read: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
 ) -> None:
@@ -305,7 +312,8 @@ def test_multi_read_from_the_srvr_answer(srvr: str, multi_read: bool) -> None:
     assert multi_read_supported(srvr) is multi_read
 
 
-@pytest.mark.parametrize("multi", [True, False], ids=["multi", "one-per-node"])
+@pytest.mark.parametrize("multi", [pytest.param(True, marks=NEEDS_MULTI), False],
+                         ids=["multi", "one-per-node"])
 def test_a_node_another_committer_created_meanwhile_is_overwritten(
     zk_connect: str, rounds: list[str], multi: bool, monkeypatch: pytest.MonkeyPatch, kz: Any,
 ) -> None:
@@ -330,6 +338,7 @@ def test_a_node_another_committer_created_meanwhile_is_overwritten(
     assert kz.get("/consumers/g/offsets/t/2-17")[0] == b"2017"
 
 
+@NEEDS_MULTI
 def test_transactions_of_long_node_names_stay_below_the_request_limit(
     zk_connect: str, rounds: list[str], requests_sent: list[str],
 ) -> None:

@@ -22,7 +22,8 @@ from kafka_pyspark.client import Producer
 from kafka_pyspark.testing._zookeeper import ZooKeeperServer
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
-pytestmark = pytest.mark.zk
+# the real server behind the proxy has both (its srvr says so, and the session believes it)
+pytestmark = [pytest.mark.zk, pytest.mark.zk_needs("multi", "multiRead")]
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ import pytest
 
 from kafka_pyspark._options import parse_read_options, parse_write_options
 from kafka_pyspark._options.habits import SPARK_KAFKA_POINTERS, spelt_like, unknown_option
+from kafka_pyspark._options.option_names import canonical_name
 from kafka_pyspark._options.segment_path import parse_segment_options
+from kafka_pyspark._options.subscription import Subscribe
 from kafka_pyspark.errors import OptionError
 
 ZK = {"zk.connect": "127.0.0.1:2181"}
@@ -120,15 +122,28 @@ def test_far_from_everything_lists_the_options() -> None:
     assert "did you mean" not in str(e)
 
 
-def test_topic_when_reading_points_to_subscribe() -> None:
-    e = read_error({"topic": "events"})
-    assert str(e) == (
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_topic_when_reading_is_that_one_topic_unless_another_subscription_is_given(
+    mode: str,
+) -> None:
+    # a SQL view over one topic is read and written with the same options (docs/sql.md)
+    alone = parse_read_options({**ZK, "topic": "events"}, mode)  # type: ignore[arg-type]
+    assert alone.subscription == Subscribe(("events",))
+    for other, value in (("subscribe", "events"), ("subscribepattern", "ev.*"),
+                         ("assign", '{"events": ["0-0"]}')):
+        with pytest.raises(OptionError) as e:
+            parse_read_options({**ZK, "topic": "events", other: value}, mode)  # type: ignore[arg-type]
+        assert e.value.option == "topic"
+        assert str(e.value).startswith(
+            f"option 'topic': conflicts with {canonical_name(other)}: a read takes topic")
+    with pytest.raises(OptionError, match="option 'topic': "):
+        parse_read_options({**ZK, "topic": "bad/name"}, mode)  # type: ignore[arg-type]
+    with pytest.raises(OptionError) as s:  # segment files filter topics with subscribe
+        parse_segment_options({"path": "/logs", "topic": "events"})
+    assert str(s.value) == (
         "option 'topic': is a write option; it has no meaning when reading "
         "(to read a topic, use subscribe)"
     )
-    with pytest.raises(OptionError) as s:  # segment files filter topics with subscribe too
-        parse_segment_options({"path": "/logs", "topic": "events"})
-    assert str(s.value) == str(e)
 
 
 @pytest.mark.parametrize(

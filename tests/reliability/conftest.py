@@ -133,9 +133,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def own_zookeeper() -> Iterator[ZooKeeperServer]:
     """A ZooKeeper of this module alone (tests stop and pause it; the session one is shared).
     Left running after each test (a test that halts or pauses it brings it back)."""
-    from kafka_pyspark.testing._zookeeper import ZooKeeperServer
+    from _zk_server import server
 
-    with ZooKeeperServer() as zk:
+    with server() as zk:
         yield zk
 
 

@@ -4,12 +4,18 @@
 topic ``source`` (earliest, ``maxBytesPerTrigger``) into the ``kafka07`` sink on topic
 ``target`` (``batch.size`` 10, the sink ``options``) with a checkpoint; runs until every input
 message is processed (``processAllAvailable``), stops the query and prints ``DONE <json>``.
+With ``rerun_last``, it then drops the newest micro-batch from the checkpoint's commit log and
+starts the query again, which runs that micro-batch again (the state a driver killed after
+the sink's commit, before Spark recorded the micro-batch, leaves).
 A fault (env ``KAFKA_PYSPARK_FAULT``, set by the test) may kill it or its workers first; the
 test then starts it again on the same checkpoint.
 
-An optional stage between the source and the sink (``random``: ``mapInArrow``, a Python
-worker of its own) gives each row a random suffix: a non-deterministic input, whose re-run
-differs from the first attempt.
+Optional stages between the source and the sink (``mapInArrow``, a Python worker of their own):
+
+- ``random``: each row gets a random suffix (a non-deterministic input: a re-run differs);
+- ``slow``: ``{"batch": b, "seconds": s}``: every attempt of a task of micro-batch ``b``
+  leaves a marker ``attempt-<partition>-<attempt>`` in ``marks``; attempt 0 of the first task
+  to start sleeps ``s`` seconds first (a straggler for speculative execution).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,6 +38,29 @@ def random_stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         vals = [v + b"~" + os.urandom(4).hex().encode() for v in batch.column(0).to_pylist()]
         yield pa.RecordBatch.from_arrays([pa.array(vals, pa.binary())], ["value"])
+
+
+def slow_stage(marks: str, batch: int, seconds: float) -> Any:
+    """The ``slow`` stage (see the module docstring)."""
+
+    def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        assert ctx is not None
+        if int(ctx.getLocalProperty("streaming.sql.batchId") or -1) == batch:
+            name = f"attempt-{ctx.partitionId()}-{ctx.attemptNumber()}"
+            open(os.path.join(marks, name), "w").close()
+            if ctx.attemptNumber() == 0:
+                try:  # the first task of the micro-batch to get here is the straggler
+                    os.close(os.open(os.path.join(marks, "straggler"),
+                                     os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                    time.sleep(seconds)
+                except FileExistsError:
+                    pass
+        yield from batches
+
+    return stage
 
 
 def main(path: str) -> None:
@@ -50,6 +81,10 @@ def main(path: str) -> None:
           .option("maxBytesPerTrigger", str(args["max_bytes"])).load().select("value"))
     if args.get("random"):
         df = df.mapInArrow(random_stage, "value binary")
+    if args.get("slow"):
+        slow = args["slow"]
+        df = df.mapInArrow(slow_stage(args["marks"], slow["batch"], slow["seconds"]),
+                           "value binary")
     writer = (df.writeStream.format("kafka07").option("zk.connect", args["zk"])
               .option("topic", args["target"]).option("batch.size", "10")
               .option("checkpointLocation", args["checkpoint"]))
@@ -58,9 +93,20 @@ def main(path: str) -> None:
     q = writer.start()
     print("STARTED", flush=True)
     q.processAllAvailable()
-    batches = q.lastProgress["batchId"] if q.lastProgress else -1
+    last = q.lastProgress["batchId"] if q.lastProgress else -1
     q.stop()
-    print("DONE " + json.dumps({"last_batch": batches}), flush=True)
+    done: dict[str, Any] = {"last_batch": last}
+    if args.get("rerun_last"):
+        # the state a driver killed after the sink's commit, before Spark's commit log, leaves:
+        # the newest micro-batch's commit entry gone; the query started again runs it again
+        commits = Path(args["checkpoint"]) / "commits"
+        (commits / str(last)).unlink()
+        (commits / f".{last}.crc").unlink(missing_ok=True)
+        q = writer.start()
+        q.processAllAvailable()
+        done["rerun"] = q.lastProgress["batchId"] if q.lastProgress else -1
+        q.stop()
+    print("DONE " + json.dumps(done), flush=True)
     spark.stop()
 
 

@@ -30,6 +30,8 @@ from typing import Any
 import log_reader
 from rel_support import produce
 
+from kafka_pyspark._shared.defaults import DELIVERY_ZK_ROOT
+
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "eo_driver.py"
 REPO = HERE.parents[1]
@@ -63,7 +65,11 @@ class Outcome:
     fired: list[str] = field(default_factory=list)
     target: Counter[bytes] = field(default_factory=Counter)
     others: list[bytes] = field(default_factory=list)
-    rerun: int | None = None  # the micro-batch whose commit log entry was dropped
+
+    def done(self) -> dict[str, Any]:
+        """The last run's ``DONE`` line (eo_driver.py), empty if it did not get there."""
+        lines = [ln for ln in self.output.splitlines() if ln.startswith("DONE ")]
+        return dict(json.loads(lines[-1][5:])) if lines else {}
 
     def of(self, tag: str) -> list[bytes]:
         """The target's values with this tag, each as often as it is there."""
@@ -84,7 +90,7 @@ class OtherProducer:
     def _run(self) -> None:
         rng = random.Random(7)
         try:
-            while not self._stop.wait(0.02):
+            while not self._stop.wait(0.05):
                 b = rng.choice(self.brokers)
                 n = len(self.sent)
                 batch = [f"o-{n + i:06d}-".encode().ljust(24, b"x") for i in range(5)]
@@ -166,16 +172,6 @@ class StreamRun:
         outcome.fired = sorted(p.name for p in self.marks.glob("*.fired"))
         return outcome
 
-    def drop_last_commit(self) -> int:
-        """Remove the newest entry of the checkpoint's commit log (the driver stopped): the
-        state a driver SIGKILLed after the sink's commit, before Spark recorded the
-        micro-batch, leaves; the next run runs that micro-batch again. Its id."""
-        commits = Path(self.args["checkpoint"]) / "commits"
-        last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-        (commits / str(last)).unlink()
-        (commits / f".{last}.crc").unlink(missing_ok=True)
-        return last
-
     def tail(self, n: int = 6000) -> str:
         return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
 
@@ -185,6 +181,22 @@ def _killpg(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(30)
+
+
+def record_batches(zk: str, root: str = DELIVERY_ZK_ROOT) -> dict[str, list[int]]:
+    """The micro-batch ids with exactly-once records in ZooKeeper, per sink (query id)."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk, timeout=10)
+    client.start(timeout=10)
+    try:
+        if not client.exists(root):
+            return {}
+        return {sink: sorted(int(b) for b in client.get_children(f"{root}/{sink}"))
+                for sink in client.get_children(root)}
+    finally:
+        client.stop()
+        client.close()
 
 
 def read_target(brokers: Sequence[Any], topic: str) -> Counter[bytes]:
@@ -202,3 +214,53 @@ def maybe_other_producer(on: bool, brokers: Sequence[Any], topic: str
         return
     with OtherProducer(brokers, topic) as other:
         yield other
+
+
+@contextlib.contextmanager
+def standalone_cluster(tmp: Path, hosts: Sequence[str] = ("127.0.0.2", "127.0.0.3")
+                       ) -> Iterator[str]:
+    """A Spark standalone master and one worker per loopback address in ``hosts`` (1 core,
+    1 GiB each), from the pip pyspark's ``spark-class``; yields the master URL.
+
+    Distinct hosts matter: Spark never starts a speculative copy of a task on a host where an
+    attempt of it runs, and every executor of ``local-cluster`` is on the same host.
+    """
+    import pyspark
+
+    from kafka_pyspark.testing._zookeeper import free_port
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_NO_DAEMONIZE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = tmp / "cluster"
+    logs.mkdir(exist_ok=True)
+
+    def start(name: str, *args: str) -> None:
+        with open(logs / f"{name}.out", "ab") as out:
+            procs.append(subprocess.Popen(
+                [str(home / "bin" / "spark-class"), *args], stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+              "--port", str(port), "--webui-port", str(free_port()))
+        for i, host in enumerate(hosts):
+            start(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", host,
+                  "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                  "--work-dir", str(logs / f"work-{i}"), url)
+        deadline = time.monotonic() + RUN_TIMEOUT
+        master_log = logs / "master.out"
+        while master_log.read_text(errors="replace").count("Registering worker") < len(hosts):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise AssertionError("the standalone cluster did not start:\n" + "\n".join(
+                    (logs / f).read_text(errors="replace")[-2000:] for f in
+                    sorted(os.listdir(logs)) if f.endswith(".out")))
+            time.sleep(0.2)
+        yield url
+    finally:
+        for p in procs:
+            _killpg(p)

@@ -1,5 +1,10 @@
 """A streaming table reading a Kafka 0.7 topic, a materialized view over it, and a ``kafka07``
-sink fed by an append flow (docs/pipelines.md). ``spark-pipelines run`` imports this file."""
+sink fed by an append flow (docs/pipelines.md). ``spark-pipelines run`` imports this file.
+
+Where the cluster is comes from the environment (:data:`ZK_CONNECT_ENV`), what the pipeline
+does from the spec's ``configuration``."""
+
+import os
 
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +24,12 @@ def setting(name: str) -> str:
     return value
 
 
-ZK = setting("zk.connect")
+#: the environment variable naming the cluster: zk.connect, with the chroot
+ZK_CONNECT_ENV = "KAFKA07_ZK_CONNECT"
+ZK = os.environ.get(ZK_CONNECT_ENV, "")
+if not ZK:
+    raise ValueError(f"{ZK_CONNECT_ENV} is not set: export it as the cluster's zk.connect "
+                     "(host:2181/chroot; `kafka07 local-cluster` prints one)")
 SOURCE_TOPIC = setting("source.topic")
 GROUP = setting("group.id")
 SINK_TOPIC = setting("sink.topic")

@@ -326,6 +326,7 @@ def test_offsets_of_several_brokers_asked_at_the_same_time(
     r.stop()
 
 
+@pytest.mark.zk_needs("multiRead")  # the topology's values in one multiRead
 def test_registry_read_per_micro_batch_is_three_rounds_for_any_topic_count(
     brokers: list[EmbeddedBroker], zk_connect: str, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

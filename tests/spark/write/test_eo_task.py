@@ -47,7 +47,7 @@ def batches(vals: list[bytes]) -> Iterator[pa.RecordBatch]:
 
 
 def options(cluster: dict[str, str], **more: str) -> dict[str, str]:
-    return {**cluster, "topic": "eo", "batch.size": "10", "delivery.visibility.wait.ms": "500",
+    return {"topic": "eo", "batch.size": "10", "delivery.visibility.wait.ms": "500", **cluster,
             **more}
 
 
@@ -86,13 +86,16 @@ def test_retry_after_a_kill_appends_only_the_rest(
 ) -> None:
     opts = options({"zk.connect": zk_connect})
     killed_attempt(opts, point, tmp_path)
+    # another producer appends to the same broker-partitions before the retry reads back
+    other = options({"zk.connect": zk_connect, "delivery.guarantee": "at-least-once"})
+    TaskWriter(build_plan(other, SCHEMA)).write(batches(values(30, "o")))
     msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
-    written_once(brokers, values())
+    written_once(brokers, values() + values(30, "o"))
     assert msg.rows == N and msg.messages == N and msg.sink == ("query-1", 7)
     # done: a whole re-run sends nothing and answers the same commit message
     again = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
     assert (again.rows, again.written, again.sink) == (msg.rows, msg.written, msg.sink)
-    written_once(brokers, values())
+    written_once(brokers, values() + values(30, "o"))
 
 
 def test_a_rerun_after_done_is_a_no_op(
@@ -155,6 +158,10 @@ def test_file_store_with_broker_list(tmp_path: Path, bare_broker: EmbeddedBroker
     assert msg.messages == N
     written_once([bare_broker], values())
     assert sorted(os.listdir(store / "query-1" / "7" / "3")) == ["done", "intent-00000"]
+    again = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+    assert again.written == msg.written
+    written_once([bare_broker], values())
+    assert sorted(os.listdir(store / "query-1" / "7" / "3")) == ["done", "intent-00000"]
     FileStore(str(store)).forget("query-1", below=8)
     assert os.listdir(store / "query-1") == []
 
@@ -163,3 +170,39 @@ def test_exactly_once_without_a_store_names_the_option(bare_broker: EmbeddedBrok
     with pytest.raises(OptionError, match=r"delivery\.store"):
         build_plan(options({"broker.list": f"0:127.0.0.1:{bare_broker.port}",
                             "delivery.guarantee": "exactly-once"}), SCHEMA)
+
+
+def test_a_task_without_rows_writes_no_records(
+    brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    plan = build_plan(options({"zk.connect": zk_connect}), SCHEMA)
+    empty = pa.RecordBatch.from_arrays([pa.array([], pa.binary())], ["value"])
+    msg = TaskWriter(plan, identity=IDENT).write([empty])
+    assert (msg.rows, msg.written, msg.sink) == (0, {}, ("query-1", 7))
+    assert kz.exists("/kafka_pyspark") is None
+
+
+@pytest.mark.parametrize(("wait_ms", "twice"), [(6000, 0), (0, 10)])
+def test_a_retry_waits_for_unflushed_sets(
+    tmp_path: Path, zk_connect: str, kz: KazooClient, wait_ms: int, twice: int
+) -> None:
+    """A broker flushing every 2 s serves the killed attempt's first set only once flushed. The
+    dead attempt's lock is deleted at once (as if its session had expired at once), so the retry
+    reads back before the flush: it polls up to ``delivery.visibility.wait.ms`` and finds the
+    set; without the wait it sends that set (10 messages) again, so the wait is what counts."""
+    from kafka_pyspark.testing.broker import EmbeddedBroker
+
+    with EmbeddedBroker(broker_id=0, log_dir=tmp_path / "lazy", zk_connect=zk_connect,
+                        num_partitions=1, flush_interval=1_000_000,
+                        flush_interval_ms=2000) as lazy:
+        opts = options({"zk.connect": zk_connect, "delivery.visibility.wait.ms": str(wait_ms)})
+        killed_attempt(opts, "mid-send", tmp_path)
+        kz.delete("/kafka_pyspark/sinks/query-1/7/3/lock")
+        msg = TaskWriter(build_plan(opts, SCHEMA), identity=IDENT).write(batches(values()))
+        assert msg.messages == N
+        deadline = time.monotonic() + 10  # everything flushed, for the reader
+        while sum(count_values(read_topic([lazy], "eo")).values()) < N + twice:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        got = count_values(read_topic([lazy], "eo"))
+    assert set(got) == set(values()) and sum(got.values()) == N + twice
