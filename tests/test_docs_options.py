@@ -12,8 +12,8 @@ import itertools
 import re
 from pathlib import Path
 
-from kafka_pyspark._options import segment_path as segment_options
 from kafka_pyspark import _options as options
+from kafka_pyspark._options import segment_path as segment_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _NAME = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`")

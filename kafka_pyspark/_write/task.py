@@ -205,7 +205,7 @@ class TaskWriter:
             )
         return self._prod
 
-    def _begin(self, ident: TaskIdentity) -> Kafka07CommitMessage | None:
+    def _begin(self, ident: TaskIdentity) -> WriteReport | None:
         """Exactly-once, before the first row is routed (a task without rows never touches
         the store): the lock, and the commit message again if the task was done."""
         self._once = self._exactly_once(ident)
