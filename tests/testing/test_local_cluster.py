@@ -81,6 +81,8 @@ def test_local_cluster_command_serves_a_client_and_ctrl_c_cleans_up() -> None:
         assert data_dir.is_dir()
         (jvm,) = _children(proc.pid)  # ZooKeeper's JVM; the brokers are threads
         assert b"ZooKeeperServerMain" in Path(f"/proc/{jvm}/cmdline").read_bytes()
+        zk_work = Path(os.readlink(f"/proc/{jvm}/cwd"))  # its zoo.cfg and log, apart
+        assert (zk_work / "zoo.cfg").is_file()
 
         client = kazoo_client(zk)
         try:
@@ -99,7 +101,7 @@ def test_local_cluster_command_serves_a_client_and_ctrl_c_cleans_up() -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
         assert _until(lines, "stopped", seen) == ""
-        assert not data_dir.exists()
+        assert not data_dir.exists() and not zk_work.exists()
         with pytest.raises(ProcessLookupError):
             os.kill(jvm, 0)
     finally:
