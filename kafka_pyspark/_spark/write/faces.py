@@ -31,8 +31,12 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 
 def spark_identity(job: str | None) -> TaskIdentity | None:
-    """The running Spark task's identity: a stream's from its local properties, else the batch
-    job's (``job``); None outside a Spark task, or in a stream task without them."""
+    """The running Spark task's identity: a batch job's (``job``, given by the batch writer),
+    else a stream's from its local properties; None outside a Spark task, or in a stream task
+    without them.
+
+    A batch write always uses its job id, even inside ``foreachBatch`` (whose jobs inherit the
+    stream's local properties): two writes in one micro-batch must not share records."""
     try:
         from pyspark import TaskContext
 
@@ -41,12 +45,12 @@ def spark_identity(job: str | None) -> TaskIdentity | None:
         ctx = None
     if ctx is None:
         return None
+    if job is not None:
+        return TaskIdentity(job, 0, ctx.partitionId())
     query, batch = ctx.getLocalProperty(QUERY_ID_PROPERTY), ctx.getLocalProperty(BATCH_ID_PROPERTY)
     if query and batch is not None:
         return TaskIdentity(str(query), int(batch), ctx.partitionId())
-    if job is None:
-        return None
-    return TaskIdentity(job, 0, ctx.partitionId())
+    return None
 
 
 def _task_label() -> str:
