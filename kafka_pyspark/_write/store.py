@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Protocol
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_requests import Request
 from kafka_pyspark._cluster.zk_session import ZkSession
-from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
 __all__ = ["Claim", "FileStore", "RecordStore", "ZkStore", "open_store"]

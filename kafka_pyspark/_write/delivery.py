@@ -27,13 +27,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from kafka_pyspark._options.delivery_options import DeliveryOptions
 from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
-from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
-from kafka_pyspark._spark.write.digest import LogUnit, SetDigest, log_units
-from kafka_pyspark._spark.write.faults import FAULT_ENV, fault_point
-from kafka_pyspark._spark.write.identity import TaskIdentity
-from kafka_pyspark._spark.write.matcher import landed_prefix
-from kafka_pyspark._spark.write.records import (
+from kafka_pyspark._write.digest import LogUnit, SetDigest, log_units
+from kafka_pyspark._write.faults import FAULT_ENV, fault_point
+from kafka_pyspark._write.identity import TaskIdentity
+from kafka_pyspark._write.matcher import landed_prefix
+from kafka_pyspark._write.records import (
     INTENT_SET_SIZE,
     DoneRecord,
     IntentWindow,
@@ -45,8 +45,8 @@ from kafka_pyspark._spark.write.records import (
     intent_target_size,
     per_target,
 )
-from kafka_pyspark._spark.write.rows import Targets
-from kafka_pyspark._spark.write.store import RecordStore
+from kafka_pyspark._write.rows import Targets
+from kafka_pyspark._write.store import RecordStore
 from kafka_pyspark.client import latest
 from kafka_pyspark.errors import (
     DeliveryLockError,
