@@ -140,7 +140,7 @@ def _null_source() -> Any:
 
 def inprocess_rate(broker: Any, topic: str) -> tuple[float, int]:
     """Rows/s of the executor path alone, and the most common rows per batch it yields."""
-    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._options import parse_read_options
     from kafka_pyspark._spark.read.batch import plan_batch
     from kafka_pyspark._spark.read.executor import read_partition
 
