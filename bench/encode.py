@@ -103,7 +103,7 @@ def run(recorder: Recorder) -> None:
     from bench.write import Sink
     from kafka_pyspark._messages.encode import ENGINE, encode_message_sets_arrow
     from kafka_pyspark._shared.defaults import MAX_MESSAGE_SIZE
-    from kafka_pyspark._spark.write.sizes import request_limit
+    from kafka_pyspark._write.sizes import request_limit
     from kafka_pyspark.client import Producer
 
     array = pa.array(realistic_values(ROWS), pa.binary())

@@ -1,6 +1,6 @@
 """Batch read throughput: ``spark.read.format("kafka07")`` against the Spark ceiling.
 
-Target (docs/dev/ARCHITECTURE.md "Performance targets"): ``load().write.format("noop")`` end to end
+Target (docs/dev/FAST-LANE.md "Performance targets"): ``load().write.format("noop")`` end to end
 >= 70% of the Spark ceiling, a null Python data source that yields the same rows as pre-built Arrow
 batches through the same Spark path, measured in the same run.
 
@@ -140,7 +140,7 @@ def _null_source() -> Any:
 
 def inprocess_rate(broker: Any, topic: str) -> tuple[float, int]:
     """Rows/s of the executor path alone, and the most common rows per batch it yields."""
-    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._options import parse_read_options
     from kafka_pyspark._spark.read.batch import plan_batch
     from kafka_pyspark._spark.read.executor import read_partition
 

@@ -1,6 +1,6 @@
 """Reads of realistic data: log-normal value lengths (:mod:`bench.data`), JSON-like text.
 
-Targets (docs/dev/ARCHITECTURE.md "Performance targets"), measured here as ratios in one run:
+Targets (docs/dev/FAST-LANE.md "Performance targets"), measured here as ratios in one run:
 
 * ``read.spark.realistic.<codec>``: ``spark.read.format("kafka07")`` into the noop sink, for
   uncompressed sets and gzip and snappy sets of ``SET_SIZE`` (the writer's default
@@ -82,7 +82,7 @@ def produce(broker: Any, codec: str, values: list[bytes]) -> None:
 _EXECUTOR_SCRIPT = """
 import sys, time
 import pyarrow as pa
-from kafka_pyspark._spark.options import parse_read_options
+from kafka_pyspark._options import parse_read_options
 from kafka_pyspark._spark.read.batch import plan_batch
 from kafka_pyspark._spark.read.executor import read_partition
 brokers, topic, out, chunk = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -188,7 +188,7 @@ def spark_rows(rec: Recorder, spark: Any, base: dict[str, str], nulls: dict[str,
 
 _RSS_SCRIPT = """
 import resource, sys
-from kafka_pyspark._spark.options import parse_read_options
+from kafka_pyspark._options import parse_read_options
 from kafka_pyspark._spark.read.batch import plan_batch
 from kafka_pyspark._spark.read.executor import read_partition
 options = parse_read_options({"broker.list": sys.argv[1], "subscribe": sys.argv[2]})

@@ -57,7 +57,7 @@ def median_time(fn: Callable[[], object], repeat: int = REPEAT) -> tuple[float, 
 
 def plan_time(zk_connect: str, options: dict[str, str]) -> tuple[float, float]:
     """:func:`median_time` of a batch read's planning."""
-    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._options import parse_read_options
     from kafka_pyspark._spark.read.batch import plan_batch
 
     opts = parse_read_options({"zk.connect": zk_connect, **options}, "batch")

@@ -139,7 +139,7 @@ def inprocess(root: Path, fmt: str, out: Path) -> tuple[float, int]:
     input (one IPC file per planned piece)."""
     import pyarrow as pa
 
-    from kafka_pyspark._spark.options.segment_path import parse_segment_options
+    from kafka_pyspark._options.segment_path import parse_segment_options
     from kafka_pyspark._spark.read.segment_files import plan_segments, read_segment_partition
 
     parts = plan_segments(parse_segment_options({"path": str(root / fmt)}))

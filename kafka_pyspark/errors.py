@@ -10,10 +10,7 @@ Translation point: code that parses untrusted bytes catches ``struct.error``/``V
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:  # names imports this module at run time
-    from kafka_pyspark._shared.partition_key import TopicPartition
+from typing import Any, TypeVar
 
 
 class KafkaError(Exception):
@@ -332,8 +329,8 @@ class DeliveryError(BrokerConnectionError):
         self,
         message: str,
         *,
-        unconfirmed: dict[TopicPartition, tuple[int, int]] | None = None,
-        confirmed: dict[TopicPartition, tuple[int, int]] | None = None,
+        unconfirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
+        confirmed: dict[tuple[str, int, int], tuple[int, int]] | None = None,
     ) -> None:
         self.unconfirmed = dict(unconfirmed or {})
         self.confirmed = dict(confirmed or {})

@@ -1,6 +1,6 @@
 """The option tables in docs/ name exactly the options the parsers know, so they cannot drift.
 
-Every ``frozenset`` named ``*_OPTIONS`` in any module under ``kafka_pyspark/_spark/`` is picked up,
+Every ``frozenset`` named ``*_OPTIONS`` in any module under ``kafka_pyspark/`` is picked up,
 so an option added to a parser fails here until a docs table lists it (and a table naming an
 option no parser knows fails too).
 """
@@ -12,8 +12,8 @@ import itertools
 import re
 from pathlib import Path
 
-from kafka_pyspark._spark import options
-from kafka_pyspark._spark.options import segment_path as segment_options
+from kafka_pyspark import _options as options
+from kafka_pyspark._options import segment_path as segment_options
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 _NAME = re.compile(r"`([A-Za-z][A-Za-z0-9.]*)`")
@@ -38,12 +38,12 @@ def table_options(doc: str) -> list[str]:
 
 def _known_sets() -> dict[str, frozenset[str]]:
     found = {}
-    spark = Path(segment_options.__file__).parents[1]  # kafka_pyspark/_spark
-    for source in sorted(spark.rglob("*.py")):
+    package = Path(segment_options.__file__).parents[1]  # kafka_pyspark
+    for source in sorted(package.rglob("*.py")):
         if not re.search(r"^[A-Z_]+_OPTIONS = frozenset", source.read_text(), re.M):
             continue
-        parts = source.relative_to(spark).with_suffix("").parts
-        module = importlib.import_module(".".join(("kafka_pyspark._spark", *parts)))
+        parts = source.relative_to(package).with_suffix("").parts
+        module = importlib.import_module(".".join(("kafka_pyspark", *parts)))
         for attr, value in vars(module).items():
             if attr.endswith("_OPTIONS") and isinstance(value, frozenset):
                 found[f"{module.__name__}.{attr}"] = value
@@ -94,7 +94,7 @@ def test_documented_names_use_the_canonical_spelling() -> None:
 
 
 def test_spark_kafka_table_is_the_pointer_table() -> None:
-    from kafka_pyspark._spark.options.habits import SPARK_KAFKA_POINTERS
+    from kafka_pyspark._options.habits import SPARK_KAFKA_POINTERS
 
     after = (DOCS / "reading.md").read_text().split("| Spark's `kafka` option |", 1)[1]
     rows = list(itertools.takewhile(lambda line: line.startswith("|"),
@@ -106,6 +106,6 @@ def test_spark_kafka_table_is_the_pointer_table() -> None:
 
 
 def test_docs_table_lists_exactly_the_segment_options() -> None:
-    from kafka_pyspark._spark.options.segment_path import SEGMENT_OPTIONS
+    from kafka_pyspark._options.segment_path import SEGMENT_OPTIONS
 
     assert {n.lower() for n in table_options("segments.md")} == SEGMENT_OPTIONS

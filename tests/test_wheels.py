@@ -173,8 +173,9 @@ def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -
     assert cli.returncode == 0 and "kafka07" in cli.stdout, cli.stderr
     produce = venv.run("produce", "--broker-list", "0:127.0.0.1:9", "--topic", "t",
                        program="kafka07")
+    # produce needs no pyspark: it gets as far as the (absent) broker
     assert produce.returncode == 2 and "Traceback" not in produce.stderr, produce.stderr
-    assert INSTALL_SPARK in produce.stderr
+    assert "kafka07: cannot connect to broker 0 at 127.0.0.1:9" in produce.stderr
     for what in ("import kafka_pyspark._spark.source",
                  "from kafka_pyspark import Kafka07DataSource",
                  "import pyspark_kafka07"):

@@ -1,7 +1,7 @@
 """The one home of every option default (docs/reading.md, docs/writing.md; 0.7.2's own defaults
 where 0.7 has the option: docs/dev/PROTOCOL.md "Measured: config defaults").
 
-Pure constants, importing nothing: the option parsers (:mod:`kafka_pyspark._spark.options`), the
+Pure constants, importing nothing: the option parsers (:mod:`kafka_pyspark._options`), the
 cluster and registry, the client, the decoders and the embedded broker all take their defaults
 from here, so a default changed here is changed everywhere (and in ``docs/``, which
 ``tests/test_docs_options.py`` checks against the parsers).

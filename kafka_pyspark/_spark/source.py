@@ -28,9 +28,9 @@ class Kafka07DataSource(DataSource):
     def schema(self) -> StructType:
         # Spark calls schema() at load() for spark.read and spark.readStream (never for
         # writes): check the read options here so a bad one fails at load(), not at the action.
-        from kafka_pyspark._spark.options import validate_read_options
-        from kafka_pyspark._spark.options.catalog_table import refuse_catalog_table
-        from kafka_pyspark._spark.options.segment_path import has_path, parse_segment_options
+        from kafka_pyspark._options import validate_read_options
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
+        from kafka_pyspark._options.segment_path import has_path, parse_segment_options
 
         refuse_catalog_table(self.options)  # SQL: CREATE TABLE ... USING kafka07 (docs/sql.md)
         if has_path(self.options):  # segment files, no broker (docs/segments.md)
@@ -40,8 +40,8 @@ class Kafka07DataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from kafka_pyspark._spark.options.catalog_table import refuse_catalog_table
-        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
+        from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 
         refuse_catalog_table(self.options)  # SELECT from a catalog table (docs/sql.md)
@@ -52,7 +52,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07BatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from kafka_pyspark._spark.options.segment_path import has_path
+        from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark.errors import OptionError
 
         if has_path(self.options):
@@ -69,7 +69,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07StreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from kafka_pyspark._spark.options.catalog_table import refuse_catalog_table
+        from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._spark.write import Kafka07BatchWriter
 
         refuse_catalog_table(self.options)  # INSERT INTO a catalog table (docs/sql.md)

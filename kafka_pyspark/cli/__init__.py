@@ -30,9 +30,9 @@ from kafka_pyspark._shared.partition_key import check_group_id
 from kafka_pyspark.cli import _cluster_cmds as cluster_cmds
 from kafka_pyspark.cli import _consume as consume
 from kafka_pyspark.cli import _dump as dump
-from kafka_pyspark.cli import _group_offsets as group_offsets
 from kafka_pyspark.cli import _lag as lag
 from kafka_pyspark.cli import _local_cluster as local_cluster
+from kafka_pyspark.cli import _offsets_io as group_offsets
 from kafka_pyspark.cli import _produce as produce
 from kafka_pyspark.cli._common import (
     EXIT_CODES_HELP,

@@ -56,7 +56,7 @@ DEFAULT_TIMEOUT_MS = 10000
 
 #: library loggers whose retry chatter would drown the one clear error a command prints
 _QUIET_LOGGERS = (
-    "kazoo", "kafka_pyspark.client", "kafka_pyspark._cluster.registry", "kafka_pyspark._spark.write"
+    "kazoo", "kafka_pyspark.client", "kafka_pyspark._cluster.registry", "kafka_pyspark._write"
 )
 
 

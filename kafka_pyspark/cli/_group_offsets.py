@@ -34,7 +34,6 @@ from kafka_pyspark.cli._common import (
     EXIT_DATA,
     EXIT_OK,
     CliError,
-    add_cluster_args,
     bp,
     exit_code_for,
     open_cluster,
@@ -78,7 +77,7 @@ def parse_offsets_json(text: str) -> dict[Key, int]:
         raise CliError(str(e)) from None
 
 
-def _target(text: str) -> str:
+def parse_target(text: str) -> str:
     t = text.strip().lower()
     if t in NAMED_TARGETS or (t.isdigit() and t.isascii() and int(t) <= INT64_MAX):
         return t
@@ -198,16 +197,9 @@ def live_consumers(registry: Registry, group: str, topic: str) -> list[str]:
     return ids + owners
 
 
-def cmd_group_offsets(args: argparse.Namespace) -> int:
-    modes = [m for m in ("to", "offsets", "export", "import_file")
-             if getattr(args, m) not in (None, False)]
-    if len(modes) != 1:
-        raise CliError("give exactly one of --to earliest|latest|TIME_MS, --offsets JSON, "
-                       "--export and --import FILE")
-    if modes[0] in ("export", "import_file"):
-        from kafka_pyspark.cli import _offsets_io
-
-        return (_offsets_io.cmd_export if args.export else _offsets_io.cmd_import)(args)
+def cmd_set(args: argparse.Namespace) -> int:
+    """--to / --offsets: one topic's offsets planned, checked and written."""
+    modes = [m for m in ("to", "offsets") if getattr(args, m) not in (None, False)]
     if args.group is None or args.topic is None:
         raise CliError(f"--{modes[0]} needs --group and --topic")
     given = parse_offsets_json(args.offsets) if args.offsets is not None else None
@@ -280,39 +272,3 @@ def show_changes(args: argparse.Namespace, topic: str, changes: list[OffsetChang
             f"{topic!r} ({moved} changed)" + (": dry run, nothing written"
                                               if args.dry_run else ""))
     return [asdict(c) for c in changes]
-
-
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "group-offsets",
-        help="set a consumer group's committed offsets (like 0.7's UpdateOffsetsInZK)",
-        description="Set the committed offsets of GROUP for TOPIC, as 0.7's consumer writes "
-        "them (/consumers/GROUP/offsets/TOPIC/BROKER-PARTITION, decimal). Refused while the "
-        "group has live consumers unless --force. --dry-run shows the change only.",
-    )
-    add_cluster_args(p, broker_list=False)
-    p.add_argument("--group", help="the consumer group (group.id); with --import: another "
-                   "group than the file's")
-    p.add_argument("--topic", help="the topic whose offsets to set (--to, --offsets); with "
-                   "--export: comma-separated topics (default: all the group committed)")
-    p.add_argument("--to", type=_target, metavar="earliest|latest|TIME_MS",
-                   help="every live partition of the topic to its earliest or latest offset, "
-                   "or to the start of the newest segment last written before TIME_MS (epoch "
-                   "milliseconds; 0.7 knows time per segment file; none that old: earliest)")
-    p.add_argument("--offsets", metavar="JSON",
-                   help='explicit offsets, {"brokerId-partition": offset, ...}; each must be '
-                   "where a message starts (or the log end) on a live partition of the topic, "
-                   "unless --force")
-    p.add_argument("--export", action="store_true",
-                   help='print the offsets GROUP committed, all its topics, as one JSON '
-                   'document {"group": G, "offsets": {topic: {"brokerId-partition": offset}}} '
-                   "(like 0.7's ExportZkOffsets)")
-    p.add_argument("--import", dest="import_file", metavar="FILE",
-                   help="set the offsets of such a document (- for stdin), every topic in it, "
-                   "with the checks of --offsets (like 0.7's ImportZkOffsets)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="show what would change, write nothing")
-    p.add_argument("--force", action="store_true",
-                   help="write anyway: while the group has live consumers, and --offsets "
-                   "outside the log, not where a message starts or on a partition not live")
-    p.set_defaults(func=cmd_group_offsets)

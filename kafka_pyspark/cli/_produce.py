@@ -1,8 +1,9 @@
 """``kafka07 produce``: stdin lines to a topic, through the connector's own write path.
 
-:class:`TaskWriter` does the work: the same routing as ``df.write`` (a key picks the
-broker-partition with Java's ``String.hashCode``, as 0.7's ``DefaultPartitioner``; no key:
-random; a new topic: partition 0 of every live broker), message sets of ``--batch-size`` in
+:class:`~kafka_pyspark._write.TaskWriter` (the engine of the Spark sink; no Spark needed) does
+the work: the same routing as ``df.write`` (a key picks the broker-partition with Java's
+``String.hashCode``, as 0.7's ``DefaultPartitioner``; no key: random; a new topic: partition 0
+of every live broker), message sets of ``--batch-size`` in
 ``--codec``, and the delivery barrier: it reports success only for what the brokers confirmed.
 """
 
@@ -25,12 +26,11 @@ from kafka_pyspark.cli._common import (
     zk_credentials,
 )
 from kafka_pyspark.cli._output import Progress, error, json_document, plural, summary
-from kafka_pyspark.errors import INSTALL_SPARK
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from kafka_pyspark._spark.write.plan import WritePlan
+    from kafka_pyspark._write import WritePlan
 
 #: stdin lines (and at most this many bytes of them) per Arrow batch handed to the writer
 LINES_PER_BATCH = 10000
@@ -91,12 +91,10 @@ class _Lines:
 def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
     """The writer's plan for ``produce``, as ``df.write`` would make it, with the command's
     ZooKeeper credentials, one attempt per broker and no Spark retry."""
-    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
-
     from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._spark.options.write_columns import resolve_columns
-    from kafka_pyspark._spark.options.write_options import parse_write_options
-    from kafka_pyspark._spark.write.plan import resolve_plan
+    from kafka_pyspark._options.write_columns import BINARY, STRING, Column, resolve_layout
+    from kafka_pyspark._options.write_options import parse_write_options
+    from kafka_pyspark._write import resolve_plan
 
     options = {
         "topic": args.topic, "compression.codec": args.codec, "batch.size": str(args.batch_size),
@@ -104,12 +102,12 @@ def _write_plan(args: argparse.Namespace, keyed: bool) -> WritePlan:
         "delivery.guarantee": "at-least-once",
         **cluster_settings(args),
     }
-    fields = [StructField("value", BinaryType())]
+    columns = [Column("value", BINARY, BINARY)]
     if keyed:
-        fields.append(StructField("key", StringType()))
+        columns.append(Column("key", STRING, STRING))
     wopts, copts = parse_write_options(options)
     copts = dataclasses.replace(copts, zk_auth=zk_credentials(args))
-    layout = resolve_columns(StructType(fields), wopts)
+    layout = resolve_layout(columns, wopts)
     with Cluster(copts) as cluster:
         plan = resolve_plan(cluster, wopts, layout, copts)
     # --timeout-ms is the whole deadline per broker: one attempt, no reconnects
@@ -124,13 +122,8 @@ def _counted(batches: Iterator[pa.RecordBatch], progress: Progress
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    try:  # the writer is the Spark sink's: it takes Spark's types and DataSource classes
-        import pyspark.sql.types  # noqa: F401
+    from kafka_pyspark._write import TaskWriter  # the Spark sink's engine, without Spark
 
-        from kafka_pyspark._spark.write import TaskWriter
-    except ImportError as e:
-        raise CliError(f"produce writes through the connector's Spark writer and needs PySpark "
-                       f"installed ({e}): {INSTALL_SPARK}") from None
     sep = args.key_separator.encode("utf-8") if args.key_separator is not None else None
     if sep is not None and not sep:
         raise CliError("--key-separator must not be empty")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 import zlib
 from collections.abc import Iterator
@@ -212,6 +214,45 @@ def test_produce_stops_at_a_line_without_a_key(
     broker.wait_for_topic("n")  # the broker registers a new topic in ZooKeeper after its write
     assert main(["consume", "--zk", zk_connect, "--topic", "n"]) == 0
     assert capsys.readouterr().out == "1\n"
+
+
+#: ``kafka07`` where pyspark cannot be imported: a finder first in ``sys.meta_path`` refuses it;
+#: prints the Spark modules loaded by the end (none expected) to stderr's last line
+_WITHOUT_PYSPARK = """
+import sys
+
+class NoPyspark:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ImportError(f"No module named {name!r} (hidden by the test)")
+        return None
+
+sys.meta_path.insert(0, NoPyspark())
+from kafka_pyspark.cli import main
+code = main(sys.argv[1:])
+print(sorted(m for m in sys.modules if m.split(".")[0] == "pyspark"
+             or m.startswith("kafka_pyspark._spark")), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_produce_where_pyspark_is_not_installed(
+    broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYSPARK, "produce", "--zk", zk_connect, "--topic", "np",
+         "--json"],
+        input=b"one\ntwo\nthree\n", capture_output=True, timeout=120, env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    # a new topic: partition 0 of every broker; 3 uncompressed messages of 10 + 3, 3, 5 bytes
+    assert json.loads(done.stdout) == {"topic": "np", "messages": 3, "bytes": 41,
+                                       "partitions": {"0-0": 3}}
+    assert done.stderr.decode().splitlines()[-1] == "[]"  # no pyspark, no kafka_pyspark._spark
+    broker.wait_for_topic("np")
+    assert broker.log_end("np", 0) == 41
+    assert main(["consume", "--zk", zk_connect, "--topic", "np"]) == 0
+    assert capsys.readouterr().out == "one\ntwo\nthree\n"
 
 
 def test_consume_from_group_latest_and_dump_a_live_range(

@@ -374,18 +374,6 @@ def test_lag_status_never_shows_a_negative_lag() -> None:
     assert _classify(10, 17, 51) == (41, "before-log-start")
 
 
-def test_produce_without_pyspark_says_so(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import sys
-
-    monkeypatch.setitem(sys.modules, "pyspark.sql.types", None)  # as if not installed
-    assert main(["produce", "--broker-list", "0:127.0.0.1:1", "--topic", "t"]) == 2
-    assert capsys.readouterr().err.startswith(
-        "kafka07: produce writes through the connector's Spark writer and needs PySpark "
-        "installed (")
-
-
 def test_the_manual_is_installed_and_named_by_help(capsys: pytest.CaptureFixture[str]) -> None:
     from kafka_pyspark.cli import MANUAL
 

@@ -22,7 +22,7 @@ from kafka_pyspark._cluster import (
     no_brokers_error,
     topic_elsewhere,
 )
-from kafka_pyspark._spark.options import Subscribe
+from kafka_pyspark._options import Subscribe
 from kafka_pyspark._spark.read.discovery import discover
 from kafka_pyspark.errors import NoBrokersRegisteredError, TopicNotFoundError
 from kafka_pyspark.testing._zookeeper import ZooKeeperServer

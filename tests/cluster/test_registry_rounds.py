@@ -15,8 +15,8 @@ import pytest
 from kafka_pyspark._cluster import Registry
 from kafka_pyspark._cluster.zk_session import ZkSession
 from kafka_pyspark._messages import encode_message_set
+from kafka_pyspark._options import parse_read_options
 from kafka_pyspark._spark.compat import ReadAllAvailable
-from kafka_pyspark._spark.options import parse_read_options
 from kafka_pyspark._spark.read.batch import plan_batch
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.stream.reader import Kafka07StreamReader

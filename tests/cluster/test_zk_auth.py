@@ -20,8 +20,8 @@ from kafka_pyspark._cluster.zk_auth import (
     credentials_from_options,
     credentials_from_text,
 )
-from kafka_pyspark._spark.options import parse_read_options
-from kafka_pyspark._spark.options.write_options import parse_write_options
+from kafka_pyspark._options import parse_read_options
+from kafka_pyspark._options.write_options import parse_write_options
 from kafka_pyspark.errors import CredentialsError, OptionError
 
 if TYPE_CHECKING:

@@ -49,8 +49,9 @@ ATTEMPT = textwrap.dedent(
     import json, os, sys, time
     import pyarrow as pa
     from pyspark.sql.types import BinaryType, StructField, StructType
-    from kafka_pyspark._spark.write import TaskWriter, build_plan, delivery
-    from kafka_pyspark._spark.write.identity import TaskIdentity
+    from kafka_pyspark._write import TaskWriter, delivery
+    from kafka_pyspark._spark.write import build_plan
+    from kafka_pyspark._write.identity import TaskIdentity
 
     args = json.loads(sys.argv[1])
     marks, point = args["marks"], args["pause_at"]
@@ -114,8 +115,9 @@ def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
 def second_attempt(opts: dict[str, str], ident: list[Any]) -> Any:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    from kafka_pyspark._spark.write import TaskWriter, build_plan
-    from kafka_pyspark._spark.write.identity import TaskIdentity
+    from kafka_pyspark._spark.write import build_plan
+    from kafka_pyspark._write import TaskWriter
+    from kafka_pyspark._write.identity import TaskIdentity
 
     plan = build_plan(opts, StructType([StructField("value", BinaryType(), True)]))
     vals = values()

@@ -12,9 +12,9 @@ import pyarrow.fs as pafs
 import pytest
 from segment_builder import batch, record
 
+from kafka_pyspark._options.segment_path import parse_segment_options
 from kafka_pyspark._segments.files import discover
 from kafka_pyspark._segments.index import start_position
-from kafka_pyspark._spark.options.segment_path import parse_segment_options
 from kafka_pyspark._spark.read.planning import PlanFilter
 from kafka_pyspark._spark.read.segment_files import plan_segments, read_segment_partition
 

@@ -13,7 +13,7 @@ import pytest
 from _bytes import message_set
 from segment_builder import batch, record
 
-from kafka_pyspark._spark.options.segment_path import parse_segment_options
+from kafka_pyspark._options.segment_path import parse_segment_options
 from kafka_pyspark._spark.read.segment_files import plan_segments, read_segment_partition
 from kafka_pyspark.errors import SegmentPathError
 

@@ -24,10 +24,10 @@ from segment_builder import (
     wrapper,
 )
 
+from kafka_pyspark._options.segment_path import parse_segment_options
 from kafka_pyspark._segments.files import cut_points, discover, open_filesystem
 from kafka_pyspark._segments.reading import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark._shared.partition_key import TopicPartition
-from kafka_pyspark._spark.options.segment_path import parse_segment_options
 from kafka_pyspark._spark.read.planning import PlanFilter
 from kafka_pyspark._spark.read.segment_files import (
     SegmentInputPartition,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from kafka_pyspark._options import parse_offsets_json
 from kafka_pyspark._shared.partition_key import parse_partition_key, partition_key
-from kafka_pyspark._spark.options import parse_offsets_json
 from kafka_pyspark._spark.stream.checkpoint import from_offset_dict
 from kafka_pyspark.errors import OffsetFormatError, OptionError
 
@@ -65,8 +65,8 @@ def test_every_path_words_a_bad_key_the_same_way() -> None:
                                    # outside the BMP: ZooKeeper refuses the surrogate pair
                                    "g\U0001f600", "\U00010000", "g\U0010ffff"])
 def test_group_id_is_checked_once_for_options_and_registry(group: str) -> None:
+    from kafka_pyspark._options import parse_read_options
     from kafka_pyspark._shared.partition_key import check_group_id
-    from kafka_pyspark._spark.options import parse_read_options
 
     # the options and the registry ask the same check_group_id, so a group id the registry would
     # refuse at the stream's first commit is refused when the options are parsed

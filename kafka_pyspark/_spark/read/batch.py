@@ -2,7 +2,7 @@
 :func:`.executor.read_partition`).
 
 Driver (the planning Python worker Spark starts at ``load()``/action time):
-``Kafka07BatchReader.__init__`` parses the options (:mod:`~kafka_pyspark._spark.options`);
+``Kafka07BatchReader.__init__`` parses the options (:mod:`~kafka_pyspark._options`);
 ``pushFilters`` records what planning can use (:func:`.planning.plan_filter`; only where Spark keeps
 the plan to that one query, see :mod:`.pushdown`); ``partitions()`` (:func:`plan_batch`) has an
 :class:`~.offset_reader.OffsetReader` discover the broker-partitions (:mod:`.discovery`, strict)
@@ -19,8 +19,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from kafka_pyspark._options import ReadOptions, parse_read_options
 from kafka_pyspark._spark import worker_gc
-from kafka_pyspark._spark.options import ReadOptions, parse_read_options
 from kafka_pyspark._spark.read import pushdown
 from kafka_pyspark._spark.read.executor import read_partition
 from kafka_pyspark._spark.read.offset_reader import OffsetReader

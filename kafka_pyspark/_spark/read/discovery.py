@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafka_pyspark._options import Assign, ReadOptions, Subscribe, Subscription
 from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
-from kafka_pyspark._spark.options import Assign, ReadOptions, Subscribe, Subscription
 from kafka_pyspark.errors import (
     BrokerConnectionError,
     OptionError,

@@ -34,7 +34,7 @@ from kafka_pyspark.errors import BrokerConnectionError
 
 if TYPE_CHECKING:
     from kafka_pyspark._cluster import BrokerAddress, Cluster
-    from kafka_pyspark._spark.options import ReadOptions
+    from kafka_pyspark._options import ReadOptions
 
 __all__ = ["OffsetReader"]
 

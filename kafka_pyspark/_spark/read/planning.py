@@ -46,7 +46,7 @@ from kafka_pyspark._spark.compat import (
 from kafka_pyspark.client._fetch_types import FetchSettings, OffsetRange
 
 if TYPE_CHECKING:
-    from kafka_pyspark._spark.options import ReadOptions
+    from kafka_pyspark._options import ReadOptions
 
 __all__ = [
     "Kafka07InputPartition",

@@ -1,7 +1,7 @@
 """``spark.read.format("kafka07").option("path", ...)``: segment files, no broker
 (docs/segments.md).
 
-Driver: options (:mod:`~kafka_pyspark._spark.options.segment_path`), discovery of the files
+Driver: options (:mod:`~kafka_pyspark._options.segment_path`), discovery of the files
 (:func:`kafka_pyspark._segments.files.discover`), filters on ``topic``/``broker``/
 ``partition`` (exact) and ``offset`` (whole files skipped; a ``.log`` file with an offset index
 is read from the last indexed entry at or below a pushed lower bound), then one input
@@ -24,6 +24,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from kafka_pyspark._messages.columns import constant_column
+from kafka_pyspark._options.segment_path import SegmentOptions, parse_segment_options
 from kafka_pyspark._segments.files import (
     SegmentFile,
     check_one_log,
@@ -33,7 +34,6 @@ from kafka_pyspark._segments.files import (
 from kafka_pyspark._segments.index import start_position
 from kafka_pyspark._segments.reading import ReadSettings, ReadStop, SegmentSplit, iter_split
 from kafka_pyspark._spark import worker_gc
-from kafka_pyspark._spark.options.segment_path import SegmentOptions, parse_segment_options
 from kafka_pyspark._spark.read import pushdown
 from kafka_pyspark._spark.read.planning import PlanFilter
 from kafka_pyspark._spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA

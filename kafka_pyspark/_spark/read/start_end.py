@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+from kafka_pyspark._options import OffsetSpec, canonical_name
 from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp, partition_key
-from kafka_pyspark._spark.options import OffsetSpec, canonical_name
 from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._wire.protocol import OFFSETS_EARLIEST, OFFSETS_LATEST
 from kafka_pyspark.errors import OptionError, data_loss_error, data_loss_skipped

@@ -25,7 +25,7 @@ from kafka_pyspark._spark.stream.scan import HEADER, Scan, ScanFn, Windows
 from kafka_pyspark.errors import InvalidMessageSizeError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._spark.options import ReadOptions
+    from kafka_pyspark._options import ReadOptions
 
 __all__ = [
     "Admission",

@@ -34,7 +34,7 @@ from kafka_pyspark._spark.stream.scan import Scan, Windows
 from kafka_pyspark.errors import RegistryUnavailableError
 
 if TYPE_CHECKING:
-    from kafka_pyspark._spark.options import ReadOptions
+    from kafka_pyspark._options import ReadOptions
 
 __all__ = ["StreamOffsetReader"]
 

@@ -12,7 +12,7 @@ admission control for ``maxBytesPerTrigger`` with :mod:`.admission`, when to com
 group); :class:`~.offset_reader.StreamOffsetReader` does every round trip to the brokers
 and ZooKeeper and keeps their connections and caches (registry view and ZooKeeper outages,
 OFFSETS, boundary scans and their prefetch, group commits). Options
-(:mod:`~kafka_pyspark._spark.options`, mode ``stream``), discovery
+(:mod:`~kafka_pyspark._options`, mode ``stream``), discovery
 (:mod:`~kafka_pyspark._spark.read.discovery`), start resolution
 (:mod:`~kafka_pyspark._spark.read.start_end`), planning (:mod:`~kafka_pyspark._spark.read.planning`)
 and the executor read path (:func:`~kafka_pyspark._spark.read.executor.read_partition`) are
@@ -29,6 +29,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from kafka_pyspark._options import (
+    ReadOptions,
+    parse_read_options,
+)
 from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.compat import (
@@ -36,10 +40,6 @@ from kafka_pyspark._spark.compat import (
     ReadLimit,
     ReadMaxBytes,
     SupportsTriggerAvailableNow,
-)
-from kafka_pyspark._spark.options import (
-    ReadOptions,
-    parse_read_options,
 )
 from kafka_pyspark._spark.read.discovery import diff_topology, merge_topology
 from kafka_pyspark._spark.read.executor import read_partition

@@ -1,6 +1,7 @@
 """The Spark faces of the write engine: ``df.write`` and ``df.writeStream`` with
-``format("kafka07")``. Both build a :class:`~.plan.WritePlan` on the driver, run a
-:class:`~.task.TaskWriter` per task and commit or abort on the driver (:mod:`.commit`)."""
+``format("kafka07")``. Both build a :class:`~kafka_pyspark._write.WritePlan` on the driver
+(:mod:`.driver`), run a :class:`~kafka_pyspark._write.TaskWriter` per task (its identity from
+the Spark task: :func:`spark_identity`) and commit or abort on the driver (:mod:`.commit`)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,42 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafka_pyspark._spark.compat import StreamArrowWriter
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, abort_job, commit_job
-from kafka_pyspark._spark.write.faults import fault_point
-from kafka_pyspark._spark.write.identity import spark_identity
-from kafka_pyspark._spark.write.plan import WritePlan, build_plan
-from kafka_pyspark._spark.write.store import open_store
-from kafka_pyspark._spark.write.task import TaskWriter
+from kafka_pyspark._spark.write.driver import build_plan
+from kafka_pyspark._write import TaskIdentity, TaskWriter, WritePlan
+from kafka_pyspark._write.faults import fault_point
+from kafka_pyspark._write.store import open_store
 from kafka_pyspark.errors import OptionError
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
+
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def spark_identity(job: str | None) -> TaskIdentity | None:
+    """The running Spark task's identity: a batch job's (``job``, given by the batch writer),
+    else a stream's from its local properties; None outside a Spark task, or in a stream task
+    without them.
+
+    A batch write always uses its job id, even inside ``foreachBatch`` (whose jobs inherit the
+    stream's local properties): two writes in one micro-batch must not share records."""
+    try:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+    except Exception:  # pragma: no cover - no Spark on this path
+        ctx = None
+    if ctx is None:
+        return None
+    if job is not None:
+        return TaskIdentity(job, 0, ctx.partitionId())
+    query, batch = ctx.getLocalProperty(QUERY_ID_PROPERTY), ctx.getLocalProperty(BATCH_ID_PROPERTY)
+    if query and batch is not None:
+        return TaskIdentity(str(query), int(batch), ctx.partitionId())
+    return None
 
 
 def _task_label() -> str:
@@ -89,7 +115,8 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         ident = spark_identity(self.job)
         if ident is None:
             _identity_missing(self.plan)
-        return TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
+        report = TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
+        return Kafka07CommitMessage.of(report)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         fault_point("before-commit")
@@ -120,7 +147,8 @@ class Kafka07StreamWriter(StreamArrowWriter):
         ident = spark_identity(None)
         if ident is None:
             _identity_missing(self.plan)
-        return TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
+        report = TaskWriter(self.plan, task=_task_label(), identity=ident).write(iterator)
+        return Kafka07CommitMessage.of(report)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         # Records of earlier micro-batches go; this one's stay: a driver killed after this

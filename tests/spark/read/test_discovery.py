@@ -12,7 +12,7 @@ from _cluster import send
 
 from kafka_pyspark._cluster import Cluster, cluster_options
 from kafka_pyspark._messages import encode_message_set
-from kafka_pyspark._spark.options import Assign, Subscribe, parse_read_options
+from kafka_pyspark._options import Assign, Subscribe, parse_read_options
 from kafka_pyspark._spark.read.discovery import discover
 from kafka_pyspark._spark.read.offset_reader import OffsetReader
 from kafka_pyspark.errors import (

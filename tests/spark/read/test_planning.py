@@ -25,8 +25,8 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
+from kafka_pyspark._options import OffsetSpec, parse_read_options
 from kafka_pyspark._shared.partition_key import TopicPartition
-from kafka_pyspark._spark.options import OffsetSpec, parse_read_options
 from kafka_pyspark._spark.read.log_bounds import LogBounds
 from kafka_pyspark._spark.read.planning import (
     Kafka07InputPartition,

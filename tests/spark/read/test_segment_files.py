@@ -38,7 +38,7 @@ def test_broker_segment_files_read_back_like_the_live_reader(
     spark: SparkSession, zk_connect: str, tmp_path: Path
 ) -> None:
     from kafka_pyspark._messages import encode_message_set
-    from kafka_pyspark._spark.options import parse_read_options
+    from kafka_pyspark._options import parse_read_options
     from kafka_pyspark._spark.read.batch import plan_batch
     from kafka_pyspark._spark.read.executor import read_partition
     from kafka_pyspark.client import Producer

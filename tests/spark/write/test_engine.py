@@ -19,15 +19,9 @@ from _cluster import read_topic
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from kafka_pyspark._cluster import BrokerAddress, parse_cluster_options
-from kafka_pyspark._spark.write import (
-    Kafka07CommitMessage,
-    TaskWriter,
-    WritePlan,
-    abort_job,
-    build_plan,
-    commit_job,
-)
-from kafka_pyspark._spark.write.route import RandomRuns
+from kafka_pyspark._spark.write import Kafka07CommitMessage, abort_job, build_plan, commit_job
+from kafka_pyspark._write import TaskWriter, WritePlan
+from kafka_pyspark._write.route import RandomRuns
 from kafka_pyspark.errors import (
     AppendShortfallError,
     BrokerConnectionError,

@@ -19,9 +19,10 @@ import pytest
 from _cluster import count_values, read_topic
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from kafka_pyspark._spark.write import TaskWriter, build_plan
-from kafka_pyspark._spark.write.identity import TaskIdentity
-from kafka_pyspark._spark.write.store import FileStore, ZkStore
+from kafka_pyspark._spark.write import build_plan
+from kafka_pyspark._write import TaskWriter
+from kafka_pyspark._write.identity import TaskIdentity
+from kafka_pyspark._write.store import FileStore, ZkStore
 from kafka_pyspark.errors import DeliveryLockError, NonDeterministicInputError, OptionError
 
 if TYPE_CHECKING:
@@ -53,8 +54,9 @@ def options(cluster: dict[str, str], **more: str) -> dict[str, str]:
 _ATTEMPT = """
 import sys, pyarrow as pa
 from pyspark.sql.types import BinaryType, StructField, StructType
-from kafka_pyspark._spark.write import TaskWriter, build_plan
-from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark._write import TaskWriter
+from kafka_pyspark._spark.write import build_plan
+from kafka_pyspark._write.identity import TaskIdentity
 opts = dict(a.split("=", 1) for a in sys.argv[2:])
 vals = [f"{sys.argv[1]}{i:05d}".encode() for i in range(200)]
 plan = build_plan(opts, StructType([StructField("value", BinaryType(), True)]))

@@ -1,23 +1,21 @@
-"""The driver's side of a write: options and columns checked, the cluster resolved into a
-picklable :class:`WritePlan` that Spark ships to every write task."""
+"""The driver's side of a write: the parsed options and columns and a cluster view resolved into
+a picklable :class:`WritePlan` that Spark ships to every write task (``kafka07 produce`` hands
+it to its one :class:`~kafka_pyspark._write.task.TaskWriter`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._options.write_columns import ColumnLayout
+from kafka_pyspark._options.write_options import WriteOptions
 from kafka_pyspark._partitioner import sorted_partitions
-from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
-from kafka_pyspark._spark.options.write_options import WriteOptions, parse_write_options
 from kafka_pyspark._wire import validate_topic_name
 from kafka_pyspark.errors import BrokerConnectionError, TopicNameError
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
     from kafka_pyspark._cluster import Cluster
 
 
@@ -54,16 +52,6 @@ class WritePlan:
     def new_topic_partitions(self) -> tuple[tuple[int, int], ...]:
         """Partition 0 of every live broker (docs/dev/PROTOCOL.md "New topics")."""
         return tuple(sorted_partitions(dict.fromkeys(self.brokers, 1), self.brokers))
-
-
-def build_plan(options: Mapping[str, str], schema: StructType) -> WritePlan:
-    """Driver side: check options and columns, then resolve the cluster (bounded I/O)."""
-    from kafka_pyspark._cluster import Cluster
-
-    wopts, copts = parse_write_options(options)
-    layout = resolve_columns(schema, wopts)
-    with Cluster(copts) as cluster:
-        return resolve_plan(cluster, wopts, layout, copts)
 
 
 def resolve_plan(

@@ -1,29 +1,33 @@
 """The writer's input columns: which DataFrame column is the value, key, topic, broker and
-partition (docs/writing.md "Columns"), checked against the schema on the driver."""
+partition (docs/writing.md "Columns"), checked against the schema on the driver. Pure: the
+schema comes as :class:`Column` rows (a Spark schema's from
+:func:`kafka_pyspark._spark.write.driver.spark_columns`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from pyspark.sql.types import (
-    BinaryType,
-    ByteType,
-    DataType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructType,
-)
-
-from kafka_pyspark._spark.options.write_options import WriteOptions
+from kafka_pyspark._options.write_options import WriteOptions
 from kafka_pyspark.errors import OptionError, SchemaError
 
-__all__ = ["ColumnLayout", "resolve_columns"]
+__all__ = ["BINARY", "INT", "OTHER", "STRING", "Column", "ColumnLayout", "resolve_layout"]
 
-_BYTES_TYPES = (StringType, BinaryType)
-_INT_TYPES = (ByteType, ShortType, IntegerType, LongType)
+#: what the writer makes of a column's type (:attr:`Column.kind`): Spark's string (any
+#: collation), binary, any integer width (byte, short, int, long), anything else
+STRING, BINARY, INT, OTHER = "string", "binary", "int", "other"
+_BYTES_KINDS = (STRING, BINARY)
 _COLUMNS = ("value", "key", "topic", "broker", "partition")
+
+
+class Column(NamedTuple):
+    """One input column: its name, its type's :data:`kind` and the type as errors name it
+    (Spark's ``simpleString``: ``binary``, ``bigint``, ``array<int>``...)."""
+
+    name: str
+    kind: str
+    type_name: str
 
 
 @dataclass(frozen=True)
@@ -40,14 +44,10 @@ class ColumnLayout:
     partitioner: str = "random"  # effective: "hash" (key column used) or "random"
 
 
-def _type_name(t: DataType) -> str:
-    return t.simpleString()
-
-
-def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
-    """Check the DataFrame's schema against docs/writing.md "Columns"."""
+def resolve_layout(columns: Sequence[Column], options: WriteOptions) -> ColumnLayout:
+    """Check the input's columns against docs/writing.md "Columns"."""
     found: dict[str, str] = {}
-    for field in schema.fields:
+    for field in columns:
         lname = field.name.lower()
         if lname not in _COLUMNS:
             continue
@@ -57,17 +57,15 @@ def resolve_columns(schema: StructType, options: WriteOptions) -> ColumnLayout:
                 "(names are case-insensitive)"
             )
         found[lname] = field.name
-        t = field.dataType
-        if lname in ("value", "key") and not isinstance(t, _BYTES_TYPES):
-            raise SchemaError(
-                f"column {field.name!r} must be binary or string, not {_type_name(t)}"
-            )
-        if lname == "topic" and not isinstance(t, StringType):
-            raise SchemaError(f"column {field.name!r} must be string, not {_type_name(t)}")
-        if lname in ("broker", "partition") and not isinstance(t, _INT_TYPES):
-            raise SchemaError(f"column {field.name!r} must be int, not {_type_name(t)}")
+        kind, t = field.kind, field.type_name
+        if lname in ("value", "key") and kind not in _BYTES_KINDS:
+            raise SchemaError(f"column {field.name!r} must be binary or string, not {t}")
+        if lname == "topic" and kind != STRING:
+            raise SchemaError(f"column {field.name!r} must be string, not {t}")
+        if lname in ("broker", "partition") and kind != INT:
+            raise SchemaError(f"column {field.name!r} must be int, not {t}")
     if "value" not in found:
-        names = ", ".join(repr(f.name) for f in schema.fields) or "none"
+        names = ", ".join(repr(f.name) for f in columns) or "none"
         raise SchemaError(f"kafka07 needs a 'value' column (binary or string); columns: {names}")
     if ("broker" in found) != ("partition" in found):
         have, missing = ("broker", "partition") if "broker" in found else ("partition", "broker")

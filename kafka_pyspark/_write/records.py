@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_pyspark._shared.partition_key import TopicPartition
-from kafka_pyspark._spark.write.digest import SetDigest
+from kafka_pyspark._write.digest import SetDigest
 
 __all__ = [
     "INTENT_SET_SIZE",

@@ -15,22 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_pyspark._shared import defaults
-from kafka_pyspark._shared.option_values import bool_option, int_option
-from kafka_pyspark._spark.options.habits import unknown_option, write_option_when_reading
-from kafka_pyspark._spark.options.option_names import (
+from kafka_pyspark._options.habits import unknown_option, write_option_when_reading
+from kafka_pyspark._options.option_names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
     WRITE_OPTIONS,
     canonical_name,
     lower,
 )
-from kafka_pyspark._spark.options.subscription import (
+from kafka_pyspark._options.subscription import (
     Subscribe,
     SubscribePattern,
     parse_pattern,
     parse_subscribe,
 )
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import bool_option, int_option
 from kafka_pyspark._wire.protocol import INT32_MAX, INT64_MAX
 from kafka_pyspark.errors import OptionError
 

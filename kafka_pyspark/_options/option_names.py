@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka_pyspark._cluster import CLUSTER_NAMES
+from kafka_pyspark._options.delivery_options import DELIVERY_NAMES
 from kafka_pyspark._shared.option_values import lower_options
-from kafka_pyspark._spark.options.delivery_options import DELIVERY_NAMES
 
 __all__ = [
     "BATCH_ONLY_OPTIONS",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kafka_pyspark import _wire as wire
-from kafka_pyspark._spark.write.sizes import (
+from kafka_pyspark._wire.topics import MAX_TOPIC_BYTES
+from kafka_pyspark._write.sizes import (
     MESSAGE_OVERHEAD,
     SizeLimits,
     cut_runs,
@@ -13,7 +14,6 @@ from kafka_pyspark._spark.write.sizes import (
     request_limit,
     set_limit,
 )
-from kafka_pyspark._wire.topics import MAX_TOPIC_BYTES
 from kafka_pyspark.client._framing import BROKER_MAX_REQUEST_BYTES
 
 

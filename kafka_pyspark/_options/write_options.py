@@ -31,17 +31,17 @@ from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
 from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
 from kafka_pyspark._messages.compression import MAX_GZIP_LEVEL
 from kafka_pyspark._messages.layout import CODEC_ALIASES, CODEC_IDS, CODEC_NAMES
-from kafka_pyspark._shared import defaults
-from kafka_pyspark._shared.option_values import int_option, int_value, topic_value
-from kafka_pyspark._spark.options.delivery_options import DeliveryOptions, parse_delivery_options
-from kafka_pyspark._spark.options.habits import unknown_option
-from kafka_pyspark._spark.options.option_names import (
+from kafka_pyspark._options.delivery_options import DeliveryOptions, parse_delivery_options
+from kafka_pyspark._options.habits import unknown_option
+from kafka_pyspark._options.option_names import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
     SPARK_SINK_OPTIONS,
     WRITE_OPTIONS,
     canonical_name,
 )
+from kafka_pyspark._shared import defaults
+from kafka_pyspark._shared.option_values import int_option, int_value, topic_value
 from kafka_pyspark._wire.protocol import INT32_MAX
 from kafka_pyspark.errors import OptionError
 

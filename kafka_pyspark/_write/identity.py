@@ -5,7 +5,8 @@ same after a restart from the checkpoint), batch = the micro-batch id
 (``streaming.sql.batchId``), partition = the task's partition id. A batch ``df.write``: sink =
 a job id made on the driver when the writer is created (pickled with it to every task), batch
 0: retries and speculative copies of a task in one job share it; a second ``save()`` is a
-second write.
+second write. A Spark task finds its own with
+:func:`kafka_pyspark._spark.write.faces.spark_identity`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["BATCH_ID_PROPERTY", "QUERY_ID_PROPERTY", "TaskIdentity", "spark_identity"]
-
-QUERY_ID_PROPERTY = "sql.streaming.queryId"
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
+__all__ = ["TaskIdentity"]
 
 
 @dataclass(frozen=True)
@@ -35,22 +33,3 @@ class TaskIdentity:
 
     def describe(self) -> str:
         return f"sink {self.sink} batch {self.batch} partition {self.partition}"
-
-
-def spark_identity(job: str | None) -> TaskIdentity | None:
-    """The running Spark task's identity: a stream's from its local properties, else the batch
-    job's (``job``); None outside a Spark task, or in a stream task without them."""
-    try:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-    except Exception:  # pragma: no cover - no Spark on this path
-        ctx = None
-    if ctx is None:
-        return None
-    query, batch = ctx.getLocalProperty(QUERY_ID_PROPERTY), ctx.getLocalProperty(BATCH_ID_PROPERTY)
-    if query and batch is not None:
-        return TaskIdentity(str(query), int(batch), ctx.partitionId())
-    if job is None:
-        return None
-    return TaskIdentity(job, 0, ctx.partitionId())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_pyspark._spark.write.digest import LogUnit, SetDigest
-from kafka_pyspark._spark.write.matcher import landed_prefix
-from kafka_pyspark._spark.write.records import (
+from kafka_pyspark._write.digest import LogUnit, SetDigest
+from kafka_pyspark._write.matcher import landed_prefix
+from kafka_pyspark._write.records import (
     IntentWindow,
     RecordError,
     decode_done,

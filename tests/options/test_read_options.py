@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kafka_pyspark._cluster import BrokerAddress, Cluster
-from kafka_pyspark._spark.options import (
+from kafka_pyspark._options import (
     CLUSTER_OPTIONS,
     READ_OPTIONS,
     Assign,

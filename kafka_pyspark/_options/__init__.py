@@ -1,25 +1,26 @@
-"""Every option of the data source, parsed and validated once, into frozen dataclasses. Pure.
+"""Every option of the data source, parsed and validated once, into frozen dataclasses. Pure:
+no Spark (``kafka07 produce`` parses the write options where pyspark is not installed).
 
 By subject:
 
 - :mod:`kafka_pyspark._cluster.options` (one layer down, because ``Cluster`` and ``Registry``
   take it): where the cluster is (``zk.connect``/``broker.list``, timeouts, credentials
   ``zk.auth.user`` + ``zk.auth.password``) -> :class:`ClusterOptions`; the value parsers all
-  options share are
-  :mod:`kafka_pyspark._shared.option_values`;
+  options share are :mod:`kafka_pyspark._shared.option_values`;
 - :mod:`.option_names`: which option belongs to which mode, and its documented spelling;
 - :mod:`.habits`: what an unknown name is told (Spark's Kafka source options, near misses);
 - :mod:`.subscription`: ``subscribe``/``subscribePattern``/``assign``;
 - :mod:`.read_options`: the read options (batch and stream) -> :class:`ReadOptions`;
-- :mod:`.write_options`: the write options -> :class:`WriteOptions`; :mod:`.write_columns` (imports
-  pyspark, so not re-exported here): the writer's input columns.
+- :mod:`.write_options`: the write options -> :class:`WriteOptions`, with
+  :mod:`.delivery_options` (``delivery.*``); :mod:`.write_columns`: the writer's input columns
+  (a Spark schema's: :mod:`kafka_pyspark._spark.write.driver`).
 
 Segment-file reads (``path``) have their own options:
-:mod:`kafka_pyspark._spark.options.segment_path`.
+:mod:`kafka_pyspark._options.segment_path`.
 """
 
 from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
-from kafka_pyspark._spark.options.option_names import (
+from kafka_pyspark._options.option_names import (
     BATCH_ONLY_OPTIONS,
     CLUSTER_OPTIONS,
     READ_OPTIONS,
@@ -28,7 +29,7 @@ from kafka_pyspark._spark.options.option_names import (
     WRITE_OPTIONS,
     canonical_name,
 )
-from kafka_pyspark._spark.options.read_options import (
+from kafka_pyspark._options.read_options import (
     Mode,
     OffsetSpec,
     ReadOptions,
@@ -36,14 +37,14 @@ from kafka_pyspark._spark.options.read_options import (
     parse_read_options,
     validate_read_options,
 )
-from kafka_pyspark._spark.options.subscription import (
+from kafka_pyspark._options.subscription import (
     Assign,
     Subscribe,
     SubscribePattern,
     Subscription,
     java_regex_to_python,
 )
-from kafka_pyspark._spark.options.write_options import (
+from kafka_pyspark._options.write_options import (
     WriteOptions,
     parse_codec,
     parse_write_options,

@@ -5,7 +5,7 @@ are cut into message sets of ``batch.size`` messages, fewer where an uncompresse
 fit one request or a compressed wrapper would exceed ``max.message.size`` (split in halves),
 encoded (all sets of a flush in one encoder call) and handed to ``queue``. One message that
 cannot fit is a :class:`~kafka_pyspark.errors.MessageTooLargeError` naming its row. Sizes:
-:mod:`kafka_pyspark._spark.write.sizes`.
+:mod:`kafka_pyspark._write.sizes`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from kafka_pyspark._options.write_options import WriteOptions
 from kafka_pyspark._shared.partition_key import partition_key
-from kafka_pyspark._spark.options.write_options import WriteOptions
-from kafka_pyspark._spark.write.digest import SetDigest, set_digest
-from kafka_pyspark._spark.write.rows import RowError, Targets, compact, value_offsets
-from kafka_pyspark._spark.write.sizes import (
+from kafka_pyspark._write.digest import SetDigest, set_digest
+from kafka_pyspark._write.rows import RowError, Targets, compact, value_offsets
+from kafka_pyspark._write.sizes import (
     MAX_COMPRESS_INPUT,
     MESSAGE_OVERHEAD,
     SizeLimits,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_pyspark._spark.write.faults import FAULT_DIR_ENV, FAULT_ENV, fault_point, parse_fault
+from kafka_pyspark._write.faults import FAULT_DIR_ENV, FAULT_ENV, fault_point, parse_fault
 
-_CALL = "from kafka_pyspark._spark.write.faults import fault_point; fault_point({!r}); print('on')"
+_CALL = "from kafka_pyspark._write.faults import fault_point; fault_point({!r}); print('on')"
 
 
 def _run(point: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

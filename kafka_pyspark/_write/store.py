@@ -6,8 +6,9 @@ refreshes), ``intent-NNNNN`` records and a ``done`` record (:mod:`.records`), un
 
 ZooKeeper round trips of one task: :meth:`ZkStore.claim` one (create the parents and the lock,
 read ``done`` and the first intent, pipelined; a second only when more than one intent window
-was recorded, or to wait for another attempt's lock), :meth:`ZkStore.put_intent` one per window,
-:meth:`ZkStore.finish` one (``done`` and the lock's delete, pipelined).
+was recorded, or to wait for another attempt's lock), :meth:`ZkStore.put_intent` one per
+window and :meth:`ZkStore.verify` one per window (the lock checked before the window is sent),
+:meth:`ZkStore.finish` one (``done`` and the lock's delete, pipelined): 4 for a one-window task.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple, Protocol
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_requests import Request
 from kafka_pyspark._cluster.zk_session import ZkSession
-from kafka_pyspark._spark.write.identity import TaskIdentity
+from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
 __all__ = ["Claim", "FileStore", "RecordStore", "ZkStore", "open_store"]
@@ -47,6 +48,7 @@ class Claim(NamedTuple):
 class RecordStore(Protocol):
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim: ...
     def holds(self) -> bool: ...
+    def verify(self, ident: TaskIdentity) -> bool: ...
     def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None: ...
     def finish(self, ident: TaskIdentity, done: bytes) -> None: ...
     def release(self, ident: TaskIdentity) -> None: ...
@@ -164,6 +166,15 @@ class ZkStore:
 
     def holds(self) -> bool:
         return self._session_id is not None and self._zk.session_id == self._session_id
+
+    def verify(self, ident: TaskIdentity) -> bool:
+        """:meth:`holds`, asked of ZooKeeper (one round trip): the lock node still holds this
+        attempt's token. A process that was frozen past its session learns it here."""
+        if not self.holds():
+            return False
+        path = f"{self._base(ident)}/{LOCK}"
+        (got,) = self._zk.pipeline("checking", path, [_get(path)], self._expected())
+        return got is not None and got[0] == self._token and self.holds()
 
     def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
         path = f"{self._base(ident)}/{intent_name(index)}"
@@ -292,6 +303,9 @@ class FileStore:
 
     def holds(self) -> bool:
         return self._lock_path is not None and _read(self._lock_path) == self._token
+
+    def verify(self, ident: TaskIdentity) -> bool:
+        return self.holds()
 
     def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
         _write_atomic(os.path.join(self._base(ident), intent_name(index)), data)

@@ -24,6 +24,25 @@ from typing import Any, Literal
 
 from kafka_pyspark._cluster import ClusterOptions, parse_cluster_options
 from kafka_pyspark._cluster.zk_auth import refuse_zk_auth
+from kafka_pyspark._options.habits import unknown_option, write_option_when_reading
+from kafka_pyspark._options.option_names import (
+    BATCH_ONLY_OPTIONS,
+    CLUSTER_OPTIONS,
+    READ_OPTIONS,
+    STREAM_ONLY_OPTIONS,
+    WRITE_OPTIONS,
+    canonical_name,
+    lower,
+)
+from kafka_pyspark._options.subscription import (
+    Assign,
+    Subscribe,
+    Subscription,
+    parse_assign,
+    parse_pattern,
+    parse_subscribe,
+    partition_key_value,
+)
 from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.option_values import (
     bool_option,
@@ -33,25 +52,6 @@ from kafka_pyspark._shared.option_values import (
     topic_value,
 )
 from kafka_pyspark._shared.partition_key import TopicPartition, check_group_id, partition_key
-from kafka_pyspark._spark.options.habits import unknown_option, write_option_when_reading
-from kafka_pyspark._spark.options.option_names import (
-    BATCH_ONLY_OPTIONS,
-    CLUSTER_OPTIONS,
-    READ_OPTIONS,
-    STREAM_ONLY_OPTIONS,
-    WRITE_OPTIONS,
-    canonical_name,
-    lower,
-)
-from kafka_pyspark._spark.options.subscription import (
-    Assign,
-    Subscribe,
-    Subscription,
-    parse_assign,
-    parse_pattern,
-    parse_subscribe,
-    partition_key_value,
-)
 from kafka_pyspark._wire.protocol import INT32_MAX, INT64_MAX, OFFSETS_EARLIEST
 from kafka_pyspark.client._fetch_types import FetchSettings
 from kafka_pyspark.errors import OptionError

@@ -23,13 +23,13 @@ import pyarrow.compute as pc
 
 from kafka_pyspark._partitioner import hash_partitions, java_hashcodes, random_partitions
 from kafka_pyspark._shared.partition_key import partition_key
-from kafka_pyspark._spark.write.rows import RowError, Targets, row_label
 from kafka_pyspark._wire import INT32_MAX, validate_topic_name
+from kafka_pyspark._write.rows import RowError, Targets, row_label
 from kafka_pyspark.errors import InvalidPartitionError, SchemaError, TopicNameError
 
 if TYPE_CHECKING:
     from kafka_pyspark._cluster import Cluster
-    from kafka_pyspark._spark.write.plan import WritePlan
+    from kafka_pyspark._write.plan import WritePlan
 
 
 Ids = npt.NDArray[np.int64]

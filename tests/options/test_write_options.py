@@ -15,14 +15,15 @@ from pyspark.sql.types import (
 )
 
 from kafka_pyspark._cluster import BrokerAddress
-from kafka_pyspark._spark.options import (
+from kafka_pyspark._options import (
     WriteOptions,
     parse_codec,
     parse_write_options,
     parse_write_options_only,
 )
-from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
-from kafka_pyspark._spark.options.write_columns import ColumnLayout, resolve_columns
+from kafka_pyspark._options.delivery_options import DeliveryOptions
+from kafka_pyspark._options.write_columns import ColumnLayout
+from kafka_pyspark._spark.write.driver import resolve_columns
 from kafka_pyspark.errors import OptionError, SchemaError
 
 ZK = {"zk.connect": "127.0.0.1:2181"}

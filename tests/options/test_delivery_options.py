@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_pyspark._spark.options import parse_write_options
-from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
+from kafka_pyspark._options import parse_write_options
+from kafka_pyspark._options.delivery_options import DeliveryOptions
 from kafka_pyspark.errors import OptionError
 
 ZK = {"zk.connect": "127.0.0.1:2181/kafka", "topic": "t"}

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_pyspark._spark.options import parse_read_options, parse_write_options
-from kafka_pyspark._spark.options.habits import SPARK_KAFKA_POINTERS, spelt_like, unknown_option
-from kafka_pyspark._spark.options.option_names import canonical_name
-from kafka_pyspark._spark.options.segment_path import parse_segment_options
-from kafka_pyspark._spark.options.subscription import Subscribe
+from kafka_pyspark._options import parse_read_options, parse_write_options
+from kafka_pyspark._options.habits import SPARK_KAFKA_POINTERS, spelt_like, unknown_option
+from kafka_pyspark._options.option_names import canonical_name
+from kafka_pyspark._options.segment_path import parse_segment_options
+from kafka_pyspark._options.subscription import Subscribe
 from kafka_pyspark.errors import OptionError
 
 ZK = {"zk.connect": "127.0.0.1:2181"}

@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_pyspark._messages import decode_message_set
-from kafka_pyspark._spark.options import parse_write_options_only
-from kafka_pyspark._spark.write.rows import Targets
-from kafka_pyspark._spark.write.sets import SetBuilder
-from kafka_pyspark._spark.write.sizes import SizeLimits
+from kafka_pyspark._options import parse_write_options_only
+from kafka_pyspark._write.rows import Targets
+from kafka_pyspark._write.sets import SetBuilder
+from kafka_pyspark._write.sizes import SizeLimits
 
 
 def _sets(options: dict[str, str], values: list[bytes]) -> list[bytes]:

@@ -3,7 +3,7 @@
 Per batch: check the values (no nulls, no message over the limit), route the rows
 (:mod:`.route`), buffer and cut message sets (:mod:`.sets`), hand them to the
 :class:`~kafka_pyspark.client.Producer` (MULTIPRODUCE per broker); at the end, the delivery
-barrier on every connection used, and a :class:`~.commit.Kafka07CommitMessage`.
+barrier on every connection used, and a :class:`~.report.WriteReport`.
 """
 
 from __future__ import annotations
@@ -19,22 +19,22 @@ import pyarrow as pa
 from kafka_pyspark import errors
 from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.partition_key import TopicPartition
-from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, fmt_sets, fmt_written
-from kafka_pyspark._spark.write.delivery import ExactlyOnce
-from kafka_pyspark._spark.write.digest import SetDigest
-from kafka_pyspark._spark.write.identity import TaskIdentity
-from kafka_pyspark._spark.write.plan import WritePlan
-from kafka_pyspark._spark.write.route import Router
-from kafka_pyspark._spark.write.rows import (
+from kafka_pyspark._write.delivery import ExactlyOnce
+from kafka_pyspark._write.digest import SetDigest
+from kafka_pyspark._write.identity import TaskIdentity
+from kafka_pyspark._write.plan import WritePlan
+from kafka_pyspark._write.report import WriteReport, fmt_sets, fmt_written
+from kafka_pyspark._write.route import Router
+from kafka_pyspark._write.rows import (
     RowError,
     Targets,
     as_binary,
     row_label,
     value_offsets,
 )
-from kafka_pyspark._spark.write.sets import SetBuilder
-from kafka_pyspark._spark.write.sizes import SizeLimits
-from kafka_pyspark._spark.write.store import open_store
+from kafka_pyspark._write.sets import SetBuilder
+from kafka_pyspark._write.sizes import SizeLimits
+from kafka_pyspark._write.store import open_store
 from kafka_pyspark.client import Producer
 from kafka_pyspark.errors import (
     AppendShortfallError,
@@ -91,7 +91,7 @@ class TaskWriter:
 
     # --- public --------------------------------------------------------------------------
 
-    def write(self, batches: Iterable[pa.RecordBatch]) -> Kafka07CommitMessage:
+    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
         try:
             try:
                 for batch in batches:
@@ -145,9 +145,9 @@ class TaskWriter:
     def _result(
         self, error: KafkaError | None = None, *, rows: int | None = None,
         written: dict[TopicPartition, tuple[int, int, int]] | None = None,
-    ) -> Kafka07CommitMessage:
+    ) -> WriteReport:
         ident = self.identity
-        return Kafka07CommitMessage(
+        return WriteReport(
             task=self.task,
             rows=self._rows_seen if rows is None else rows,
             written=self._written() if written is None else written,
@@ -205,7 +205,7 @@ class TaskWriter:
             )
         return self._prod
 
-    def _begin(self, ident: TaskIdentity) -> Kafka07CommitMessage | None:
+    def _begin(self, ident: TaskIdentity) -> WriteReport | None:
         """Exactly-once, before the first row is routed (a task without rows never touches
         the store): the lock, and the commit message again if the task was done."""
         self._once = self._exactly_once(ident)
@@ -255,7 +255,7 @@ class TaskWriter:
         """Send what is buffered and run the delivery barrier on every connection used.
 
         Returns the error for partitions whose log grew less than was sent (the broker dropped
-        data; reported in the commit message: a Spark retry would only be dropped again)."""
+        data; reported in the task's report: a Spark retry would only be dropped again)."""
         if self._prod is None:
             return None
         try:

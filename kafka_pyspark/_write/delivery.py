@@ -27,13 +27,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from kafka_pyspark._options.delivery_options import DeliveryOptions
 from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
-from kafka_pyspark._spark.options.delivery_options import DeliveryOptions
-from kafka_pyspark._spark.write.digest import LogUnit, SetDigest, log_units
-from kafka_pyspark._spark.write.faults import FAULT_ENV, fault_point
-from kafka_pyspark._spark.write.identity import TaskIdentity
-from kafka_pyspark._spark.write.matcher import landed_prefix
-from kafka_pyspark._spark.write.records import (
+from kafka_pyspark._write.digest import LogUnit, SetDigest, log_units
+from kafka_pyspark._write.faults import FAULT_ENV, fault_point
+from kafka_pyspark._write.identity import TaskIdentity
+from kafka_pyspark._write.matcher import landed_prefix
+from kafka_pyspark._write.records import (
     INTENT_SET_SIZE,
     DoneRecord,
     IntentWindow,
@@ -45,8 +45,8 @@ from kafka_pyspark._spark.write.records import (
     intent_target_size,
     per_target,
 )
-from kafka_pyspark._spark.write.rows import Targets
-from kafka_pyspark._spark.write.store import RecordStore
+from kafka_pyspark._write.rows import Targets
+from kafka_pyspark._write.store import RecordStore
 from kafka_pyspark.client import latest
 from kafka_pyspark.errors import (
     DeliveryLockError,
@@ -158,7 +158,7 @@ class ExactlyOnce:
         self.store.put_intent(self.ident, self._next_window, encode_intent(window))
         self._next_window += 1
         fault_point("after-intent")
-        self._fence()
+        self._fence(remote=True)
         sets, self._window = self._window, []
         self._window_bytes = self._window_record = 0
         self._window_keys.clear()
@@ -239,8 +239,11 @@ class ExactlyOnce:
 
     # --- errors ------------------------------------------------------------------------------
 
-    def _fence(self) -> None:
-        if not self.store.holds():
+    def _fence(self, *, remote: bool = False) -> None:
+        """Stop unless this attempt still holds its lock: a local check before each set an
+        earlier attempt recorded, a check with the store (ZooKeeper: one round trip) before a
+        window is sent."""
+        if not (self.store.verify(self.ident) if remote else self.store.holds()):
             raise DeliveryLockError(
                 f"exactly-once write of {self.ident.describe()}: this attempt lost its lock "
                 f"({self.store!r}: its ZooKeeper session ended or the lease was broken) before "

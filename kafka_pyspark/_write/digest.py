@@ -9,7 +9,7 @@ set re-encoded by another deflate engine on a retry still matches.
 Writer side: :func:`set_digest` from the CRCs the encoder reports (``crcs_out``). Log side:
 :func:`log_units` walks raw FETCH bytes into :class:`LogUnit` s (a wrapper: the digest of its
 inner messages; an uncompressed message: its CRC and size), which
-:mod:`kafka_pyspark._spark.write.matcher` matches against the recorded sets.
+:mod:`kafka_pyspark._write.matcher` matches against the recorded sets.
 """
 
 from __future__ import annotations

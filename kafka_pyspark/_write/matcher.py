@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kafka_pyspark._spark.write.digest import LogUnit, SetDigest, digest_of_crcs
+from kafka_pyspark._write.digest import LogUnit, SetDigest, digest_of_crcs
 
 __all__ = ["landed_prefix"]
 
