@@ -35,7 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _trivial_source() -> Any:
     """A Python data source ``bench_trivial`` reading ``ROWS`` rows and writing to nowhere."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceReader,
+        DataSourceWriter,
+        WriterCommitMessage,
+    )
 
     class Reader(DataSourceReader):
         def read(self, partition: Any) -> Any:
@@ -46,6 +51,7 @@ def _trivial_source() -> Any:
         def write(self, rows: Any) -> Any:
             for _ in rows:
                 pass
+            return WriterCommitMessage()
 
     class Trivial(DataSource):
         @classmethod
