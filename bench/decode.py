@@ -1,6 +1,6 @@
 """Message-set codec throughput against the physical limits measured in the same run.
 
-Targets (docs/dev/ARCHITECTURE.md "Performance targets"), per core, 200-byte messages:
+Targets (docs/dev/FAST-LANE.md "Performance targets"), per core, 200-byte messages:
 
 - decode, uncompressed, CRC on: >= 2,000,000 messages/s and >= 50% of the limit, the cost the
   bytes have anyway: CRC-32 over every payload with the fastest CRC engine available (ISA-L's

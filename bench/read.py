@@ -1,6 +1,6 @@
 """Batch read throughput: ``spark.read.format("kafka07")`` against the Spark ceiling.
 
-Target (docs/dev/ARCHITECTURE.md "Performance targets"): ``load().write.format("noop")`` end to end
+Target (docs/dev/FAST-LANE.md "Performance targets"): ``load().write.format("noop")`` end to end
 >= 70% of the Spark ceiling, a null Python data source that yields the same rows as pre-built Arrow
 batches through the same Spark path, measured in the same run.
 

@@ -1,6 +1,6 @@
 """Reads of realistic data: log-normal value lengths (:mod:`bench.data`), JSON-like text.
 
-Targets (docs/dev/ARCHITECTURE.md "Performance targets"), measured here as ratios in one run:
+Targets (docs/dev/FAST-LANE.md "Performance targets"), measured here as ratios in one run:
 
 * ``read.spark.realistic.<codec>``: ``spark.read.format("kafka07")`` into the noop sink, for
   uncompressed sets and gzip and snappy sets of ``SET_SIZE`` (the writer's default

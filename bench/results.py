@@ -3,7 +3,7 @@
 
 ``limit`` is the physical ceiling measured in the same run (same data, same machine), and
 ``ratio`` is ``value / limit``; both are null for rows without a ceiling. ``target`` (optional)
-states the target (docs/dev/ARCHITECTURE.md "Performance targets") the ratio or value is judged
+states the target (docs/dev/FAST-LANE.md "Performance targets") the ratio or value is judged
 against.
 """
 

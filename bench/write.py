@@ -1,6 +1,6 @@
 """Write throughput: ``df.write.format("kafka07")`` against a bare loop and bare zlib.
 
-Targets (docs/dev/ARCHITECTURE.md "Performance targets"; batch.size 200, 200-byte values, 2 cores):
+Targets (docs/dev/FAST-LANE.md "Performance targets"; batch.size 200, 200-byte values, 2 cores):
 none and snappy >= 500,000 messages/s and >= 50% of the same rows encoded and sent by a bare loop
 with no Spark; gzip >= 70% of bare zlib compression throughput of the same bytes.
 

@@ -150,7 +150,14 @@ def test_wheels_install_beside_pyspark_and_agree(dist: Dist, venv: Venv) -> None
     assert sorted(row[4] for row in compiled["batch"]) == values
     assert compiled["streamed"] == values
     assert {row[3] for row in compiled["batch"]} == {"gzip"}
-    assert pure["batch"] == compiled["batch"] and pure["streamed"] == compiled["streamed"]
+    # The sets were written gzip by each wheel's encoder: libdeflate's deflate (compiled) and
+    # zlib's (pure) are other bytes, so the wrappers' byte offsets differ (docs/writing.md, "gzip
+    # bytes"); the rows read back do not.
+    def rows(batch: list[list[Any]]) -> list[tuple[Any, ...]]:
+        return [(r[0], r[3], r[4]) for r in batch]
+
+    assert rows(pure["batch"]) == rows(compiled["batch"])
+    assert pure["streamed"] == compiled["streamed"]
 
 
 def test_without_pyspark_only_the_data_source_needs_it(dist: Dist, venv: Venv) -> None:

@@ -1,4 +1,4 @@
-/* What the compiled modules of kafka_pyspark/messages share, defined once: _kernel.c, _snappy.c
+/* What the compiled modules of kafka_pyspark/_messages share, defined once: _kernel.c, _snappy.c
  * and _wrappers.c (the module _kernel), and _gzip.c (a module of its own, which reaches
  * _kernel's functions through its capsule, below).
  *

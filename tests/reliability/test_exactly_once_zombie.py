@@ -9,11 +9,11 @@ independent reader (log_reader.py), and the zombie must not report success for s
 not write. (Two live attempts, the second waiting for the first's lock:
 tests/spark/write/test_eo_task.py.)
 
-Known defects, marked below (the fence of delivery.py / store.py): ``ZkStore.holds()`` is a
-local check (kazoo's ``connected`` flag and session id), so a thawed zombie may pass it before
-its client has seen the expiry (at after-intent: a race, duplicates in some runs); and the fence
-runs once per window before its sets are handed to the producer, whose requests go out later
-(at mid-send the zombie sends the rest of its window after thawing: duplicates every run).
+At after-intent the thawed zombie's fence (a round trip: the lock node must still hold its
+token) stops it. Known limit, marked below: the fence runs once per window, before its sets are
+handed to the producer, whose requests go out later; frozen at mid-send, the zombie sends the
+rest of its window after thawing (duplicates every run; docs/writing.md "Fencing and its
+limit").
 """
 
 from __future__ import annotations
@@ -140,12 +140,10 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 FENCE = ("the fence is checked once per window, before the sets are handed to the producer; "
          "a zombie frozen mid-send writes the rest of its window after it thaws")
-LOCAL_CHECK = ("ZkStore.holds() is a local check (kazoo's connected flag), not a round trip: a "
-               "thawed zombie may pass it before its client sees the session expired")
 
 
 @pytest.mark.parametrize("point", [
-    pytest.param("after-intent", marks=pytest.mark.xfail(reason=LOCAL_CHECK, strict=False)),
+    "after-intent",
     pytest.param("mid-send", marks=pytest.mark.xfail(reason=FENCE, strict=True)),
 ])
 def test_zombie_thawed_after_its_retry_wrote_the_task(
