@@ -1,4 +1,4 @@
-"""Which engine does each codec's work in this process: a compiled kernel or its pure-Python
+"""`kafka07 --version`: which engine does each codec's work in this process: a compiled kernel or its pure-Python
 twin (same results; :mod:`kafka_pyspark._shared.native` decides at import, and
 ``KAFKA_PYSPARK_PURE=1`` forces the twins), and which library inflates, decompresses and
 checksums. ``kafka07 --version`` prints it; the facts are the modules' own (``ENGINE``,
