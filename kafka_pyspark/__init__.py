@@ -44,22 +44,48 @@ def __getattr__(name: str) -> Any:
 def register(spark: SparkSession) -> None:
     """Register the ``kafka07`` data source with ``spark`` (safe to call more than once).
 
-    When Spark already knows ``kafka07`` (registered by itself from the installed
-    ``pyspark_kafka07`` module, or by an earlier call) nothing is done: registering again would
-    only make Spark log a WARN that it replaced the source.
+    It registers the source in the session once, even where Spark already found it by itself
+    (from the installed ``pyspark_kafka07`` module; Spark then logs once that it "replaced a
+    statically registered data source", and Spark 4.0, which refuses to, keeps its own): Spark
+    starts Python workers per environment, and a
+    statically found source's tasks get one of their own, so a session's first ``kafka07``
+    read would start a fresh Python worker (a second or more) instead of reusing the one the
+    session's earlier Python work (UDFs, other data sources) already started. Later calls for
+    the same session do nothing (no WARN that it replaced the source).
 
     It also sets ``spark.sql.redaction.string.regex`` for the session, if it is unset, to
     :data:`kafka_pyspark._cluster.zk_auth.PASSWORD_STATEMENT_REGEX`: Spark redacts
-    ``zk.auth.password``
-    in the option maps it shows, but Spark Connect also shows each plan as text (the UI's
-    Connect tab, the event log), and SQL statements are shown as typed; that conf is what
-    Spark redacts those texts with (docs/reading.md, "ZooKeeper ACLs").
+    ``zk.auth.password`` in the option maps it shows, but Spark Connect also shows each plan as
+    text (the UI's Connect tab, the event log), and SQL statements are shown as typed; that
+    conf is what Spark redacts those texts with (docs/reading.md, "ZooKeeper ACLs").
     """
     from kafka_pyspark._spark.source import Kafka07DataSource
 
-    if not _registered(spark, Kafka07DataSource.name()):
-        spark.dataSource.register(Kafka07DataSource)
+    key = _session_key(spark)
+    if key is None or key not in _REGISTERED_IN:
+        try:
+            spark.dataSource.register(Kafka07DataSource)
+        except Exception as e:  # Spark 4.0 refuses to replace a source it found installed
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+                raise
+        if key is not None:
+            _REGISTERED_IN.add(key)
     _redact_password_in_statements(spark)
+
+
+_REGISTERED_IN: set[int] = set()
+"""The classic sessions (:func:`_session_key`) :func:`register` registered ``kafka07`` in."""
+
+
+def _session_key(spark: SparkSession) -> int | None:
+    """A classic session's JVM identity (Spark Connect: None, registered at every call)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return None
+    try:
+        return int(spark._jvm.System.identityHashCode(jsession))  # type: ignore[union-attr]
+    except Exception:  # py4j: a different JVM API; registering again is always correct
+        return None
 
 
 def _redact_password_in_statements(spark: SparkSession) -> None:

@@ -69,7 +69,8 @@ if "DATABRICKS_RUNTIME_VERSION" in os.environ:
 else:
     from kafka_pyspark.testing.notebook import LocalNotebook
 
-    nb = LocalNotebook("02_streaming_pipeline").start()
+    # the local topic holds a few KB: a small maxBytesPerTrigger shows several micro-batches
+    nb = LocalNotebook("02_streaming_pipeline", widgets={"max_bytes_per_trigger": "4096"}).start()
     spark, dbutils, display, VOLUMES = nb.spark, nb.dbutils, nb.display, nb.volumes
 
 from kafka_pyspark import register
@@ -81,7 +82,7 @@ register(spark)  # Spark Connect (shared, serverless) does not find "kafka07" by
 dbutils.widgets.text("zk_connect", "zk1:2181/kafka", "ZooKeeper (zk.connect, with the chroot)")
 dbutils.widgets.text("topic", "orders", "Topic")
 dbutils.widgets.text("group_id", "orders-to-table", "0.7 consumer group (commitToGroup)")
-dbutils.widgets.text("max_bytes_per_trigger", "4096", "maxBytesPerTrigger")
+dbutils.widgets.text("max_bytes_per_trigger", str(16 << 20), "maxBytesPerTrigger (bytes)")
 dbutils.widgets.text("catalog", "main", "Catalog")
 dbutils.widgets.text("schema", "default", "Schema")
 dbutils.widgets.text("table", "kafka07_orders", "Table")
@@ -150,9 +151,13 @@ lag_before = show_lag()
 # MAGIC %md
 # MAGIC ## The pipeline
 # MAGIC
-# MAGIC `trigger(availableNow=True)` reads what is there now in micro-batches of at most
-# MAGIC `maxBytesPerTrigger` bytes and stops; use `trigger(processingTime="1 minute")` for a
-# MAGIC pipeline that keeps running. Rerunning the cell continues from the checkpoint.
+# MAGIC The pipeline reads what is there now in micro-batches of at most `maxBytesPerTrigger`
+# MAGIC bytes and stops: on Spark 4.2 and later (Databricks Runtime 19) with
+# MAGIC `trigger(availableNow=True)`; Spark 4.0 and 4.1 (Databricks Runtime 17 and 18) run
+# MAGIC availableNow as a single micro-batch, so there a processing-time trigger runs until it
+# MAGIC has caught up (`processAllAvailable()`), then stops. Use `trigger(processingTime="1
+# MAGIC minute")` without the stop for a pipeline that keeps running. Rerunning the cell
+# MAGIC continues from the checkpoint.
 
 # COMMAND ----------
 
@@ -173,13 +178,19 @@ orders = (stream
                   F.col("f")[0].alias("user"), F.col("f")[1].cast("int").alias("amount")))
 
 
+AVAILABLE_NOW_IN_BATCHES = tuple(int(v) for v in spark.version.split(".")[:2]) >= (4, 2)
+
+
 def run_pipeline() -> int:
-    query = (orders.writeStream
-             .option("checkpointLocation", CHECKPOINT)
-             .trigger(availableNow=True)
-             .toTable(TABLE))  # a managed table: Delta on Databricks
-    query.awaitTermination()
-    batches = len(query.recentProgress)
+    writer = orders.writeStream.option("checkpointLocation", CHECKPOINT)
+    if AVAILABLE_NOW_IN_BATCHES:
+        query = writer.trigger(availableNow=True).toTable(TABLE)  # managed: Delta on Databricks
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime="1 second").toTable(TABLE)
+        query.processAllAvailable()
+        query.stop()
+    batches = sum(1 for p in query.recentProgress if p.numInputRows > 0)
     print(f"{batches} micro-batches")
     return batches
 

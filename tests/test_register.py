@@ -1,4 +1,5 @@
-"""``register(spark)`` is idempotent and quiet: no WARN that it replaced the source."""
+"""``register(spark)`` registers kafka07 in the session once (so that its Python work shares the
+session's Python workers), then is idempotent and quiet: no WARN that it replaced the source."""
 
 from __future__ import annotations
 
@@ -30,6 +31,22 @@ def test_register_again_logs_no_replacement_warning(
     assert REPLACED not in capfd.readouterr().err
     assert spark.read.format("kafka07").option("broker.list", "0:127.0.0.1:1").option(
         "subscribe", "t").load().columns[:2] == ["topic", "broker"]
+
+
+def test_registered_in_the_session_with_the_sessions_python_environment(
+    spark: SparkSession,
+) -> None:
+    """Spark keys its Python workers by the function's environment: the session's (its UDFs')
+    for a source registered in the session, another for one Spark found installed by itself.
+    register() makes kafka07's the session's, so its first read reuses the session's workers
+    (bench/first_row.py measures it)."""
+    register(spark)
+    if _version_tuple(pyspark.__version__) < (4, 1):
+        pytest.skip("Spark 4.0 refuses to replace a source it found installed "
+                    "(DATA_SOURCE_ALREADY_EXISTS): register() keeps it")
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    env = dict(manager.lookupDataSource("kafka07").dataSourceCls().envVars())
+    assert env == spark.sparkContext.environment
 
 
 def test_an_unknown_name_is_not_registered(spark: SparkSession) -> None:

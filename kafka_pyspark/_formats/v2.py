@@ -13,7 +13,6 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import crc32c
 import numpy as np
 import pyarrow as pa
 
@@ -126,6 +125,14 @@ def _control_markers(data: bytes | memoryview, h: tuple[int, ...], pos: int) -> 
     return out
 
 
+def _crc32c(data: memoryview) -> int:
+    """CRC-32C of ``data``; the ``crc32c`` package is imported on first use (it takes as long
+    to import as the rest of ``_formats``, and only segment files of later Kafkas need it)."""
+    import crc32c
+
+    return int(crc32c.crc32c(data))
+
+
 def _read_batches(
     mv: memoryview, starts: list[int], base: int, verify: bool, limit: int
 ) -> tuple[_Batches, list[Marker]]:
@@ -137,7 +144,7 @@ def _read_batches(
         pos = base + s
         end = s + ENTRY_HEADER_SIZE + h[1]
         if verify:
-            actual = crc32c.crc32c(mv[s + BATCH_CRC_START : end])
+            actual = _crc32c(mv[s + BATCH_CRC_START : end])
             if actual != h[4]:
                 raise CorruptMessageError(
                     f"record batch CRC-32C mismatch: stored {h[4]:#010x}, computed "

@@ -43,7 +43,9 @@ SPARK_KAFKA_POINTERS: dict[str, str] = {
     ),
     "maxOffsetsPerTrigger": (
         "Kafka 0.7 offsets are byte positions, not message counts: use maxBytesPerTrigger "
-        "(bytes per micro-batch, cut at message boundaries)"
+        "(bytes per micro-batch, cut at message boundaries; every Spark 4 applies it with a "
+        "processing-time trigger, while Spark 4.0/4.1 run Trigger.AvailableNow as one "
+        "micro-batch: docs/streaming.md)"
     ),
     "minOffsetsPerTrigger": f"is not supported: {_FEWER_BATCHES}",
     "maxTriggerDelay": f"is not supported (it goes with minOffsetsPerTrigger): {_FEWER_BATCHES}",

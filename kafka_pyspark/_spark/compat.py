@@ -12,9 +12,10 @@ table users see):
   writer derives from that class there (:class:`StreamArrowWriter`).
 * :data:`ADMISSION_CONTROL` (4.2): ``latestOffset(start, limit)``, ``getDefaultReadLimit``,
   ``reportLatestOffset`` and ``SupportsTriggerAvailableNow``
-  (``pyspark.sql.streaming.datasource``). Without it ``maxBytesPerTrigger`` is refused at
-  ``start()``; ``Trigger.AvailableNow`` still works (Spark runs one micro-batch to the log
-  ends it saw when the query started).
+  (``pyspark.sql.streaming.datasource``). Without it the stream reader is
+  :class:`~kafka_pyspark._spark.stream.legacy_reader.Kafka07LegacyStreamReader`, which keeps
+  each micro-batch's start itself and applies ``maxBytesPerTrigger`` on its own; Spark runs
+  ``Trigger.AvailableNow`` as one micro-batch there.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ __all__ = [
     "ReadMaxBytes",
     "StreamArrowWriter",
     "SupportsTriggerAvailableNow",
-    "needs_spark",
 ]
 
 SPARK_VERSION: str = pyspark.__version__
@@ -125,10 +125,4 @@ except ImportError:  # pyspark < 4.2: the same names, never seen by Spark
 
         def prepareForTriggerAvailableNow(self) -> None:
             raise NotImplementedError
-
-
-def needs_spark(feature: str, version: str) -> str:
-    """The error text for ``feature`` on a pyspark older than ``version``."""
-    return (f"{feature} needs Spark {version} or later (its Python data source API); "
-            f"this is pyspark {SPARK_VERSION}")
 

@@ -64,11 +64,3 @@ SEGMENT_READ_SCHEMA = StructType(
     ]
 )
 
-
-def _arrow_segment_schema() -> pa.Schema:
-    from kafka_pyspark._formats import LOG_SCHEMA
-
-    return pa.schema([*list(ARROW_READ_SCHEMA)[:3], *LOG_SCHEMA])
-
-
-ARROW_SEGMENT_SCHEMA = _arrow_segment_schema()

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafka_pyspark._partitioner import hash_partitions, java_hashcodes, random_partitions
 from kafka_pyspark._shared.partition_key import partition_key
@@ -168,6 +167,8 @@ class Router:
             return
         col = batch.column(lay.topic)
         if opts.topic is not None and col.null_count:
+            import pyarrow.compute as pc  # only here: importing it costs 0.1-0.2 s
+
             col = pc.fill_null(col, opts.topic)
         if col.null_count:
             row = int(np.flatnonzero(np.asarray(col.is_null()))[0])

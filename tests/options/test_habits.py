@@ -47,6 +47,7 @@ def test_offsets_per_trigger_points_to_bytes() -> None:
     e = read_error({"maxoffsetspertrigger": "1000"})
     assert e.option == "maxOffsetsPerTrigger"  # the spelling of Spark's documentation
     assert "offsets are byte positions, not message counts: use maxBytesPerTrigger" in str(e)
+    assert "Spark 4.0/4.1 run Trigger.AvailableNow as one micro-batch" in str(e)
     for name in ("minoffsetspertrigger", "maxtriggerdelay"):
         e = read_error({name: "5"})
         assert e.option == SPARK_KAFKA_POINTERS_NAMES[name]

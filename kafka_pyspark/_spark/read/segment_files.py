@@ -8,7 +8,7 @@ is read from the last indexed entry at or below a pushed lower bound), then one 
 partition per file, or per piece of a file larger than ``maxPartitionBytes`` (cut at entry
 boundaries found by a header-only walk). Executors:
 :func:`kafka_pyspark._segments.reading.iter_split`, Arrow batches of
-:data:`~kafka_pyspark._spark.schema.ARROW_SEGMENT_SCHEMA`.
+:data:`ARROW_SEGMENT_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pyarrow.fs as pafs
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from kafka_pyspark._formats import LOG_SCHEMA
 from kafka_pyspark._messages.columns import constant_column
 from kafka_pyspark._options.segment_path import SegmentOptions, parse_segment_options
 from kafka_pyspark._segments.files import (
@@ -36,10 +37,15 @@ from kafka_pyspark._segments.reading import ReadSettings, ReadStop, SegmentSplit
 from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.read import pushdown
 from kafka_pyspark._spark.read.planning import PlanFilter
-from kafka_pyspark._spark.schema import ARROW_SEGMENT_SCHEMA, SEGMENT_READ_SCHEMA
+from kafka_pyspark._spark.schema import ARROW_READ_SCHEMA, SEGMENT_READ_SCHEMA
 from kafka_pyspark.errors import SchemaError, SegmentFileError, data_loss_hint, data_loss_skipped
 
 log = logging.getLogger(__name__)
+
+ARROW_SEGMENT_SCHEMA = pa.schema([*list(ARROW_READ_SCHEMA)[:3], *LOG_SCHEMA])
+"""The segment read schema (``schema.SEGMENT_READ_SCHEMA``) as Arrow types: the read schema's
+source columns, then the later formats' columns (:data:`kafka_pyspark._formats.LOG_SCHEMA`).
+Defined here, its one user, so that the live read path never imports ``_formats``."""
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kafka_pyspark._shared.partition_key import TopicPartition, describe_tp
 from kafka_pyspark._spark.stream.checkpoint import Offsets
 from kafka_pyspark._spark.stream.scan import HEADER, Scan, ScanFn, Windows
 from kafka_pyspark.errors import InvalidMessageSizeError
-
-if TYPE_CHECKING:
-    from kafka_pyspark._options import ReadOptions
 
 __all__ = [
     "Admission",
@@ -370,11 +366,6 @@ class Limits:
 
     max_bytes: int
     """``maxBytesPerTrigger`` (Spark's ``ReadMaxBytes``): bytes per micro-batch."""
-
-    @staticmethod
-    def options_set(options: ReadOptions) -> list[str]:
-        """The admission options ``options`` sets (Spark < 4.2 has no admission control)."""
-        return ["maxBytesPerTrigger"] if options.max_bytes_per_trigger is not None else []
 
     @classmethod
     def of(cls, limit: object) -> Limits | None:

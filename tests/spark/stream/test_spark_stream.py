@@ -181,7 +181,8 @@ def test_concurrent_producer_all_codecs_and_restart(
     assert len(got) == 12 * 5 * 7
 
 
-@pytest.mark.skipif(not ADMISSION_CONTROL, reason="maxBytesPerTrigger needs Spark 4.2")
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason="availableNow in several micro-batches "
+                    "needs Spark 4.2 (4.0/4.1: test_available_now_on_spark_without_*)")
 def test_max_bytes_per_trigger_micro_batches(
     spark: Any, broker: EmbeddedBroker, zk_connect: str, tmp_path: Path
 ) -> None:
@@ -244,6 +245,99 @@ def test_max_bytes_per_trigger_micro_batches(
     assert len(set(again)) == len(again)
 
 
+def moved_per_batch(checkpoint: Path, topic: str) -> list[int]:
+    """Bytes each logged micro-batch admitted (its end minus the previous end; 0 before)."""
+    prev: dict[str, int] = {}
+    out = []
+    for end in (o[topic] for o in offsets_log(checkpoint)):
+        out.append(sum(v - prev.get(k, 0) for k, v in end.items()))
+        prev = end
+    return out
+
+
+def test_max_bytes_per_trigger_bounds_processing_time_micro_batches(
+    spark: Any, broker: EmbeddedBroker, zk_connect: str, tmp_path: Path
+) -> None:
+    """maxBytesPerTrigger with a processing-time trigger, on every Spark 4 (on 4.0/4.1 the
+    source applies it itself): every micro-batch at most the limit, the first one after a
+    restart from the checkpoint included; every message exactly once."""
+    topic = f"p{uuid.uuid4().hex[:8]}"
+    limit = 700
+    first = [(0, 0, payloads("a", 40, 40), "none"), (0, 1, payloads("b", 30, 40), "gzip")]
+    produce([broker], topic, first)
+    cp, sink = tmp_path / "cp", tmp_path / "sink"
+    opts = {"subscribe": topic, "startingOffsets": "earliest",
+            "maxBytesPerTrigger": str(limit)}
+    q = start_query(stream_df(spark, zk_connect, **opts), cp, sink, trigger="100 milliseconds")
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert q.exception() is None
+    before = len(offsets_log(cp))
+    produce([broker], topic, [(0, 0, payloads("c", 30, 40), "snappy")])
+    q = start_query(stream_df(spark, zk_connect, **opts), cp, sink, trigger="100 milliseconds")
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert q.exception() is None
+    moved = moved_per_batch(cp, topic)
+    assert len(moved) > before >= 4
+    assert all(m <= limit for m in moved), moved
+    assert sum(moved) == sum(broker.log_end(topic, p) or 0 for p in (0, 1)) > 0
+    got = values_of(spark.read.parquet(str(sink)))
+    assert got == sorted(payloads("a", 40, 40) + payloads("b", 30, 40) + payloads("c", 30, 40))
+
+
+@pytest.mark.skipif(ADMISSION_CONTROL, reason="Spark 4.0/4.1 only (4.2: "
+                    "test_commit_to_group_then_resume_from_group)")
+def test_available_now_on_spark_without_admission_control(
+    spark: Any, broker: EmbeddedBroker, zk_connect: str, zookeeper: Any, tmp_path: Path
+) -> None:
+    """Spark 4.0/4.1 run Trigger.AvailableNow as one micro-batch: to the log ends seen at the
+    start, or with maxBytesPerTrigger at most that many bytes, the rest in the next runs; with
+    commitToGroup a run writes the end of the run before it (Spark asks the source nothing
+    after its one micro-batch). Every message exactly once."""
+    topic = f"n{uuid.uuid4().hex[:8]}"
+    group = f"grp{uuid.uuid4().hex[:6]}"
+    produce([broker], topic, [(0, 0, payloads("a", 40, 30), "none"),
+                              (0, 1, payloads("b", 10, 30), "gzip")])
+    chroot = zk_connect[len(zookeeper.connect_string):]
+    kz = kazoo_client(zookeeper.connect_string + chroot)
+
+    def group_nodes() -> dict[str, int]:
+        base = f"/consumers/{group}/offsets/{topic}"
+        if not kz.exists(base):
+            return {}
+        return {k: int(kz.get(f"{base}/{k}")[0]) for k in kz.get_children(base)}
+
+    cp, sink = tmp_path / "cp", tmp_path / "sink"
+    opts = {"subscribe": topic, "startingOffsets": "earliest", "maxBytesPerTrigger": "500",
+            "commitToGroup": "true", "group.id": group}
+    df = stream_df(spark, zk_connect, **opts)
+    ends: list[dict[str, int]] = []
+    try:
+        for run in range(3):
+            run_available_now(df, cp, sink)
+            logged = [o[topic] for o in offsets_log(cp)]
+            assert len(logged) == run + 1  # one micro-batch per run
+            assert moved_per_batch(cp, topic)[-1] <= 500
+            assert group_nodes() == (ends[-1] if ends else {})  # the run before's end
+            ends.append(logged[-1])
+        # without maxBytesPerTrigger: one micro-batch to the log ends seen at the start
+        unbounded = {k: v for k, v in opts.items() if k != "maxBytesPerTrigger"}
+        run_available_now(stream_df(spark, zk_connect, **unbounded), cp, sink)
+        final = offsets_log(cp)[-1][topic]
+        assert final == {"0-0": broker.log_end(topic, 0), "0-1": broker.log_end(topic, 1)}
+        assert group_nodes() == ends[-1]
+    finally:
+        kz.stop()
+        kz.close()
+    got = values_of(spark.read.parquet(str(sink)))
+    assert got == sorted(payloads("a", 40, 30) + payloads("b", 10, 30))
+
+
 def test_topology_changes_mid_query(
     spark: Any, tmp_path: Path, zk_connect: str
 ) -> None:
@@ -288,8 +382,8 @@ def test_topology_changes_mid_query(
     assert q.exception() is None
 
 
-@pytest.mark.skipif(not ADMISSION_CONTROL, reason="maxBytesPerTrigger needs Spark 4.2 (and "
-                    "Spark < 4.2 never hands an availableNow query's last end to the source)")
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason="Spark < 4.2 runs availableNow as one "
+                    "micro-batch (test_available_now_on_spark_without_admission_control)")
 def test_commit_to_group_then_resume_from_group(
     spark: Any, broker: EmbeddedBroker, zk_connect: str, zookeeper: Any, tmp_path: Path
 ) -> None:
