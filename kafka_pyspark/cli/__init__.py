@@ -61,11 +61,11 @@ class _Parser(argparse.ArgumentParser):
 
 class _Version(argparse.Action):
     """``--version``: the version, then which engine decodes and encodes each codec here
-    (compiled kernels or their pure-Python twins: :mod:`kafka_pyspark._messages.engines`)."""
+    (compiled kernels or their pure-Python twins: :mod:`kafka_pyspark.cli._engines`)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
-        from kafka_pyspark._messages.engines import codec_engines
+        from kafka_pyspark.cli._engines import codec_engines
 
         rows = codec_engines()
         width = max(len(what) for what, _ in rows) + 1

@@ -1,8 +1,9 @@
-"""Which engine does each codec's work in this process: a compiled kernel or its pure-Python
-twin (same results; :mod:`kafka_pyspark._shared.native` decides at import, and
-``KAFKA_PYSPARK_PURE=1`` forces the twins), and which library inflates, decompresses and
-checksums. ``kafka07 --version`` prints it; the facts are the modules' own (``ENGINE``,
-``GZIP_ENGINE``, ``CRC32_ENGINE``, the loaded lanes), read here, never restated.
+"""``kafka07 --version``: which engine does each codec's work in this process: a compiled
+kernel or its pure-Python twin (same results; :mod:`kafka_pyspark._shared.native` decides at
+import, and ``KAFKA_PYSPARK_PURE=1`` forces the twins), and which library inflates,
+decompresses and checksums. The facts are the modules' own (``ENGINE``, ``GZIP_ENGINE``,
+``CRC32_ENGINE``, the loaded lanes), read here, never restated. It lives in the CLI because
+it reads both :mod:`kafka_pyspark._messages` and :mod:`kafka_pyspark._formats`.
 """
 
 from __future__ import annotations
