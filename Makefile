@@ -7,7 +7,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_CONF_DIR := $(abspath spark-conf)
 
-.PHONY: setup test test-unit test-reliability lint demo bench clean java-check zookeeper-check \
+.PHONY: setup test test-unit test-reliability test-faults lint demo bench clean java-check zookeeper-check \
         libdeflate-check dist test-oldest
 
 setup: $(STAMP) java-check zookeeper-check
@@ -88,6 +88,10 @@ test-oldest: setup $(OLDEST_VENV)/.installed
 # marked `faults`): prints the table
 test-reliability: setup
 	$(PY) -m pytest -q tests/reliability --durations=15
+
+# only the exactly-once sink's fault matrix (the tests `make test` leaves out); CI runs it
+test-faults: setup
+	$(PY) -m pytest -q tests/reliability -m faults --durations=20
 
 test-unit: setup
 	$(PY) -m pytest -q tests -m "not spark and not zk"
