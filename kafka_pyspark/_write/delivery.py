@@ -200,6 +200,14 @@ class ExactlyOnce:
             self._held = False
             self.store.release(self.ident)
 
+    def before_write(self) -> None:
+        """The producer is about to write buffered sets to a socket: stop unless this attempt
+        still holds its lock (asked of the store). Sets are handed to the producer when their
+        window's intent is recorded, but reach a socket only here, so an attempt frozen past its
+        lock (a zombie) sends nothing after another attempt took over."""
+        if self._held:
+            self._fence(remote=True)
+
     # --- read-back ---------------------------------------------------------------------------
 
     def _read_back(self, visible_by: float) -> dict[TopicPartition, int]:
@@ -242,7 +250,7 @@ class ExactlyOnce:
     def _fence(self, *, remote: bool = False) -> None:
         """Stop unless this attempt still holds its lock: a local check before each set an
         earlier attempt recorded, a check with the store (ZooKeeper: one round trip) before a
-        window is sent."""
+        window is handed to the producer and before each write of the producer's buffers."""
         if not (self.store.verify(self.ident) if remote else self.store.holds()):
             raise DeliveryLockError(
                 f"exactly-once write of {self.ident.describe()}: this attempt lost its lock "

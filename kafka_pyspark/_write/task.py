@@ -202,8 +202,14 @@ class TaskWriter:
                 max_request_size=self._limits.request_bytes,
                 # wait for a lazily flushing broker's log end as long as for an answer
                 check_appends=self.plan.cluster.socket_timeout_ms / 1000.0,
+                before_write=self._before_write,
             )
         return self._prod
+
+    def _before_write(self) -> None:
+        """Exactly-once: the lock checked with the store before any bytes go to a broker."""
+        if self._once is not None:
+            self._once.before_write()
 
     def _begin(self, ident: TaskIdentity) -> WriteReport | None:
         """Exactly-once, before the first row is routed (a task without rows never touches

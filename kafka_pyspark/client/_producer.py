@@ -16,7 +16,7 @@ writes at-least-once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from kafka_pyspark import _wire as wire
@@ -76,6 +76,7 @@ class Producer(Closing):
         buffer_size: int = defaults.SOCKET_BUFFER_SIZE,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         check_appends: float | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         if not 0 < max_request_size <= BROKER_MAX_REQUEST_BYTES:
             raise ValueError(
@@ -93,6 +94,9 @@ class Producer(Closing):
         self._sent: dict[int, dict[TopicPartition, DeliveryCount]] = {}
         # check_appends: seconds to wait for a short log growth (_appends.py); None: no check
         self._check_appends = check_appends
+        # called before each buffer goes to a socket; raising keeps it unwritten (exactly-once:
+        # the writer's lock checked with its store, so an attempt that lost it writes nothing)
+        self._before_write = before_write
         self._ledgers: dict[int, AppendLedger] = {}
 
     @property
@@ -168,6 +172,12 @@ class Producer(Closing):
         self._buffered.pop(broker_id, None)
         if not items:
             return
+        if self._before_write is not None:
+            try:
+                self._before_write()
+            except KafkaError:
+                self._buffers[broker_id] = items  # not written: _forget reports them
+                raise
         conn = self.connection(broker_id)
         sent = self._sent.setdefault(broker_id, {})
         if self._check_appends is not None:

@@ -138,13 +138,9 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-FENCE = ("the fence is checked once per window, before the sets are handed to the producer; "
-         "a zombie frozen mid-send writes the rest of its window after it thaws")
-
-
 @pytest.mark.parametrize("point", [
     "after-intent",
-    pytest.param("mid-send", marks=pytest.mark.xfail(reason=FENCE, strict=True)),
+    "mid-send",
 ])
 def test_zombie_thawed_after_its_retry_wrote_the_task(
     point: str, brokers: list[EmbeddedBroker], zk_connect: str, tmp_path: Path,
