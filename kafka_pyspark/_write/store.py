@@ -32,6 +32,17 @@ LOCK, DONE = "lock", "done"
 #: a file lock's lease: a holder refreshes it every quarter; older is a dead holder's
 FILE_LEASE_S = 10.0
 _POLL_FIRST, _POLL_MAX = 0.05, 0.5
+#: a ZooKeeper lock confirmed this recently is still this attempt's without asking again: the
+#: server expires a session (and its ephemeral lock) only a session timeout after it last heard
+#: from it, so a third of that (at most this) leaves a wide margin
+FENCE_LEASE_MAX_S = 2.0
+
+
+def _fence_clock() -> float:
+    """Seconds on a clock that also runs while the machine is suspended (Linux's boot-time
+    clock), so a holder suspended past its session never trusts the lease; else monotonic."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 def intent_name(index: int) -> str:
@@ -115,6 +126,9 @@ class ZkStore:
         self.root = root
         self._token = uuid.uuid4().bytes
         self._session_id: int | None = None
+        #: when a request that ZooKeeper answered on the lock's session was sent (_fence_clock)
+        self._alive_at = float("-inf")
+        self._lease = min(copts.zk_session_timeout_ms / 3000.0, FENCE_LEASE_MAX_S)
         self._acl: Any = None
         if self._zk.has_auth:
             from kazoo.security import CREATOR_ALL_ACL
@@ -144,6 +158,7 @@ class ZkStore:
                 _get(f"{base}/{intent_name(0)}")]
         deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
         while True:
+            sent = _fence_clock()
             answers = self._zk.pipeline("claiming", base, reqs, self._expected())
             created, lock, done, children, first = answers[len(parents):]
             # "exists" after a lost connection may be our own create: the lock's value says
@@ -154,6 +169,7 @@ class ZkStore:
                 raise _lock_timeout(ident, timeout_s, f"ZooKeeper node {base}/{LOCK}")
             delay = _poll(deadline, delay)
         self._session_id = self._zk.session_id if mine else None
+        self._alive_at = sent
         if done is not None:
             self.release(ident)
             return Claim(bytes(done[0] or b""), [])
@@ -169,16 +185,28 @@ class ZkStore:
 
     def verify(self, ident: TaskIdentity) -> bool:
         """:meth:`holds`, asked of ZooKeeper (one round trip): the lock node still holds this
-        attempt's token. A process that was frozen past its session learns it here."""
+        attempt's token. A process that was frozen past its session learns it here. Not asked
+        again within the lease (``FENCE_LEASE_MAX_S``, at most a third of the session timeout)
+        after a request answered on the lock's session was sent: the session, and the lock with
+        it, cannot have expired since."""
         if not self.holds():
             return False
+        if _fence_clock() - self._alive_at < self._lease:
+            return True
         path = f"{self._base(ident)}/{LOCK}"
+        sent = _fence_clock()
         (got,) = self._zk.pipeline("checking", path, [_get(path)], self._expected())
-        return got is not None and got[0] == self._token and self.holds()
+        mine = got is not None and got[0] == self._token and self.holds()
+        if mine:
+            self._alive_at = sent
+        return mine
 
     def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
         path = f"{self._base(ident)}/{intent_name(index)}"
+        sent = _fence_clock()
         self._zk.pipeline("recording", path, [_create(path, data, self._acl)], self._expected())
+        if self.holds():  # answered on the lock's session: it was alive when this was sent
+            self._alive_at = sent
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         base = self._base(ident)
