@@ -130,15 +130,7 @@ class Producer(Closing):
             )
         room = self._max_request_size - MULTIPRODUCE_HEADER_SIZE
         if self._buffered.get(broker_id, 0) + size > room:
-            try:
-                self._write(broker_id)
-            except KafkaError as e:
-                unconfirmed = self._forget(broker_id)
-                raise DeliveryError(
-                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
-                    f"{_summary(unconfirmed)}",
-                    unconfirmed=_as_tuples(unconfirmed),
-                ) from e
+            self._write_or_fail(broker_id)
         self._buffers.setdefault(broker_id, []).append(item)
         self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
 
@@ -156,15 +148,19 @@ class Producer(Closing):
     def write_buffered(self) -> None:
         """Write every broker's buffered sets to its socket now (no barrier)."""
         for broker_id in sorted(self._buffers):
-            try:
-                self._write(broker_id)
-            except KafkaError as e:
-                unconfirmed = self._forget(broker_id)
-                raise DeliveryError(
-                    f"producing to broker {broker_id} failed: {e}; not confirmed: "
-                    f"{_summary(unconfirmed)}",
-                    unconfirmed=_as_tuples(unconfirmed),
-                ) from e
+            self._write_or_fail(broker_id)
+
+    def _write_or_fail(self, broker_id: int) -> None:
+        """:meth:`_write`; a failure forgets the broker's state and says what is unconfirmed."""
+        try:
+            self._write(broker_id)
+        except KafkaError as e:
+            unconfirmed = self._forget(broker_id)
+            raise DeliveryError(
+                f"producing to broker {broker_id} failed: {e}; not confirmed: "
+                f"{_summary(unconfirmed)}",
+                unconfirmed=_as_tuples(unconfirmed),
+            ) from e
 
     def _write(self, broker_id: int) -> None:
         """Write the broker's buffer as requests below max_request_size; no barrier."""
