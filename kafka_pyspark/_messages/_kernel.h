@@ -370,6 +370,26 @@ int kp_sink_parse(sink_t *s, Py_buffer *data, Py_ssize_t dpos, Py_buffer *offs,
  * or libdeflate's behind this signature) */
 typedef uint32_t (*kp_crc32_fn)(uint32_t init, const unsigned char *buf, uint64_t len);
 
+/* The C function at the address `arg` (ISA-L's crc32_gzip_refl, found by
+ * crc.isal_crc_address in python-isal's loaded module; 0: none) if it gives zlib's CRC-32 of
+ * known inputs: 1 and *out set; 0 (not usable, *out NULL); -1 with the exception raised. The
+ * lookup is Python's (ctypes), so that no module links a dynamic-loader symbol: glibc 2.34
+ * moved those into libc, which would raise the wheel's manylinux tag. */
+static inline int kp_crc_fn_at(PyObject *arg, kp_crc32_fn *out)
+{
+    void *at = PyLong_AsVoidPtr(arg);
+    *out = NULL;
+    if (!at && PyErr_Occurred())
+        return -1;
+    kp_crc32_fn fn = NULL;
+    *(void **)&fn = at;
+    if (!fn || fn(0, (const unsigned char *)"123456789", 9) != 0xCBF43926u ||
+        fn(0xFFFFFFFFu, (const unsigned char *)"abc", 3) != 0x359A672Fu)
+        return 0;
+    *out = fn;
+    return 1;
+}
+
 /* A CRC-32 engine as kp_crc_parse resolves the Python side's choice: a C function (direct),
  * else a Python callable crc32(data, init) (call, borrowed). */
 typedef struct {
