@@ -135,3 +135,20 @@ def java_index(key: str, n: int) -> int:
     a = h if h == -(2**31) else abs(h)
     r = abs(a) % n
     return -r if a < 0 else r
+
+
+#: three 7-byte values: 17 bytes each as magic-1 messages (4 + 1 + 1 + 4 + 7), log end 51
+THREE = [b"a" * 7, b"b" * 7, b"c" * 7]
+
+
+def produce_direct(
+    broker: EmbeddedBroker, topic: str, partition: int, values: list[bytes], codec: str = "none"
+) -> None:
+    """``values`` as one message set on one connection, confirmed by its barrier (no producer,
+    no wait for the topic's registration)."""
+    from kafka_pyspark._messages import encode_message_set
+    from kafka_pyspark.client import BrokerConnection
+
+    with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
+        conn.produce(topic, partition, encode_message_set(values, compression=codec))
+        conn.barrier(topic, partition)

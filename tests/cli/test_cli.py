@@ -12,12 +12,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from _cluster import kazoo_client, unanswering_broker
+from _cluster import THREE, kazoo_client, produce_direct, unanswering_broker
 
 from kafka_pyspark._cluster import Registry
-from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark.cli import main
-from kafka_pyspark.client import BrokerConnection
 
 if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker
@@ -25,17 +23,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.zk
 
-# Hand-computed sizes: a magic-1 message is 4 (length) + 1 + 1 + 4 (header) + payload.
-THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
 FACTS = {v: f"magic=1 crc={zlib.crc32(v)} valid=true" for v in THREE}
-
-
-def _produce(
-    broker: EmbeddedBroker, topic: str, partition: int, values: list[bytes], codec: str
-) -> None:
-    with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
-        conn.produce(topic, partition, encode_message_set(values, compression=codec))
-        conn.barrier(topic, partition)
 
 
 def _out(capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -52,7 +40,7 @@ def hung_broker(zk_connect: str) -> Iterator[int]:
 def test_offsets_by_zookeeper(
     broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 1, THREE, "none")
+    produce_direct(broker, "t", 1, THREE, "none")
     broker.wait_for_topic("t")
     assert main(["offsets", "--zk", zk_connect, "--topic", "t"]) == 0
     assert _out(capsys) == [
@@ -68,7 +56,7 @@ def test_offsets_by_zookeeper(
 
 
 def test_offsets_by_broker_list(broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
-    _produce(broker, "t", 0, THREE[:2], "none")
+    produce_direct(broker, "t", 0, THREE[:2], "none")
     bl = f"0:{broker.host}:{broker.port}"
     assert main(["offsets", "--broker-list", bl, "--topic", "t"]) == 0
     assert _out(capsys)[1:] == ["0-0               0         34      34",
@@ -78,7 +66,7 @@ def test_offsets_by_broker_list(broker: EmbeddedBroker, capsys: pytest.CaptureFi
 def test_a_hung_broker_is_an_error_row_and_the_rest_is_shown(
     broker: EmbeddedBroker, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 0, THREE, "none")
+    produce_direct(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
     assert main(["offsets", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
     lines = _out(capsys)
@@ -95,9 +83,9 @@ def test_a_hung_broker_is_an_error_row_and_the_rest_is_shown(
 def test_topics(
     brokers: list[EmbeddedBroker], zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(brokers[0], "t", 0, THREE, "none")
-    _produce(brokers[1], "t", 2, THREE, "none")
-    _produce(brokers[1], "u", 0, THREE, "none")
+    produce_direct(brokers[0], "t", 0, THREE, "none")
+    produce_direct(brokers[1], "t", 2, THREE, "none")
+    produce_direct(brokers[1], "u", 0, THREE, "none")
     brokers[0].wait_for_topic("t")
     brokers[1].wait_for_topic("u")
     b0, b1 = (f"{b.host}:{b.port}" for b in brokers)
@@ -123,7 +111,7 @@ def test_topics(
 def test_lag_shows_every_committed_partition(
     broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 0, THREE, "none")
+    produce_direct(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
     with Registry(zk_connect) as reg:  # 0-1: past the log end (0); broker 5 is not live
         reg.commit_group_offsets("g", "t", {(0, 0): 17, (0, 1): 60, (5, 0): 3}, creator="test")
@@ -171,8 +159,8 @@ def test_produce_keyed_lines_then_consume(
     brokers: list[EmbeddedBroker], zk_connect: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _produce(brokers[0], "k", 0, [b"x"], "none")  # registers k: 0:2 and, below, 1:3
-    _produce(brokers[1], "k", 0, [b"y"], "none")
+    produce_direct(brokers[0], "k", 0, [b"x"], "none")  # registers k: 0:2 and, below, 1:3
+    produce_direct(brokers[1], "k", 0, [b"y"], "none")
     brokers[1].wait_for_topic("k")
     # Java "a".hashCode() = 97, "b" = 98, "c" = 99; 5 partitions [0-0 0-1 1-0 1-1 1-2]:
     # 97 % 5 = 2 -> 1-0, 98 % 5 = 3 -> 1-1, 99 % 5 = 4 -> 1-2
@@ -258,7 +246,7 @@ def test_produce_where_pyspark_is_not_installed(
 def test_consume_from_group_latest_and_dump_a_live_range(
     broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 0, THREE, "none")
+    produce_direct(broker, "t", 0, THREE, "none")
     broker.wait_for_topic("t")
     with Registry(zk_connect) as reg:
         reg.commit_group_offsets("g", "t", {(0, 0): 34}, creator="test")
@@ -297,8 +285,8 @@ def test_consume_from_group_latest_and_dump_a_live_range(
 def test_consume_from_a_group_offset_outside_the_log_says_so(
     broker: EmbeddedBroker, zk_connect: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 0, THREE, "none")
-    _produce(broker, "t", 1, THREE[:1], "none")
+    produce_direct(broker, "t", 0, THREE, "none")
+    produce_direct(broker, "t", 1, THREE[:1], "none")
     broker.wait_for_topic("t")
     with Registry(zk_connect) as reg:
         reg.commit_group_offsets("g", "t", {(0, 0): 52, (0, 1): 0}, creator="test")
@@ -330,8 +318,8 @@ def test_consume_from_a_group_offset_outside_the_log_says_so(
 def test_dump_a_segment_file_written_by_the_broker(
     broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "d", 0, THREE, "none")
-    _produce(broker, "d", 0, [b"x", b"yy"], "gzip")
+    produce_direct(broker, "d", 0, THREE, "none")
+    produce_direct(broker, "d", 0, [b"x", b"yy"], "gzip")
     (segment,) = broker.segment_files("d", 0)
     assert main(["dump", str(segment), "--values"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -351,14 +339,14 @@ def test_consume_follow_waits_for_new_messages(
 ) -> None:
     import threading
 
-    _produce(broker, "f", 0, THREE, "none")
+    produce_direct(broker, "f", 0, THREE, "none")
     broker.wait_for_topic("f")
     codes: list[int] = []
     argv = ["consume", "--zk", zk_connect, "--topic", "f", "--follow", "--poll-ms", "50",
             "--max-messages", "4"]
     follower = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
     follower.start()
-    _produce(broker, "f", 1, [b"later"], "snappy")  # before or after the first poll: all read
+    produce_direct(broker, "f", 1, [b"later"], "snappy")  # before or after the first poll: all read
     follower.join(60)
     assert codes == [0]
     assert sorted(capsys.readouterr().out.splitlines()) == ["aaaaaaa", "bbbbbbb", "ccccccc",
@@ -379,7 +367,7 @@ def test_consume_follow_stopped_by_ctrl_c_ends_with_its_summary(
             raise KeyboardInterrupt
         sleep(seconds)
 
-    _produce(broker, "f", 0, THREE, "none")
+    produce_direct(broker, "f", 0, THREE, "none")
     broker.wait_for_topic("f")
     monkeypatch.setattr(time, "sleep", ctrl_c_in_main_thread)
     argv = ["consume", "--zk", zk_connect, "--topic", "f", "--partition", "0-0"]
@@ -402,11 +390,11 @@ def test_consume_follow_goes_on_with_the_partitions_left_when_one_fails(
     def poll(seconds: float) -> None:  # the first poll finds a new message on 0-1
         if threading.current_thread() is threading.main_thread() and not polled:
             polled.append(seconds)
-            _produce(broker, "t", 1, [b"later"], "none")
+            produce_direct(broker, "t", 1, [b"later"], "none")
         sleep(seconds)
 
     polled: list[float] = []
-    _produce(broker, "t", 1, THREE[:1], "none")
+    produce_direct(broker, "t", 1, THREE[:1], "none")
     broker.wait_for_topic("t")
     monkeypatch.setattr(time, "sleep", poll)
     assert main(["consume", "--zk", zk_connect, "--topic", "t", "--follow", "--poll-ms", "10",
@@ -421,7 +409,7 @@ def test_consume_follow_goes_on_with_the_partitions_left_when_one_fails(
 def test_consume_reports_a_hung_broker_and_reads_the_rest(
     broker: EmbeddedBroker, zk_connect: str, hung_broker: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(broker, "t", 1, THREE[:1], "none")
+    produce_direct(broker, "t", 1, THREE[:1], "none")
     broker.wait_for_topic("t")
     assert main(["consume", "--zk", zk_connect, "--topic", "t", "--timeout-ms", "500"]) == 2
     out = capsys.readouterr()

@@ -10,32 +10,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _cluster import kazoo_client, unanswering_broker
+from _cluster import THREE, kazoo_client, produce_direct, unanswering_broker
 
 from kafka_pyspark._cluster import Registry
-from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark.cli import main
-from kafka_pyspark.client import BrokerConnection
 
 if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
 pytestmark = pytest.mark.zk
 
-THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
-
-
-def _produce(broker: EmbeddedBroker, topic: str, partition: int, values: list[bytes]) -> None:
-    with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
-        conn.produce(topic, partition, encode_message_set(values))
-        conn.barrier(topic, partition)
-
 
 @pytest.fixture
 def topic_t(broker: EmbeddedBroker) -> EmbeddedBroker:
     """Topic ``t`` on broker 0: partition 0 holds 51 bytes, partition 1 17."""
-    _produce(broker, "t", 0, THREE)
-    _produce(broker, "t", 1, THREE[:1])
+    produce_direct(broker, "t", 0, THREE)
+    produce_direct(broker, "t", 1, THREE[:1])
     broker.wait_for_topic("t")
     return broker
 
@@ -74,8 +64,8 @@ def test_lag_shows_every_row_around_malformed_offset_nodes(
 def test_lag_shows_owners_and_totals_per_topic_and_group(
     topic_t: EmbeddedBroker, zk_connect: str, kz: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _produce(topic_t, "u", 0, THREE[:2])
-    _produce(topic_t, "u", 1, THREE[:1])  # never committed: 17 bytes not in the lag
+    produce_direct(topic_t, "u", 0, THREE[:2])
+    produce_direct(topic_t, "u", 1, THREE[:1])  # never committed: 17 bytes not in the lag
     topic_t.wait_for_topic("u")
     with Registry(zk_connect) as reg:
         reg.commit_group_offsets("g", "t", {(0, 0): 17, (0, 1): 0}, creator="test")

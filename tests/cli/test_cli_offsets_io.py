@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _cluster import THREE, produce_direct
 
 from kafka_pyspark._admin.group_offsets import parse_offsets_document
 from kafka_pyspark._cluster import Registry
-from kafka_pyspark._messages import encode_message_set
 from kafka_pyspark.cli import main
-from kafka_pyspark.client import BrokerConnection
 from kafka_pyspark.errors import OffsetFormatError
 
 if TYPE_CHECKING:
@@ -22,22 +21,14 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.zk
 
-THREE = [b"a" * 7, b"b" * 7, b"c" * 7]  # 17 bytes each: log end 51
-
-
-def _produce(broker: EmbeddedBroker, topic: str, partition: int, values: list[bytes]) -> None:
-    with BrokerConnection(broker.host, broker.port, timeout=10.0) as conn:
-        conn.produce(topic, partition, encode_message_set(values))
-        conn.barrier(topic, partition)
-
 
 @pytest.fixture
 def two_topics(broker: EmbeddedBroker, zk_connect: str) -> str:
     """Topics ``t`` (0-0: 51 bytes, 0-1: 17) and ``u`` (0-0: 34); group ``g`` committed
     t 0-0 = 17, t 0-1 = 0, u 0-0 = 34."""
-    _produce(broker, "t", 0, THREE)
-    _produce(broker, "t", 1, THREE[:1])
-    _produce(broker, "u", 0, THREE[:2])
+    produce_direct(broker, "t", 0, THREE)
+    produce_direct(broker, "t", 1, THREE[:1])
+    produce_direct(broker, "u", 0, THREE[:2])
     broker.wait_for_topic("t")
     broker.wait_for_topic("u")
     with Registry(zk_connect) as reg:
