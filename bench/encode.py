@@ -21,7 +21,7 @@ cut into sets of ``SET_SIZE`` (the writer's default ``batch.size``), one core, n
 from __future__ import annotations
 
 import itertools
-import time
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -140,8 +140,6 @@ def run(recorder: Recorder) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    r = Recorder()
-    start = time.perf_counter()
-    run(r)
-    print(r.table())
-    print(f"({time.perf_counter() - start:.1f} s)")
+    from bench.__main__ import main
+
+    sys.exit(main(["encode"]))

@@ -23,7 +23,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.results import Recorder, best_time, best_times
@@ -248,8 +247,6 @@ def run(rec: Recorder) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    r = Recorder()
-    t0 = time.perf_counter()
-    run(r)
-    print(r.table())
-    print(f"({time.perf_counter() - t0:.1f} s)")
+    from bench.__main__ import main
+
+    sys.exit(main(["segments"]))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import socket
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -354,8 +355,6 @@ def run(recorder: Recorder) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    r = Recorder()
-    start = time.perf_counter()
-    run(r)
-    print(r.table())
-    print(f"({time.perf_counter() - start:.1f} s)")
+    from bench.__main__ import main
+
+    sys.exit(main(["write"]))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -175,8 +176,6 @@ def run(recorder: Recorder) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    r = Recorder()
-    start = time.perf_counter()
-    run(r)
-    print(r.table())
-    print(f"({time.perf_counter() - start:.1f} s)")
+    from bench.__main__ import main
+
+    sys.exit(main(["write_eo"]))
