@@ -4,6 +4,7 @@ within the connection timeout, and the small helpers it shares with the session.
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
 import warnings
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 from kafka_pyspark._cluster.zk_auth import KAZOO_LOG
 from kafka_pyspark.errors import RegistryUnavailableError
 
-__all__ = ["ConnectDeadline", "describe", "start_client", "stop_quietly"]
+__all__ = ["ConnectDeadline", "QuickAckSocket", "describe", "start_client", "stop_quietly"]
+
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 
 
 def start_client(
@@ -85,7 +88,36 @@ class ConnectDeadline:
 
     def create_connection(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["timeout"] = self._bounded(kwargs.get("timeout"))
-        return self._handler.create_connection(*args, **kwargs)
+        sock = self._handler.create_connection(*args, **kwargs)
+        return sock if _QUICKACK is None else QuickAckSocket(sock)
+
+
+class QuickAckSocket:
+    """A kazoo connection's socket that acknowledges what it receives at once.
+
+    The ZooKeeper server writes each response as it is ready, with Nagle's algorithm on: when
+    one round holds two or more requests (a pipeline), the second response waits for the
+    client's ACK of the first, which Linux delays up to 40 ms (measured: every 2-request round
+    took 44 ms against ZooKeeper 3.8, 1-2 ms with this). Linux leaves quick-ACK mode on its own,
+    so it is asked for again around every read."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the socket interface
+        return getattr(self._sock, name)
+
+    def _quickack(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+    def recv(self, size: int) -> bytes:
+        self._quickack()  # the ACK of what arrived while kazoo waited in select
+        try:
+            data: bytes = self._sock.recv(size)
+        finally:
+            self._quickack()  # and of what arrives next
+        return data
 
 
 def describe(e: BaseException | None) -> str:

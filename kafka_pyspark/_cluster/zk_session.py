@@ -332,23 +332,36 @@ class ZkSession:
         call fails only after ZooKeeper answered none for that long. Those lost with the
         connection are sent again (backing off). An exception of a class in ``expected``
         answers its value; ``what`` and ``where`` name the batch in errors."""
+        return self.start(what, where, requests, expected)()
+
+    def start(
+        self, what: str, where: str, requests: Sequence[Request],
+        expected: Mapping[type[BaseException], Any],
+    ) -> Callable[[], list[Any]]:
+        """:meth:`pipeline` in two halves: the requests are sent now (kazoo's thread writes
+        them and reads the answers), the call it returns collects the answers, as
+        :meth:`pipeline` does. The caller works meanwhile; the op timeout runs from now."""
         if not requests:
-            return []
+            return list
         batch = _Batch(what, where, requests, expected, time.monotonic() + self.op_timeout)
-        pending = list(range(len(requests)))
+        sent = self._send(batch, range(len(requests)))
+        return lambda: self._complete(batch, sent)
+
+    def _complete(self, batch: _Batch, sent: list[tuple[int, Any]]) -> list[Any]:
         delay = _FIRST_DELAY
         while True:
-            pending, lost = self._collect(batch, self._send(batch, pending))
+            pending, lost = self._collect(batch, sent)
             pending = self._unrefused(batch, pending)
             if not pending:
                 return batch.answers
             if time.monotonic() + delay >= batch.deadline:
                 raise RegistryUnavailableError(
-                    f"ZooKeeper {self.zk_connect}: {what} {where} failed after retrying for "
-                    f"{self.op_timeout * 1000:.0f} ms: {describe(lost)}"
+                    f"ZooKeeper {self.zk_connect}: {batch.what} {batch.where} failed after "
+                    f"retrying for {self.op_timeout * 1000:.0f} ms: {describe(lost)}"
                 ) from lost
             time.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
+            sent = self._send(batch, pending)
 
     def _unrefused(self, batch: _Batch, pending: Sequence[int]) -> list[int]:
         """``pending`` but those of a kind the server refused, which answer :data:`_REFUSED`

@@ -10,9 +10,11 @@
    since the lock was taken (0.7 serves only flushed bytes).
 2. :meth:`~ExactlyOnce.add` per set: a set an earlier attempt recorded must be the same
    (else :class:`~kafka_pyspark.errors.NonDeterministicInputError`); if it landed it is
-   skipped, else sent. A new set waits in a window (:data:`WINDOW_BYTES`); before a window is
-   sent: the log end of its broker-partitions new to the task, then its intent record, then the
-   sets.
+   skipped, else sent. A new set waits in a window (:data:`WINDOW_BYTES`). A full window is
+   sealed: the log end of its broker-partitions new to the task, then its intent record,
+   written by a thread of its own while the task encodes the next window; the sealed window is
+   sent once its intent is confirmed (when the next window is sealed, or at the end), so the
+   store's round trip (a ZooKeeper write: a disk sync on the server) costs the task no time.
 3. After the delivery barrier (the task's), :meth:`~ExactlyOnce.finish` writes ``done`` and
    releases the lock.
 
@@ -22,6 +24,7 @@ whose session was lost stops.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -46,7 +49,7 @@ from kafka_pyspark._write.records import (
     per_target,
 )
 from kafka_pyspark._write.rows import Targets
-from kafka_pyspark._write.store import RecordStore
+from kafka_pyspark._write.store import Recording, RecordStore
 from kafka_pyspark.client import latest
 from kafka_pyspark.errors import (
     DeliveryLockError,
@@ -70,6 +73,7 @@ _READ_MAX = 128 << 20
 _POLL_S = 0.25
 
 Send = Callable[[int, bytes | memoryview, int], None]
+Window = list[tuple[int, bytes | memoryview, int, SetDigest]]
 _R = TypeVar("_R")
 
 
@@ -91,7 +95,9 @@ class ExactlyOnce:
         self._landed: dict[TopicPartition, int] = {}
         self._index: dict[TopicPartition, int] = {}  # sets generated so far per target
         self._next_window = 0
-        self._window: list[tuple[int, bytes | memoryview, int, SetDigest]] = []
+        self._window: Window = []
+        #: the window whose intent is being recorded, sent once it is (at most one)
+        self._sealed: tuple[Window, Recording] | None = None
         self._window_bytes = 0
         self._window_record = 0
         self._window_keys: set[TopicPartition] = set()
@@ -142,10 +148,16 @@ class ExactlyOnce:
             self._window_keys.add(key)
             self._window_record += intent_target_size(key[0])
         if self._window_bytes >= WINDOW_BYTES or self._window_record >= WINDOW_RECORD_BYTES:
-            self.flush()
+            self._seal()
 
     def flush(self) -> None:
-        """Record the buffered window's intent, then send it."""
+        """Record the buffered window's intent and send it, and the one sealed before it."""
+        self._seal()
+        self._send_sealed()
+
+    def _seal(self) -> None:
+        """Start recording the buffered window's intent (the store answers while the task goes
+        on); send the window sealed before it meanwhile (its intent was confirmed)."""
         if not self._window:
             return
         window = IntentWindow(lists=self.resolved())
@@ -155,18 +167,37 @@ class ExactlyOnce:
                 self._starts[key] = window.starts[key] = self._log_end(key)
             window.sets.setdefault(key, []).append(digest)
         fault_point("before-intent")
-        self.store.put_intent(self.ident, self._next_window, encode_intent(window))
+        recording = self.store.start_intent(self.ident, self._next_window, encode_intent(window))
         self._next_window += 1
-        fault_point("after-intent")
-        self._fence(remote=True)
         sets, self._window = self._window, []
         self._window_bytes = self._window_record = 0
         self._window_keys.clear()
+        self._send_sealed()
+        self._sealed = (sets, recording)
+
+    def _send_sealed(self) -> None:
+        """Send the sealed window once its intent is recorded (its error, if it was not)."""
+        if self._sealed is None:
+            return
+        sets, recording = self._sealed
+        self._sealed = None
+        recording()  # bounded: the store's own calls are
+        fault_point("after-intent")
+        self._fence(remote=True)
         for n, (target, data, messages, _) in enumerate(sets):
             self._send(target, data, messages)
             if n == 0 and len(sets) > 1 and os.environ.get(FAULT_ENV, "").startswith("mid-send"):
                 self._producer().write_buffered()  # the first set on the socket, then the point
                 fault_point("mid-send")
+
+    def _settle_sealed(self) -> None:
+        """Wait for an intent still being recorded (so no record lands after the lock is
+        released; its error does not matter then: its window was not sent)."""
+        if self._sealed is not None:
+            _, recording = self._sealed
+            self._sealed = None
+            with contextlib.suppress(Exception):
+                recording()
 
     def _log_end(self, key: TopicPartition) -> int:
         topic, broker, partition = key
@@ -190,12 +221,14 @@ class ExactlyOnce:
     def finish(self, rows: int, written: dict[TopicPartition, tuple[int, int, int]]) -> None:
         """After the barrier: the done record (the task's commit message), the lock released."""
         fault_point("after-send")
+        assert self._sealed is None  # end_of_input sent every window
         self.store.finish(self.ident, encode_done(rows, written))
         self._held = False
         fault_point("after-done")
 
     def close(self) -> None:
         """Release the lock if still held (the attempt failed): a retry takes over."""
+        self._settle_sealed()
         if self._held:
             self._held = False
             self.store.release(self.ident)

@@ -6,8 +6,10 @@ refreshes), ``intent-NNNNN`` records and a ``done`` record (:mod:`.records`), un
 
 ZooKeeper round trips of one task: :meth:`ZkStore.claim` one (create the parents and the lock,
 read ``done`` and the first intent, pipelined; a second only when more than one intent window
-was recorded, or to wait for another attempt's lock), :meth:`ZkStore.put_intent` one per
-window and :meth:`ZkStore.verify` one per window (the lock checked before the window is sent),
+was recorded, or to wait for another attempt's lock), :meth:`ZkStore.start_intent` one per
+window (sent at once, its answer collected when the window is sent: the task encodes the next
+window meanwhile) and :meth:`ZkStore.verify` one per window (the lock checked before the window
+is sent, unless a request on the lock's session was answered within the lease),
 :meth:`ZkStore.finish` one (``done`` and the lock's delete, pipelined): 4 for a one-window task.
 """
 
@@ -26,7 +28,7 @@ from kafka_pyspark._cluster.zk_session import ZkSession
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
-__all__ = ["Claim", "FileStore", "RecordStore", "ZkStore", "open_store"]
+__all__ = ["Claim", "FileStore", "RecordStore", "Recording", "ZkStore", "open_store"]
 
 LOCK, DONE = "lock", "done"
 #: a file lock's lease: a holder refreshes it every quarter; older is a dead holder's
@@ -45,6 +47,14 @@ def _fence_clock() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
+#: an intent record being written: called, it returns once the record is stored (else raises)
+Recording = Callable[[], None]
+
+
+def _recorded() -> None:
+    """A :data:`Recording` already done."""
+
+
 def intent_name(index: int) -> str:
     return f"intent-{index:05d}"
 
@@ -60,7 +70,7 @@ class RecordStore(Protocol):
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim: ...
     def holds(self) -> bool: ...
     def verify(self, ident: TaskIdentity) -> bool: ...
-    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None: ...
+    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording: ...
     def finish(self, ident: TaskIdentity, done: bytes) -> None: ...
     def release(self, ident: TaskIdentity) -> None: ...
     def forget(self, sink: str, below: int | None = None) -> None: ...
@@ -201,12 +211,18 @@ class ZkStore:
             self._alive_at = sent
         return mine
 
-    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
+    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         path = f"{self._base(ident)}/{intent_name(index)}"
         sent = _fence_clock()
-        self._zk.pipeline("recording", path, [_create(path, data, self._acl)], self._expected())
-        if self.holds():  # answered on the lock's session: it was alive when this was sent
-            self._alive_at = sent
+        answers = self._zk.start("recording", path, [_create(path, data, self._acl)],
+                                 self._expected())
+
+        def recorded() -> None:
+            answers()
+            if self.holds():  # answered on the lock's session: it was alive when this was sent
+                self._alive_at = max(self._alive_at, sent)
+
+        return recorded
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         base = self._base(ident)
@@ -335,8 +351,9 @@ class FileStore:
     def verify(self, ident: TaskIdentity) -> bool:
         return self.holds()
 
-    def put_intent(self, ident: TaskIdentity, index: int, data: bytes) -> None:
+    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         _write_atomic(os.path.join(self._base(ident), intent_name(index)), data)
+        return _recorded
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         _write_atomic(os.path.join(self._base(ident), DONE), done)
