@@ -49,7 +49,7 @@ from kafka_pyspark._write.records import (
     per_target,
 )
 from kafka_pyspark._write.rows import Targets
-from kafka_pyspark._write.store import Recording, RecordStore
+from kafka_pyspark._write.store import DONE, Recording, RecordStore, intent_name
 from kafka_pyspark.client import latest
 from kafka_pyspark.errors import (
     DeliveryLockError,
@@ -102,6 +102,8 @@ class ExactlyOnce:
         self._window_record = 0
         self._window_keys: set[TopicPartition] = set()
         self._held = False
+        self._done = False  # this attempt wrote the done record
+        self._found_done = False  # an earlier attempt had
         #: the lists the earlier attempts routed over (the router takes them)
         self.pinned: dict[str, tuple[tuple[int, int], ...]] = {}
         #: -> the lists resolved since the last window (recorded with it)
@@ -114,6 +116,7 @@ class ExactlyOnce:
         claim = self.store.claim(self.ident, self.opts.lock_timeout_ms / 1000.0)
         visible_by = time.monotonic() + self.opts.visibility_wait_ms / 1000.0
         if claim.done is not None:
+            self._found_done = True
             return self._decode(decode_done, claim.done, "done")
         self._held = True
         windows = [self._decode(decode_intent, b, "intent") for b in claim.intents]
@@ -224,7 +227,17 @@ class ExactlyOnce:
         assert self._sealed is None  # end_of_input sent every window
         self.store.finish(self.ident, encode_done(rows, written))
         self._held = False
+        self._done = True
         fault_point("after-done")
+
+    def records(self) -> tuple[str, ...] | None:
+        """The record nodes of this task (``<batch>/<partition>/<name>``) as far as this
+        attempt knows them (None when an earlier attempt finished: it does not)."""
+        if self._found_done:
+            return None
+        names = [intent_name(i) for i in range(self._next_window)]
+        names += [DONE] if self._done else []
+        return tuple(f"{self.ident.batch}/{self.ident.partition}/{n}" for n in names)
 
     def close(self) -> None:
         """Release the lock if still held (the attempt failed): a retry takes over."""

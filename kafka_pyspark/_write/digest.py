@@ -56,8 +56,9 @@ class LogUnit(NamedTuple):
 
 
 def digest_of_crcs(crcs: npt.NDArray[np.uint32]) -> int:
-    """CRC32 over the big-endian bytes of ``crcs``."""
-    return zlib.crc32(crcs.astype(">u4").tobytes())
+    """CRC32 over the big-endian bytes of ``crcs`` (not copied when they already are: a
+    writer converts all of an encoder call's CRCs at once, then digests slices of them)."""
+    return zlib.crc32(crcs.astype(">u4", copy=False).data)
 
 
 def set_digest(crcs: npt.NDArray[np.uint32], inner_bytes: int) -> SetDigest:

@@ -20,13 +20,16 @@ class WriteReport:
     when the task stopped at a bad row (see :mod:`kafka_pyspark._write`): the error the
     driver raises, with context (it pickles whole, :class:`~kafka_pyspark.errors.KafkaError`);
     ``error``/``error_type`` are its text and class name. ``sink``: (sink id, batch id) of an
-    exactly-once write (the driver deletes its records once committed), else None."""
+    exactly-once write (the driver deletes its records once committed), else None.
+    ``records``: the record nodes the task knows it made (``<batch>/<partition>/<name>``, under
+    the sink), which the driver deletes without listing the sink; None: not known (it lists)."""
 
     task: str
     rows: int
     written: dict[TopicPartition, tuple[int, int, int]] = field(default_factory=dict)
     failure: KafkaError | None = None
     sink: tuple[str, int] | None = None
+    records: tuple[str, ...] | None = None
 
     @property
     def error(self) -> str | None:

@@ -125,6 +125,8 @@ class SetBuilder:
             crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
             sets = self._encode_many(values, bounds, compression=self.opts.codec,
                                      level=self.opts.compression_level, crcs_out=crcs)
+            if crcs is not None:
+                crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
             for (lo, hi), data in zip(cuts, sets, strict=True):
                 self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
                            None if crcs is None else crcs[lo - bounds[0]:hi - bounds[0]])

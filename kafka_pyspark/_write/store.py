@@ -74,6 +74,7 @@ class RecordStore(Protocol):
     def finish(self, ident: TaskIdentity, done: bytes) -> None: ...
     def release(self, ident: TaskIdentity) -> None: ...
     def forget(self, sink: str, below: int | None = None) -> None: ...
+    def forget_records(self, sink: str, records: Sequence[str]) -> None: ...
 
 
 def _lock_timeout(ident: TaskIdentity, timeout_s: float, where: str) -> DeliveryLockError:
@@ -244,6 +245,21 @@ class ZkStore:
                   if below is None or (b.isdigit() and int(b) < below)]
         self._delete_trees(doomed, top if below is None else None)
 
+    def forget_records(self, sink: str, records: Sequence[str]) -> None:
+        """Delete the whole sink knowing its nodes (``<batch>/<partition>/<name>`` each, from
+        the tasks' reports): one pipelined round, leaves first. A node the reports did not
+        name (a zombie attempt's lock) leaves its parent in place: then :meth:`forget`."""
+        from kazoo.exceptions import NoNodeError, NotEmptyError
+
+        top = f"{self.root}/{sink}"
+        parents = {f"{top}/{r.rsplit('/', 1)[0]}" for r in records}
+        parents |= {p.rsplit("/", 1)[0] for p in parents}
+        order = [*(f"{top}/{r}" for r in records), *sorted(parents, key=len, reverse=True), top]
+        answers = self._zk.pipeline("deleting", top, [_delete(p) for p in order],
+                                    {NoNodeError: None, NotEmptyError: NotEmptyError})
+        if NotEmptyError in answers:
+            self.forget(sink)
+
     def _delete_trees(self, paths: Sequence[str], also: str | None) -> None:
         if not paths and also is None:
             return
@@ -364,6 +380,9 @@ class FileStore:
         if self.holds() and self._lock_path is not None:
             os.unlink(self._lock_path)
         self._lock_path = None
+
+    def forget_records(self, sink: str, records: Sequence[str]) -> None:
+        self.forget(sink)  # one tree removal either way
 
     def forget(self, sink: str, below: int | None = None) -> None:
         import shutil

@@ -153,6 +153,7 @@ class TaskWriter:
             written=self._written() if written is None else written,
             failure=error,
             sink=None if ident is None else (ident.sink, ident.batch),
+            records=() if self._once is None else self._once.records(),
         )
 
     # --- one batch -----------------------------------------------------------------------

@@ -76,7 +76,8 @@ def _sinks(messages: Sequence[WriterCommitMessage | None]) -> set[str]:
 def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
             below: int | None) -> None:
     """Delete the records of the write's sinks (below a batch id, or all): best effort, a
-    failure is logged (the next commit deletes them)."""
+    failure is logged (the next commit deletes them). A whole sink whose every task named its
+    records goes in one round, else it is listed first."""
     d = plan.options.delivery
     sinks = _sinks(messages)
     if not d.exactly_once or not sinks:
@@ -84,10 +85,27 @@ def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
     try:
         store = open_store(plan.cluster, d.zk_root, d.store)
         for sink in sorted(sinks):
-            store.forget(sink, below)
+            records = _records(messages, sink) if below is None else None
+            if records is None:
+                store.forget(sink, below)
+            else:
+                store.forget_records(sink, records)
     except Exception as e:  # the data is committed; records left behind only take space
         log.warning("kafka07 sink: could not delete the exactly-once records of %s: %s",
                     ", ".join(sorted(sinks)), e)
+
+
+def _records(messages: Sequence[WriterCommitMessage | None], sink: str) -> list[str] | None:
+    """The record nodes of ``sink`` its tasks' reports name; None if a report does not know."""
+    out: list[str] = []
+    for m in messages:
+        if not isinstance(m, Kafka07CommitMessage):
+            return None
+        if m.sink is not None and m.sink[0] == sink:
+            if m.records is None:
+                return None
+            out.extend(m.records)
+    return out
 
 
 def _identity_missing(plan: WritePlan) -> None:

@@ -108,6 +108,28 @@ def test_a_rerun_after_done_is_a_no_op(
     written_once(brokers, values())
     base = "/kafka_pyspark/sinks/query-1/7/3"
     assert sorted(kz.get_children(base)) == ["done", "intent-00000"]  # the lock is gone
+    # this attempt found the task done: it cannot name the records (the driver lists them)
+    assert msg.records is None
+
+
+def test_the_report_names_the_records_and_the_driver_deletes_them(
+    brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    opts = options({"zk.connect": zk_connect})
+    plan = build_plan(opts, SCHEMA)
+    msg = TaskWriter(plan, identity=IDENT).write(batches(values()))
+    assert msg.records == ("7/3/intent-00000", "7/3/done")
+    base = "/kafka_pyspark/sinks/query-1"
+    other = TaskIdentity("query-1", 7, 4)  # a zombie's lock the reports do not name
+    zombie = ZkStore(plan.cluster, plan.options.delivery.zk_root)
+    assert zombie.claim(other, 1.0).done is None
+    store = ZkStore(plan.cluster, plan.options.delivery.zk_root)
+    store.forget_records("query-1", msg.records)  # the node left makes it list and retry
+    assert kz.exists(f"{base}/7/3") is None and kz.exists(f"{base}/7/4/lock") is None
+    zombie.release(other)
+    msg = TaskWriter(plan, identity=IDENT).write(batches(values()))
+    store.forget_records("query-1", msg.records or ())  # named: all of it in one round
+    assert kz.exists(base) is None
 
 
 def test_other_rows_on_a_retry_are_named(
