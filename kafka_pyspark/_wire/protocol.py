@@ -185,9 +185,15 @@ def encode_request(req: Request) -> bytes:
     A field out of its wire range (e.g. a partition >= 2**31) is a :class:`ProtocolError`.
     The frame is built with one join, so message bytes are copied once.
     """
+    return b"".join(encode_request_parts(req))
+
+
+def encode_request_parts(req: Request) -> list[bytes | memoryview]:
+    """:func:`encode_request` not joined: the frame's pieces in order (the length prefix
+    first; message sets as given), for a scatter-gather send that copies nothing."""
     try:
         parts = _request_parts(req)
-        return b"".join([_INT32.pack(sum(map(len, parts))), *parts])
+        return [_INT32.pack(sum(map(len, parts))), *parts]
     except struct.error as e:
         name = type(req).__name__
         raise ProtocolError(f"cannot encode {name}: a field is out of range: {e}") from e

@@ -254,7 +254,7 @@ class BrokerConnection(Closing):
                 f"{what} is {size} bytes, over the broker's "
                 f"max.socket.request.bytes ({BROKER_MAX_REQUEST_BYTES}); split it"
             )
-        frame = wire.encode_request(req)
+        frame = wire.encode_request_parts(req)  # sent gathered: message sets not copied
         with self._lock:
             attempt = 0
             while True:

@@ -36,6 +36,9 @@ from kafka_pyspark.errors import (
     with_context,
 )
 
+#: pieces per sendmsg() call (the kernel takes at most IOV_MAX, 1024 on Linux)
+_GATHER_MAX = 512
+_GATHER = hasattr(socket.socket, "sendmsg")  # not on Windows: joined there
 _LENGTH_PART = "response length"
 _BODY_PART = "response body"
 # sys.getrefcount of the kept receive buffer when only the transport holds it (its attribute,
@@ -149,21 +152,28 @@ class Transport:
             return False
         return False
 
-    def send(self, frame: bytes, what: str) -> int:
-        """Send a whole frame on the open socket; on failure raise :class:`SendFailed`
-        carrying the bytes sent."""
+    def send(self, frame: bytes | list[bytes | memoryview], what: str) -> int:
+        """Send a whole frame (or its pieces in order, gathered by the kernel: not copied
+        here) on the open socket; on failure raise :class:`SendFailed` carrying the bytes
+        sent."""
         sock = self.open()
-        view = memoryview(frame)
+        if isinstance(frame, bytes) or not _GATHER:
+            frame = [frame if isinstance(frame, bytes) else b"".join(frame)]
+        parts = [memoryview(p).cast("B") for p in frame]
+        total = sum(p.nbytes for p in parts)
         sent = 0
         try:
-            while sent < len(view):
-                sent += sock.send(view[sent:])
+            while parts:
+                n = (sock.send(parts[0]) if len(parts) == 1
+                     else sock.sendmsg(parts[:_GATHER_MAX]))
+                sent += n
+                parts = _advance(parts, n)
         except TimeoutError as e:
             raise SendFailed(
                 sent,
                 BrokerTimeoutError(
                     f"{self.address}: sending {what} timed out after {self.timeout:g} s "
-                    f"({sent} of {len(view)} bytes sent)"
+                    f"({sent} of {total} bytes sent)"
                 ),
             ) from e
         except OSError as e:
@@ -171,7 +181,7 @@ class Transport:
                 sent,
                 BrokerConnectionError(
                     f"{self.address}: connection lost sending {what} "
-                    f"({sent} of {len(view)} bytes sent): {e}"
+                    f"({sent} of {total} bytes sent): {e}"
                 ),
             ) from e
         return sent
@@ -321,3 +331,15 @@ class Transport:
             f"{self.address} closed the connection in the middle of the answer to "
             f"{what} ({got} of {n} bytes of the {part} received)"
         )
+
+
+def _advance(parts: list[memoryview], n: int) -> list[memoryview]:
+    """``parts`` without their first ``n`` bytes (sent)."""
+    i = 0
+    while i < len(parts) and n >= parts[i].nbytes:
+        n -= parts[i].nbytes
+        i += 1
+    rest = parts[i:]
+    if rest and n:
+        rest[0] = rest[0][n:]
+    return rest
