@@ -11,9 +11,9 @@
 2. :meth:`~ExactlyOnce.add` per set: a set an earlier attempt recorded must be the same
    (else :class:`~kafka_pyspark.errors.NonDeterministicInputError`); if it landed it is
    skipped, else sent. A new set waits in a window (:data:`WINDOW_BYTES`). A full window is
-   sealed: the log end of its broker-partitions new to the task, then its intent record,
-   written by a thread of its own while the task encodes the next window; the sealed window is
-   sent once its intent is confirmed (when the next window is sealed, or at the end), so the
+   sealed: the log end of its broker-partitions new to the task, then its intent record, sent
+   to the store at once and confirmed while the task encodes the next window; the sealed window
+   is sent once its intent is confirmed (when the next window is sealed, or at the end), so the
    store's round trip (a ZooKeeper write: a disk sync on the server) costs the task no time.
 3. After the delivery barrier (the task's), :meth:`~ExactlyOnce.finish` writes ``done`` and
    releases the lock.
@@ -175,15 +175,18 @@ class ExactlyOnce:
         sets, self._window = self._window, []
         self._window_bytes = self._window_record = 0
         self._window_keys.clear()
-        self._send_sealed()
-        self._sealed = (sets, recording)
+        # tracked before the earlier window is sent: if that fails, close() still waits for it
+        earlier, self._sealed = self._sealed, (sets, recording)
+        if earlier is not None:
+            self._send_window(*earlier)
 
     def _send_sealed(self) -> None:
         """Send the sealed window once its intent is recorded (its error, if it was not)."""
-        if self._sealed is None:
-            return
-        sets, recording = self._sealed
-        self._sealed = None
+        sealed, self._sealed = self._sealed, None
+        if sealed is not None:
+            self._send_window(*sealed)
+
+    def _send_window(self, sets: Window, recording: Recording) -> None:
         recording()  # bounded: the store's own calls are
         fault_point("after-intent")
         self._fence(remote=True)

@@ -1,0 +1,96 @@
+"""Exactly-once windows against an in-memory store (no I/O): a window's intent is sent to the
+store when the window is sealed, and its sets are sent only once that intent is confirmed, when
+the next window is sealed or at the end; a failed attempt waits for an intent still in flight
+before it releases its lock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_pyspark._options.delivery_options import EXACTLY_ONCE, DeliveryOptions
+from kafka_pyspark._write import delivery
+from kafka_pyspark._write.delivery import ExactlyOnce
+from kafka_pyspark._write.digest import SetDigest
+from kafka_pyspark._write.identity import TaskIdentity
+from kafka_pyspark._write.rows import Targets
+from kafka_pyspark._write.store import Claim, Recording
+
+IDENT = TaskIdentity("sink", 4, 1)
+SET = b"s" * 60  # two sets fill a window of 100 bytes
+
+
+class _Store:
+    """Records every call in ``log``; an intent is confirmed when its Recording is called."""
+
+    def __init__(self, log: list[Any]) -> None:
+        self.log = log
+
+    def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
+        return Claim(None, [])
+
+    def holds(self) -> bool:
+        return True
+
+    def verify(self, ident: TaskIdentity) -> bool:
+        return True
+
+    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
+        self.log.append(("intent sent", index))
+        return lambda: self.log.append(("intent confirmed", index))
+
+    def release(self, ident: TaskIdentity) -> None:
+        self.log.append("released")
+
+
+class _Producer:
+    def log_end(self, broker: int, topic: str, partition: int) -> int:
+        return 0
+
+
+def _once(log: list[Any], send: Any) -> ExactlyOnce:
+    targets = Targets()
+    targets.id(("t", 0, 0))
+    once = ExactlyOnce(_Store(log), IDENT, DeliveryOptions(guarantee=EXACTLY_ONCE),  # type: ignore[arg-type]
+                       targets, send, _Producer, lambda *a: None, 1 << 20)  # type: ignore[arg-type]
+    assert once.begin() is None
+    return once
+
+
+def _add(once: ExactlyOnce, n: int) -> None:
+    for i in range(n):
+        once.add(0, SET, 1, SetDigest(1, len(SET), i))
+
+
+def test_a_window_is_sent_after_its_intent_while_the_next_one_fills(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(delivery, "WINDOW_BYTES", 100)
+    log: list[Any] = []
+    once = _once(log, lambda target, data, messages: log.append("set"))
+    _add(once, 2)
+    assert log == [("intent sent", 0)]  # sealed: its intent on its way, nothing sent
+    _add(once, 2)
+    assert log == [("intent sent", 0), ("intent sent", 1), ("intent confirmed", 0), "set", "set"]
+    once.end_of_input()
+    assert log[5:] == [("intent confirmed", 1), "set", "set"]
+    assert once.records() == ("4/1/intent-00000", "4/1/intent-00001")
+
+
+def test_a_failed_send_still_waits_for_the_intent_in_flight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(delivery, "WINDOW_BYTES", 100)
+    log: list[Any] = []
+
+    def broken(target: int, data: bytes, messages: int) -> None:
+        raise ConnectionError("broker gone")
+
+    once = _once(log, broken)
+    _add(once, 2)
+    with pytest.raises(ConnectionError):
+        _add(once, 2)  # window 1 sealed (its intent sent), then sending window 0 fails
+    once.close()
+    assert log == [("intent sent", 0), ("intent sent", 1), ("intent confirmed", 0),
+                   ("intent confirmed", 1), "released"]
