@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 from kafka_pyspark._cluster.zk_reads import MULTI, MULTI_READ, send_multi_read
 
 __all__ = [
-    "MULTI_BYTES", "MULTI_SIZE", "NewNode", "Request", "chunks", "create", "get", "get_acls",
+    "MULTI_BYTES", "MULTI_SIZE", "NewNode", "Request", "chunks", "create", "delete", "get",
+    "get_acls",
     "get_children", "multi_read", "op_bytes", "path_bytes", "set_value", "transaction",
 ]
 
@@ -56,8 +57,12 @@ def set_value(path: str, value: bytes) -> Request:
     return Request(path, lambda client: client.set_async(path, value))
 
 
-def create(path: str, value: bytes, acl: list[Any] | None) -> Request:
-    return Request(path, lambda client: client.create_async(path, value, acl))
+def create(path: str, value: bytes, acl: list[Any] | None, *, ephemeral: bool = False) -> Request:
+    return Request(path, lambda client: client.create_async(path, value, acl, ephemeral=ephemeral))
+
+
+def delete(path: str) -> Request:
+    return Request(path, lambda client: client.delete_async(path))
 
 
 def multi_read(paths: Sequence[str]) -> Request:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
-from kafka_pyspark._cluster.zk_requests import Request
+from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
 from kafka_pyspark._cluster.zk_session import ZkSession
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
@@ -113,22 +113,6 @@ def _session(copts: ClusterOptions) -> ZkSession:
         return zk
 
 
-def _create(path: str, value: bytes, acl: Any, ephemeral: bool = False) -> Request:
-    return Request(path, lambda c: c.create_async(path, value, acl, ephemeral=ephemeral))
-
-
-def _get(path: str) -> Request:
-    return Request(path, lambda c: c.get_async(path))
-
-
-def _children(path: str) -> Request:
-    return Request(path, lambda c: c.get_children_async(path))
-
-
-def _delete(path: str) -> Request:
-    return Request(path, lambda c: c.delete_async(path))
-
-
 class ZkStore:
     """Records as nodes under ``root`` (a path under the ``zk.connect`` chroot)."""
 
@@ -163,10 +147,10 @@ class ZkStore:
         base = self._base(ident)
         parts = base.strip("/").split("/")
         parents = ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-        reqs = [*(_create(p, b"", self._acl) for p in parents),
-                _create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True),
-                _get(f"{base}/{LOCK}"), _get(f"{base}/{DONE}"), _children(base),
-                _get(f"{base}/{intent_name(0)}")]
+        reqs = [*(create(p, b"", self._acl) for p in parents),
+                create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True),
+                get(f"{base}/{LOCK}"), get(f"{base}/{DONE}"), get_children(base),
+                get(f"{base}/{intent_name(0)}")]
         deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
         while True:
             sent = _fence_clock()
@@ -206,7 +190,7 @@ class ZkStore:
             return True
         path = f"{self._base(ident)}/{LOCK}"
         sent = _fence_clock()
-        (got,) = self._zk.pipeline("checking", path, [_get(path)], self._expected())
+        (got,) = self._zk.pipeline("checking", path, [get(path)], self._expected())
         mine = got is not None and got[0] == self._token and self.holds()
         if mine:
             self._alive_at = sent
@@ -215,7 +199,7 @@ class ZkStore:
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         path = f"{self._base(ident)}/{intent_name(index)}"
         sent = _fence_clock()
-        answers = self._zk.start("recording", path, [_create(path, data, self._acl)],
+        answers = self._zk.start("recording", path, [create(path, data, self._acl)],
                                  self._expected())
 
         def recorded() -> None:
@@ -227,14 +211,14 @@ class ZkStore:
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         base = self._base(ident)
-        self._zk.pipeline("finishing", base, [_create(f"{base}/{DONE}", done, self._acl),
-                                              _delete(f"{base}/{LOCK}")], self._expected())
+        self._zk.pipeline("finishing", base, [create(f"{base}/{DONE}", done, self._acl),
+                                              delete(f"{base}/{LOCK}")], self._expected())
         self._session_id = None
 
     def release(self, ident: TaskIdentity) -> None:
         if self.holds():  # a new session's lock would be another attempt's
             path = f"{self._base(ident)}/{LOCK}"
-            self._zk.pipeline("releasing", path, [_delete(path)], self._expected())
+            self._zk.pipeline("releasing", path, [delete(path)], self._expected())
         self._session_id = None
 
     def forget(self, sink: str, below: int | None = None) -> None:
@@ -255,7 +239,7 @@ class ZkStore:
         parents = {f"{top}/{r.rsplit('/', 1)[0]}" for r in records}
         parents |= {p.rsplit("/", 1)[0] for p in parents}
         order = [*(f"{top}/{r}" for r in records), *sorted(parents, key=len, reverse=True), top]
-        answers = self._zk.pipeline("deleting", top, [_delete(p) for p in order],
+        answers = self._zk.pipeline("deleting", top, [delete(p) for p in order],
                                     {NoNodeError: None, NotEmptyError: NotEmptyError})
         if NotEmptyError in answers:
             self.forget(sink)
@@ -268,7 +252,7 @@ class ZkStore:
         leaves = [f"{p}/{c}" for p, cs in zip(parts, self._zk.children_of(parts, self.root)
                                               if parts else [], strict=True) for c in cs or []]
         order = [*leaves, *parts, *paths, *([also] if also else [])]
-        self._zk.pipeline("deleting", self.root, [_delete(p) for p in order], self._expected())
+        self._zk.pipeline("deleting", self.root, [delete(p) for p in order], self._expected())
 
 
 # --- files -------------------------------------------------------------------------------------
