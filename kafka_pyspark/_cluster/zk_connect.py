@@ -97,9 +97,8 @@ class QuickAckSocket:
 
     The ZooKeeper server writes each response as it is ready, with Nagle's algorithm on: when
     one round holds two or more requests (a pipeline), the second response waits for the
-    client's ACK of the first, which Linux delays up to 40 ms (measured: every 2-request round
-    took 44 ms against ZooKeeper 3.8, 1-2 ms with this). Linux leaves quick-ACK mode on its own,
-    so it is asked for again around every read."""
+    client's ACK of the first, which Linux delays (docs/writing.md, "Exactly once", has the
+    cost). Linux leaves quick-ACK mode on its own, so it is asked for again around every read."""
 
     def __init__(self, sock: Any) -> None:
         self._sock = sock

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from _cluster import silent_peer
 
+from kafka_pyspark._cluster.zk_connect import QuickAckSocket
 from kafka_pyspark._cluster.zk_session import Created, ZkSession
 from kafka_pyspark.errors import RegistryUnavailableError
 
@@ -159,3 +160,31 @@ def test_an_unanswered_srvr_is_bounded_by_the_connection_timeout_and_asked_once(
             assert len(held) == 3  # the session's two sockets and one srvr connection
         finally:
             session.close()
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
+def test_a_read_leaves_the_socket_acknowledging_at_once() -> None:
+    """The wrapper asks for quick ACKs around a read: a socket put in delayed-ACK mode
+    (TCP_QUICKACK 0) is back in quick-ACK mode after it, and the bytes are the peer's."""
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        client = socket.create_connection(srv.getsockname())
+        peer, _ = srv.accept()
+        with client, peer:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 0)
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK) == 0
+            wrapped = QuickAckSocket(client)
+            peer.sendall(b"answer")
+            assert wrapped.recv(6) == b"answer"
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK) == 1
+            assert wrapped.fileno() == client.fileno()  # the rest is the socket's own
+
+
+@pytest.mark.zk
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
+def test_the_sessions_kazoo_connection_reads_through_the_wrapper(zk_connect: str) -> None:
+    session = ZkSession(zk_connect, session_timeout_ms=10_000, connection_timeout_ms=5_000)
+    try:
+        assert session.children("/") is not None
+        assert isinstance(session._zk()._connection._socket, QuickAckSocket)
+    finally:
+        session.close()
