@@ -72,11 +72,32 @@ class SetBuilder:
         self._digests = digests
 
     def add_in_order(self, values: pa.Array, dest: Rows, base: int) -> None:
-        """Rows whose targets come in runs (keyless rows): zero-copy slices, in order."""
+        """Rows whose targets come in runs (keyless rows): zero-copy slices, in order.
+
+        A run whose target has nothing buffered is cut into sets straight away, and the sets
+        of consecutive such runs are encoded in one encoder call (keyless runs are
+        ``batch.size`` rows: without this, one call per set). Each target still gets its
+        sets in row order: a run that must join buffered rows first sends the runs before
+        it."""
         rows = np.arange(base, base + len(values), dtype=np.int64)
         bounds = [0, *(np.flatnonzero(np.diff(dest)) + 1).tolist(), len(values)]
+        size = self.opts.batch_size
+        span: list[tuple[int, int, int]] = []  # (target, lo, hi): runs ready, back to back
         for lo, hi in itertools.pairwise(bounds):
-            self._append(int(dest[lo]), values.slice(lo, hi - lo), rows[lo:hi])
+            target = int(dest[lo])
+            pend = self._pending.get(target)
+            full = (hi - lo) - (hi - lo) % size
+            if (pend is not None and pend.count) or not full:
+                self._encode_span(values, rows, span)
+                span = []
+                self._append(target, values.slice(lo, hi - lo), rows[lo:hi])
+                continue
+            span.append((target, lo, lo + full))
+            if lo + full < hi:  # the rest waits in the (empty) buffer: the span ends here
+                self._encode_span(values, rows, span)
+                span = []
+                self._append(target, values.slice(lo + full, hi - lo - full), rows[lo + full:hi])
+        self._encode_span(values, rows, span)
 
     def add_grouped(self, values: pa.Array, dest: Rows, base: int) -> None:
         """Rows with any targets: grouped by target (stable: each keeps its input order)."""
@@ -118,18 +139,7 @@ class SetBuilder:
         values = pend.chunks[0] if len(pend.chunks) == 1 else pa.concat_arrays(pend.chunks)
         rows = pend.rows[0] if len(pend.rows) == 1 else np.concatenate(pend.rows)
         end = len(values) if final else len(values) - len(values) % self.opts.batch_size
-        cuts = list(self._cut(target, values, 0, end))
-        if cuts:
-            # every set of this flush in one encoder call (no per-set Python loop over rows)
-            bounds = [lo for lo, _ in cuts] + [cuts[-1][1]]
-            crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
-            sets = self._encode_many(values, bounds, compression=self.opts.codec,
-                                     level=self.opts.compression_level, crcs_out=crcs)
-            if crcs is not None:
-                crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
-            for (lo, hi), data in zip(cuts, sets, strict=True):
-                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
-                           None if crcs is None else crcs[lo - bounds[0]:hi - bounds[0]])
+        self._encode_span(values, rows, [(target, 0, end)])
         if end < len(values):
             pend.chunks = [compact(values.slice(end))]
             pend.rows = [rows[end:].copy()]
@@ -137,10 +147,32 @@ class SetBuilder:
         else:
             pend.chunks, pend.rows, pend.count = [], [], 0
 
-    def _cut(self, target: int, values: pa.Array, lo: int, hi: int) -> Iterator[tuple[int, int]]:
-        """[lo, hi) in runs of batch.size rows; uncompressed, also runs whose encoded set fits
-        one request; compressed, runs of at most MAX_COMPRESS_INPUT payload bytes."""
+    def _encode_span(self, values: pa.Array, rows: Rows,
+                     span: list[tuple[int, int, int]]) -> None:
+        """Cut each ``(target, lo, hi)`` of ``values`` into sets (the ranges back to back),
+        encode them all in one encoder call (no per-set Python loop over rows), queue them."""
+        if not span:
+            return
         offsets = value_offsets(values)
+        cuts = [(t, a, b) for target, lo, hi in span for t, (a, b) in
+                zip(itertools.repeat(target), self._cut(target, offsets, lo, hi))]
+        if not cuts:
+            return
+        bounds = [lo for _, lo, _ in cuts] + [cuts[-1][2]]
+        crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
+        sets = self._encode_many(values, bounds, compression=self.opts.codec,
+                                 level=self.opts.compression_level, crcs_out=crcs)
+        if crcs is not None:
+            crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
+        first = bounds[0]
+        for (target, lo, hi), data in zip(cuts, sets, strict=True):
+            self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
+                       None if crcs is None else crcs[lo - first:hi - first])
+
+    def _cut(self, target: int, offsets: Rows, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """Rows [lo, hi) of values with these Arrow ``offsets`` in runs of batch.size rows;
+        uncompressed, also runs whose encoded set fits one request; compressed, runs of at
+        most MAX_COMPRESS_INPUT payload bytes."""
         if self.opts.codec == "none":
             limit = set_limit(self._limits.request_bytes, self.targets[target][0])
             return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
