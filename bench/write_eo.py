@@ -154,7 +154,7 @@ def run(recorder: Recorder) -> None:
                 spark, 200_000, "kafka07", o)) for g, opts in configs.items()}
             for _ in range(SPARK_ROUNDS):  # interleaved, best of each (write.py's reason)
                 for g, opts in configs.items():
-                    best[g] = max(best[g], spark_write_once(spark, ROWS, "kafka07", opts))
+                    best[g] = max(best[g], spark_write_once(spark, ROWS, "kafka07", opts).rate)
         finally:
             spark.stop()
     eo, alo = counts["exactly-once"], counts["at-least-once"]
