@@ -26,16 +26,19 @@ What is measured, all in this run, on this machine:
   CPU per row (it does not go away) plus libdeflate's deflate of the same bytes at the encoder's
   default level, nothing else. Twice libdeflate's rate alone would pretend Spark costs nothing.
 
-The broker is a *sink* (a separate process that reads and discards PRODUCE bytes, answers
-OFFSETS with the bytes received per partition, as a broker's log end, and probing FETCHes):
-the figures are the writer's, not a broker's. The embedded test broker validates every CRC in
-Python and would be the bottleneck.
+The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
+sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,
+as a broker's log end, and probing FETCHes): the figures are the writer's, not a broker's. On a
+cluster the broker runs on other machines; here it shares the 2 cores, so it is made as cheap
+as it can be, and its CPU is reported. The embedded test broker validates every CRC in Python
+and would be the bottleneck.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib
-import io
 import os
 import socket
 import struct
@@ -69,39 +72,66 @@ _INT16 = struct.Struct(">h")
 # --- a sink broker ----------------------------------------------------------------------------
 
 
-def _recv_exact(reader: io.BufferedReader[socket.SocketIO], n: int) -> bytes | None:
-    out = reader.read(n)
+def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
+    out = sock.recv(n, socket.MSG_WAITALL)
     return out if len(out) == n else None
 
 
-def _discard(reader: io.BufferedReader[socket.SocketIO], n: int, scratch: memoryview) -> bool:
-    while n:
-        k = reader.readinto(scratch[:min(n, len(scratch))])
-        if not k:
-            return False
-        n -= k
-    return True
+class _Drain:
+    """Discards socket bytes without copying them to user space: spliced into a pipe and from
+    there into /dev/null (Linux; elsewhere read into a scratch buffer)."""
+
+    def __init__(self) -> None:
+        self.scratch = memoryview(bytearray(1 << 20))
+        self.pipe: tuple[int, int] | None = None
+        if hasattr(os, "splice"):
+            r, w = os.pipe()
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+            self.pipe = (r, w)
+            self.null = os.open(os.devnull, os.O_WRONLY)
+
+    def discard(self, sock: socket.socket, n: int) -> bool:
+        if self.pipe is None:
+            while n:
+                k = sock.recv_into(self.scratch, min(n, len(self.scratch)))
+                if not k:
+                    return False
+                n -= k
+            return True
+        r, w = self.pipe
+        while n:
+            k = os.splice(sock.fileno(), w, n)
+            if not k:
+                return False
+            n -= k
+            while k:
+                k -= os.splice(r, self.null, k)
+        return True
+
+    def close(self) -> None:
+        if self.pipe is not None:
+            for fd in (*self.pipe, self.null):
+                os.close(fd)
 
 
 _ENDS: dict[tuple[bytes, int], int] = {}  # (topic, partition) -> log end (bytes received)
 _ENDS_LOCK = threading.Lock()
 
 
-def _discard_items(
-    reader: io.BufferedReader[socket.SocketIO], count: int, scratch: memoryview
-) -> bool:
+def _discard_items(sock: socket.socket, count: int, drain: _Drain) -> bool:
     """Read ``count`` PRODUCE items (topic, partition, message set), discarding the sets but
     counting their bytes into the partition's log end (OFFSETS answers it, as a broker does)."""
     for _ in range(count):
-        head = _recv_exact(reader, 2)
+        head = _recv_exact(sock, 2)
         if head is None:
             return False
         (tlen,) = _INT16.unpack(head)
-        rest = _recv_exact(reader, tlen + 8)
+        rest = _recv_exact(sock, tlen + 8)
         if rest is None:
             return False
         partition, size = struct.unpack_from(">ii", rest, tlen)
-        if not _discard(reader, size, scratch):
+        if not drain.discard(sock, size):
             return False
         with _ENDS_LOCK:
             key = (rest[:tlen], partition)
@@ -110,38 +140,45 @@ def _discard_items(
 
 
 def _serve(sock: socket.socket) -> None:
-    # Reads through a 1 MiB buffer: a few system calls per request, not three per message
-    # set, so the sink takes as little of the machine's CPU from the writer as it can.
-    scratch = memoryview(bytearray(4 << 20))
-    with sock, io.BufferedReader(socket.SocketIO(sock, "rb"), 1 << 20) as reader:
-        while True:
-            head = _recv_exact(reader, 6)  # int32 length, int16 request type
-            if head is None:
+    # Message sets are spliced to /dev/null: the sink takes as little of the machine's CPU
+    # from the writer it measures as it can (a broker would run on another machine).
+    drain = _Drain()
+    with sock:
+        try:
+            _answer(sock, drain)
+        finally:
+            drain.close()
+
+
+def _answer(sock: socket.socket, drain: _Drain) -> None:
+    while True:
+        head = _recv_exact(sock, 6)  # int32 length, int16 request type
+        if head is None:
+            return
+        length, rtype = struct.unpack(">ih", head)
+        if rtype == 0:  # PRODUCE: no answer
+            if not _discard_items(sock, 1, drain):
                 return
-            length, rtype = struct.unpack(">ih", head)
-            if rtype == 0:  # PRODUCE: no answer
-                if not _discard_items(reader, 1, scratch):
-                    return
-                continue
-            if rtype == 3:  # MULTIPRODUCE: no answer
-                count = _recv_exact(reader, 2)
-                if count is None or not _discard_items(reader, _INT16.unpack(count)[0], scratch):
-                    return
-                continue
-            body = _recv_exact(reader, length - 2)
-            if body is None:
+            continue
+        if rtype == 3:  # MULTIPRODUCE: no answer
+            count = _recv_exact(sock, 2)
+            if count is None or not _discard_items(sock, _INT16.unpack(count)[0], drain):
                 return
-            (tlen,) = _INT16.unpack_from(body, 0)
-            (partition,) = _INT32.unpack_from(body, 2 + tlen)
-            if rtype == 4:  # OFFSETS: the log end (bytes received for that partition)
-                with _ENDS_LOCK:
-                    end = _ENDS.get((body[2 : 2 + tlen], partition), 0)
-                sock.sendall(struct.pack(">ihiq", 2 + 4 + 8, 0, 1, end))
-            elif rtype == 1:  # FETCH max size 0: probing partitions
-                error = 0 if 0 <= partition < SINK_PARTITIONS else 3
-                sock.sendall(struct.pack(">ih", 2, error))
-            else:
-                return
+            continue
+        body = _recv_exact(sock, length - 2)
+        if body is None:
+            return
+        (tlen,) = _INT16.unpack_from(body, 0)
+        (partition,) = _INT32.unpack_from(body, 2 + tlen)
+        if rtype == 4:  # OFFSETS: the log end (bytes received for that partition)
+            with _ENDS_LOCK:
+                end = _ENDS.get((body[2 : 2 + tlen], partition), 0)
+            sock.sendall(struct.pack(">ihiq", 2 + 4 + 8, 0, 1, end))
+        elif rtype == 1:  # FETCH max size 0: probing partitions
+            error = 0 if 0 <= partition < SINK_PARTITIONS else 3
+            sock.sendall(struct.pack(">ih", 2, error))
+        else:
+            return
 
 
 def _sink_main(port_pipe: Any) -> None:
