@@ -175,6 +175,25 @@ def test_the_plan_carries_the_parsed_cluster_options(broker: EmbeddedBroker) -> 
     assert result.error is None and result.messages == 2
 
 
+@pytest.mark.parametrize("buffersize", [None, 4 << 20])
+def test_the_task_sockets_hold_a_whole_request(
+    broker: EmbeddedBroker, buffersize: int | None
+) -> None:
+    """The producer's socket buffers are at least one request (0.7's 64 KiB default would cut
+    a 1 MB MULTIPRODUCE into sixteen hand-offs); a larger ``socket.buffersize`` is kept."""
+    options = {"broker.list": broker.broker_list_entry, "topic": "buffers"}
+    if buffersize is not None:
+        options["socket.buffersize"] = str(buffersize)
+    writer = TaskWriter(build_plan(options, VALUE))
+    try:
+        request = writer._limits.request_bytes
+        assert request >= 1_000_000  # max.message.size's default and the request around it
+        size = writer._producer().connection(0).buffer_size
+        assert size == (request if buffersize is None else buffersize)
+    finally:
+        writer.close()
+
+
 def test_compressed_set_split_to_fit_max_message_size(
     broker: EmbeddedBroker, zk_connect: str
 ) -> None:
