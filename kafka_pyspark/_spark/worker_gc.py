@@ -23,7 +23,13 @@ what was created since. Why that is safe for other code in the worker:
   first task's own cycles (a few small objects) stay for the worker's lifetime,
   once per worker process, never per task: memory stays bounded;
 - only in a worker Spark reuses (``SPARK_REUSE_WORKER`` set, the daemon's own condition for
-  that collection); a one-task worker, the driver or any other process is left alone.
+  that collection) *and* that Spark's daemon forked (``__main__`` is ``pyspark.daemon``); a
+  one-task worker, the driver or any other process is left alone. A worker Spark starts on
+  its own (``spark.python.use.daemon=false``) is not frozen: in Spark 4.0 such a worker ends by
+  returning from ``pyspark.worker``'s main with its last answers still in its socket file's
+  buffer, which only the file's finalization at exit writes, and a frozen (cyclic) file is never
+  finalized: the JVM then saw the worker exit without its results, a "Python worker exited
+  unexpectedly (crashed)" on every read. The daemon's forked workers flush explicitly.
 
 ``KAFKA_PYSPARK_GC_FREEZE=0`` in the executors' environment
 (``spark.executorEnv.KAFKA_PYSPARK_GC_FREEZE``) turns it off.
@@ -33,11 +39,13 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 
-__all__ = ["FREEZE_ENV", "REUSE_ENV", "settle"]
+__all__ = ["DAEMON_MODULE", "FREEZE_ENV", "REUSE_ENV", "forked_by_daemon", "settle"]
 
 FREEZE_ENV = "KAFKA_PYSPARK_GC_FREEZE"
 REUSE_ENV = "SPARK_REUSE_WORKER"  # set by Spark for a reused worker (pyspark/daemon.py)
+DAEMON_MODULE = "pyspark.daemon"  # the __main__ of Spark's daemon and of the workers it forks
 
 _settled = False
 
@@ -52,6 +60,16 @@ def settle() -> None:
     _settled = True
     if not os.environ.get(REUSE_ENV) or os.environ.get(FREEZE_ENV, "1") == "0":
         return
+    if not forked_by_daemon():
+        return
     import kafka_pyspark.client  # noqa: F401  (the read path's modules, frozen with the rest)
 
     gc.freeze()
+
+
+def forked_by_daemon() -> bool:
+    """Whether this process runs as Spark's daemon or a worker it forked (their ``__main__``
+    is ``pyspark.daemon``), not a worker Spark started on its own."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(spec, "name", None) == DAEMON_MODULE
