@@ -86,14 +86,11 @@ class SetBuilder:
         for lo, hi in itertools.pairwise(bounds):
             target = int(dest[lo])
             pend = self._pending.get(target)
-            full = (hi - lo) - (hi - lo) % size
-            if (pend is not None and pend.count) or not full:
-                self._encode_span(values, rows, span)
-                span = []
-                self._append(target, values.slice(lo, hi - lo), rows[lo:hi])
-                continue
-            span.append((target, lo, lo + full))
-            if lo + full < hi:  # the rest waits in the (empty) buffer: the span ends here
+            # rows cut into sets now: whole sets' worth, unless rows wait in the buffer first
+            full = 0 if pend is not None and pend.count else (hi - lo) - (hi - lo) % size
+            if full:
+                span.append((target, lo, lo + full))
+            if lo + full < hi:  # the rest goes to the target's buffer, after the span's sets
                 self._encode_span(values, rows, span)
                 span = []
                 self._append(target, values.slice(lo + full, hi - lo - full), rows[lo + full:hi])
@@ -154,8 +151,8 @@ class SetBuilder:
         if not span:
             return
         offsets = value_offsets(values)
-        cuts = [(t, a, b) for target, lo, hi in span for t, (a, b) in
-                zip(itertools.repeat(target), self._cut(target, offsets, lo, hi))]
+        cuts = [(target, a, b) for target, lo, hi in span
+                for a, b in self._cut(target, offsets, lo, hi)]
         if not cuts:
             return
         bounds = [lo for _, lo, _ in cuts] + [cuts[-1][2]]
