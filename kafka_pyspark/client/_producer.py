@@ -216,24 +216,11 @@ class Producer(Closing):
                     for it in rest:
                         _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
                 raise
-            self._account(broker_id, sent, chunk)
-
-    def _account(self, broker_id: int, sent: dict[TopicPartition, DeliveryCount],
-                 items: list[wire.ProduceRequest]) -> None:
-        """Count written ``items`` as sent (and into the append check), once per partition."""
-        per: dict[tuple[str, int], list[int]] = {}
-        for it in items:
-            c = per.get((it.topic, it.partition))
-            if c is None:
-                per[(it.topic, it.partition)] = [1, len(it.messages)]
-            else:
-                c[0] += 1
-                c[1] += len(it.messages)
-        ledger = self._ledgers.get(broker_id)
-        for (topic, partition), (sets, nbytes) in per.items():
-            _add(sent, (topic, broker_id, partition), sets, nbytes)
-            if ledger is not None:
-                ledger.add_sent(topic, partition, nbytes)
+            ledger_of = self._ledgers.get(broker_id)
+            for it in chunk:
+                _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                if ledger_of is not None:
+                    ledger_of.add_sent(it.topic, it.partition, len(it.messages))
 
     def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""
