@@ -87,7 +87,7 @@ class _Drain:
         if hasattr(os, "splice"):
             r, w = os.pipe()
             with contextlib.suppress(OSError):
-                fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+                fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
             self.pipe = (r, w)
             self.null = os.open(os.devnull, os.O_WRONLY)
 
