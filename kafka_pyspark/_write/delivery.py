@@ -27,11 +27,15 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from bisect import bisect_left
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import TYPE_CHECKING, TypeVar
 
 from kafka_pyspark._options.delivery_options import DeliveryOptions
 from kafka_pyspark._shared.partition_key import TopicPartition, partition_key
+from kafka_pyspark._wire.topics import MAX_TOPIC_BYTES
 from kafka_pyspark._write.digest import LogUnit, SetDigest, log_units
 from kafka_pyspark._write.faults import FAULT_ENV, fault_point
 from kafka_pyspark._write.identity import TaskIdentity
@@ -72,9 +76,30 @@ _READ_FIRST = 1 << 20
 _READ_MAX = 128 << 20
 _POLL_S = 0.25
 
-Send = Callable[[int, bytes | memoryview, int], None]
-Window = list[tuple[int, bytes | memoryview, int, SetDigest]]
+Send = Callable[[list[int], list[bytes | memoryview], list[int]], None]
+"""send(targets, message sets, messages in each): hand sets to the producer, in order"""
+#: most intent-record bytes one set can add: its entry, and its target's if new to the window
+_SET_RECORD_MAX = INTENT_SET_SIZE + intent_target_size("t" * MAX_TOPIC_BYTES)
 _R = TypeVar("_R")
+
+
+@dataclass
+class _Window:
+    """Sets waiting for their intent record, as parallel lists (a task makes thousands of
+    sets: no object per set beyond its digest)."""
+
+    targets: list[int] = field(default_factory=list)
+    sets: list[bytes | memoryview] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    digests: list[SetDigest] = field(default_factory=list)
+    nbytes: int = 0
+    #: bytes of its intent record so far
+    record: int = 0
+    #: its targets, in first-use order
+    keys: dict[int, None] = field(default_factory=dict)
+
+    def full(self) -> bool:
+        return self.nbytes >= WINDOW_BYTES or self.record >= WINDOW_RECORD_BYTES
 
 
 class ExactlyOnce:
@@ -95,12 +120,9 @@ class ExactlyOnce:
         self._landed: dict[TopicPartition, int] = {}
         self._index: dict[TopicPartition, int] = {}  # sets generated so far per target
         self._next_window = 0
-        self._window: Window = []
+        self._window = _Window()
         #: the window whose intent is being recorded, sent once it is (at most one)
-        self._sealed: tuple[Window, Recording] | None = None
-        self._window_bytes = 0
-        self._window_record = 0
-        self._window_keys: set[TopicPartition] = set()
+        self._sealed: tuple[_Window, Recording] | None = None
         self._held = False
         self._done = False  # this attempt wrote the done record
         self._found_done = False  # an earlier attempt had
@@ -126,10 +148,18 @@ class ExactlyOnce:
             self._landed = self._read_back(visible_by)
         return None
 
-    def add(self, target: int, data: bytes | memoryview, messages: int,
-            digest: SetDigest | None) -> None:
-        """One message set, in the order the task makes them."""
-        assert digest is not None
+    def add(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
+            digests: list[SetDigest]) -> None:
+        """Message sets, in the order the task makes them (one list entry per set)."""
+        if not self._recorded:  # the first attempt: every set is new to the store
+            self._append(targets, sets, counts, digests)
+            return
+        for one in zip(targets, sets, counts, digests, strict=True):
+            self._add_one(*one)
+
+    def _add_one(self, target: int, data: bytes | memoryview, messages: int,
+                 digest: SetDigest) -> None:
+        """One set of an attempt after an earlier one: matched against its recorded sets."""
         key = self.targets[target]
         i = self._index.get(key, 0)
         self._index[key] = i + 1
@@ -142,16 +172,35 @@ class ExactlyOnce:
                 self._landed_earlier(target, messages, len(data))
                 return
             self._fence()
-            self._send(target, data, messages)
+            self._send([target], [data], [messages])
             return
-        self._window.append((target, data, messages, digest))
-        self._window_bytes += len(data)
-        self._window_record += INTENT_SET_SIZE
-        if key not in self._window_keys:
-            self._window_keys.add(key)
-            self._window_record += intent_target_size(key[0])
-        if self._window_bytes >= WINDOW_BYTES or self._window_record >= WINDOW_RECORD_BYTES:
-            self._seal()
+        self._append([target], [data], [messages], [digest])
+
+    def _append(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
+                digests: list[SetDigest]) -> None:
+        """New sets into the window, sealed as soon as it holds ``WINDOW_BYTES`` or its record
+        ``WINDOW_RECORD_BYTES`` (taken in slices that cannot pass the record's limit)."""
+        lo, n = 0, len(sets)
+        while lo < n:
+            w = self._window
+            hi = min(n, lo + max(1, (WINDOW_RECORD_BYTES - w.record) // _SET_RECORD_MAX))
+            sizes = list(accumulate(len(data) for data in sets[lo:hi]))
+            over = bisect_left(sizes, WINDOW_BYTES - w.nbytes)  # the set that fills it
+            if over < len(sizes):
+                hi = lo + over + 1
+            w.targets += targets[lo:hi]
+            w.sets += sets[lo:hi]
+            w.counts += counts[lo:hi]
+            w.digests += digests[lo:hi]
+            w.nbytes += sizes[hi - lo - 1]
+            w.record += INTENT_SET_SIZE * (hi - lo)
+            for target in dict.fromkeys(targets[lo:hi]):
+                if target not in w.keys:
+                    w.keys[target] = None
+                    w.record += intent_target_size(self.targets[target][0])
+            if w.full():
+                self._seal()
+            lo = hi
 
     def flush(self) -> None:
         """Record the buffered window's intent and send it, and the one sealed before it."""
@@ -161,22 +210,27 @@ class ExactlyOnce:
     def _seal(self) -> None:
         """Start recording the buffered window's intent (the store answers while the task goes
         on); send the window sealed before it meanwhile (its intent was confirmed)."""
-        if not self._window:
+        w = self._window
+        if not w.sets:
             return
+        by_target: dict[int, list[SetDigest]] = {target: [] for target in w.keys}
+        if len(by_target) == 1:
+            by_target[w.targets[0]] = w.digests
+        else:
+            for target, digest in zip(w.targets, w.digests, strict=True):
+                by_target[target].append(digest)
         window = IntentWindow(lists=self.resolved())
-        for target, _, _, digest in self._window:
+        for target, digests in by_target.items():
             key = self.targets[target]
+            window.sets[key] = digests
             if key not in self._starts:
                 self._starts[key] = window.starts[key] = self._log_end(key)
-            window.sets.setdefault(key, []).append(digest)
         fault_point("before-intent")
         recording = self.store.start_intent(self.ident, self._next_window, encode_intent(window))
         self._next_window += 1
-        sets, self._window = self._window, []
-        self._window_bytes = self._window_record = 0
-        self._window_keys.clear()
+        self._window = _Window()
         # tracked before the earlier window is sent: if that fails, close() still waits for it
-        earlier, self._sealed = self._sealed, (sets, recording)
+        earlier, self._sealed = self._sealed, (w, recording)
         if earlier is not None:
             self._send_window(*earlier)
 
@@ -186,15 +240,17 @@ class ExactlyOnce:
         if sealed is not None:
             self._send_window(*sealed)
 
-    def _send_window(self, sets: Window, recording: Recording) -> None:
+    def _send_window(self, w: _Window, recording: Recording) -> None:
         recording()  # bounded: the store's own calls are
         fault_point("after-intent")
         self._fence(remote=True)
-        for n, (target, data, messages, _) in enumerate(sets):
-            self._send(target, data, messages)
-            if n == 0 and len(sets) > 1 and os.environ.get(FAULT_ENV, "").startswith("mid-send"):
-                self._producer().write_buffered()  # the first set on the socket, then the point
-                fault_point("mid-send")
+        first = 0
+        if len(w.sets) > 1 and os.environ.get(FAULT_ENV, "").startswith("mid-send"):
+            self._send(w.targets[:1], w.sets[:1], w.counts[:1])
+            self._producer().write_buffered()  # the first set on the socket, then the point
+            fault_point("mid-send")
+            first = 1
+        self._send(w.targets[first:], w.sets[first:], w.counts[first:])
 
     def _settle_sealed(self) -> None:
         """Wait for an intent still being recorded (so no record lands after the lock is

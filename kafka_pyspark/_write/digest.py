@@ -34,7 +34,7 @@ from kafka_pyspark._messages.layout import (
 )
 from kafka_pyspark.errors import MessageError
 
-__all__ = ["LogUnit", "SetDigest", "digest_of_crcs", "log_units", "set_digest"]
+__all__ = ["LogUnit", "SetDigest", "digest_of_crcs", "log_units", "set_digest", "set_digests"]
 
 
 class SetDigest(NamedTuple):
@@ -64,6 +64,22 @@ def digest_of_crcs(crcs: npt.NDArray[np.uint32]) -> int:
 def set_digest(crcs: npt.NDArray[np.uint32], inner_bytes: int) -> SetDigest:
     """The digest of a set whose messages have the CRC32s ``crcs``."""
     return SetDigest(len(crcs), inner_bytes, digest_of_crcs(crcs))
+
+
+def set_digests(
+    crcs: npt.NDArray[np.uint32], counts: list[int], inner_bytes: list[int]
+) -> list[SetDigest]:
+    """The digests of consecutive sets: the first ``counts[0]`` CRCs are the first set's, and
+    so on (one conversion to big-endian for all of them, not one per set)."""
+    view = crcs.astype(">u4", copy=False).data.cast("B")
+    out = []
+    pos = 0
+    for n, inner in zip(counts, inner_bytes, strict=True):
+        out.append(SetDigest(n, inner, zlib.crc32(view[pos:pos + 4 * n])))
+        pos += 4 * n
+    if pos != 4 * len(crcs):
+        raise ValueError(f"{len(crcs)} CRCs for sets of {sum(counts)} messages")
+    return out
 
 
 def _messages(data: bytes | memoryview, base: int) -> list[tuple[int, int, int, int, int]]:

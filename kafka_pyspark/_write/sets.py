@@ -3,9 +3,10 @@
 Rows routed to a target wait in its buffer until ``batch.size`` of them are there; then they
 are cut into message sets of ``batch.size`` messages, fewer where an uncompressed set would not
 fit one request or a compressed wrapper would exceed ``max.message.size`` (split in halves),
-encoded (all sets of a flush in one encoder call) and handed to ``queue``. One message that
-cannot fit is a :class:`~kafka_pyspark.errors.MessageTooLargeError` naming its row. Sizes:
-:mod:`kafka_pyspark._write.sizes`.
+encoded (all sets of a flush in one encoder call) and handed to ``queue`` together, in order
+(per set, the Python a task runs is what bounds uncompressed writes: docs/writing.md). One
+message that cannot fit is a :class:`~kafka_pyspark.errors.MessageTooLargeError` naming its
+row. Sizes: :mod:`kafka_pyspark._write.sizes`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pyarrow as pa
 
 from kafka_pyspark._options.write_options import WriteOptions
 from kafka_pyspark._shared.partition_key import partition_key
-from kafka_pyspark._write.digest import SetDigest, set_digest
+from kafka_pyspark._write.digest import SetDigest, set_digest, set_digests
 from kafka_pyspark._write.rows import RowError, Targets, compact, value_offsets
 from kafka_pyspark._write.sizes import (
     MAX_COMPRESS_INPUT,
@@ -31,8 +32,11 @@ from kafka_pyspark._write.sizes import (
 from kafka_pyspark.errors import MessageTooLargeError
 
 Rows = npt.NDArray[np.int64]
-Queue = Callable[[int, bytes | memoryview, int, "SetDigest | None"], None]
-"""queue(target, message set, messages in it, its digest or None when not asked for)"""
+Queue = Callable[
+    [list[int], list[bytes | memoryview], list[int], "list[SetDigest] | None"], None
+]
+"""queue(targets, message sets, messages in each, their digests or None when not asked for):
+sets in the order they are made, one list entry per set"""
 
 
 class _Pending:
@@ -159,12 +163,25 @@ class SetBuilder:
         crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
         sets = self._encode_many(values, bounds, compression=self.opts.codec,
                                  level=self.opts.compression_level, crcs_out=crcs)
+        lengths = [len(data) for data in sets]
+        if not self._limits.fits_any_topic(max(lengths)):
+            # some set may be too large for its topic: one at a time (split, or the row named)
+            first = bounds[0]
+            if crcs is not None:
+                crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
+            for (target, lo, hi), data in zip(cuts, sets, strict=True):
+                self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
+                           None if crcs is None else crcs[lo - first:hi - first])
+            return
+        counts = [hi - lo for _, lo, hi in cuts]
+        digests = None
         if crcs is not None:
-            crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
-        first = bounds[0]
-        for (target, lo, hi), data in zip(cuts, sets, strict=True):
-            self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
-                       None if crcs is None else crcs[lo - first:hi - first])
+            if self.opts.codec == "none":
+                inner = lengths
+            else:
+                inner = (np.diff(offsets[bounds]) + MESSAGE_OVERHEAD * np.diff(bounds)).tolist()
+            digests = set_digests(crcs, counts, inner)
+        self._queue([target for target, _, _ in cuts], sets, counts, digests)
 
     def _cut(self, target: int, offsets: Rows, lo: int, hi: int) -> Iterator[tuple[int, int]]:
         """Rows [lo, hi) of values with these Arrow ``offsets`` in runs of batch.size rows;
@@ -199,7 +216,8 @@ class SetBuilder:
                 self._emit(target, values.slice(half), rows[half:])
                 return
             raise RowError(self._too_large(target, values, int(rows[0]), payload))
-        self._queue(target, data, len(values), self._digest(values, data, crcs))
+        digest = self._digest(values, data, crcs)
+        self._queue([target], [data], [len(values)], None if digest is None else [digest])
 
     def _digest(self, values: pa.Array, data: bytes | memoryview,
                 crcs: npt.NDArray[np.uint32] | None) -> SetDigest | None:

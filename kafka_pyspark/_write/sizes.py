@@ -88,6 +88,12 @@ class SizeLimits:
         """Whether one message (a compressed wrapper counts as one) is too large."""
         return payload > self.payload_limit(topic)
 
+    def fits_any_topic(self, set_bytes: int) -> bool:
+        """Whether an encoded message set this large passes both checks above for any topic
+        (as one message or as a set): the payload limit for the longest legal topic is the
+        smallest, and within the room of one request."""
+        return set_bytes - MESSAGE_OVERHEAD <= self.payload_limit()
+
     def set_over(self, set_bytes: int, topic: str) -> bool:
         """Whether an encoded message set for ``topic`` cannot go in one request."""
         return set_bytes > set_limit(self.request_bytes, topic)

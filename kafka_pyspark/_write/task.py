@@ -242,25 +242,31 @@ class TaskWriter:
         tally.nbytes += nbytes
         tally.sets += 1
 
-    def _queue(
-        self, target: int, data: bytes | memoryview, messages: int, digest: SetDigest | None
-    ) -> None:
+    def _queue(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
+               digests: list[SetDigest] | None) -> None:
         if self._once is not None:
-            self._once.add(target, data, messages, digest)
+            assert digests is not None
+            self._once.add(targets, sets, counts, digests)
         else:
-            self._send(target, data, messages)
+            self._send(targets, sets, counts)
 
-    def _send(self, target: int, data: bytes | memoryview, messages: int) -> None:
-        topic, broker, partition = self._targets[target]
+    def _send(self, targets: list[int], sets: list[bytes | memoryview],
+              counts: list[int]) -> None:
+        """Hand message sets to the producer, in order, and count them per target."""
+        prod, keys, handed = self._producer(), self._targets, self._handed
         try:
-            # SetBuilder cut every set to fit one request: the producer's size check holds
-            self._producer().send(broker, topic, partition, data)
+            for target, data, messages in zip(targets, sets, counts, strict=True):
+                topic, broker, partition = keys[target]
+                # SetBuilder cut every set to fit one request: the producer's size check holds
+                prod.send(broker, topic, partition, data)
+                tally = handed.get(target)
+                if tally is None:
+                    tally = handed[target] = _Tally()
+                tally.messages += messages
+                tally.nbytes += len(data)
+                tally.sets += 1
         except BrokerConnectionError as e:
             raise self._delivery_failure(e) from e
-        handed = self._handed.setdefault(target, _Tally())
-        handed.messages += messages
-        handed.nbytes += len(data)
-        handed.sets += 1
 
     def _confirm(self, after: str | None = None) -> AppendShortfallError | None:
         """Send what is buffered and run the delivery barrier on every connection used.

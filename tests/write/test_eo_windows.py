@@ -60,7 +60,7 @@ def _once(log: list[Any], send: Any) -> ExactlyOnce:
 
 def _add(once: ExactlyOnce, n: int) -> None:
     for i in range(n):
-        once.add(0, SET, 1, SetDigest(1, len(SET), i))
+        once.add([0], [SET], [1], [SetDigest(1, len(SET), i)])
 
 
 def test_a_window_is_sent_after_its_intent_while_the_next_one_fills(
@@ -68,7 +68,7 @@ def test_a_window_is_sent_after_its_intent_while_the_next_one_fills(
 ) -> None:
     monkeypatch.setattr(delivery, "WINDOW_BYTES", 100)
     log: list[Any] = []
-    once = _once(log, lambda target, data, messages: log.append("set"))
+    once = _once(log, lambda targets, sets, counts: log.extend(["set"] * len(sets)))
     _add(once, 2)
     assert log == [("intent sent", 0)]  # sealed: its intent on its way, nothing sent
     _add(once, 2)
@@ -84,7 +84,7 @@ def test_a_failed_send_still_waits_for_the_intent_in_flight(
     monkeypatch.setattr(delivery, "WINDOW_BYTES", 100)
     log: list[Any] = []
 
-    def broken(target: int, data: bytes, messages: int) -> None:
+    def broken(targets: list[int], sets: list[bytes], counts: list[int]) -> None:
         raise ConnectionError("broker gone")
 
     once = _once(log, broken)
@@ -94,3 +94,50 @@ def test_a_failed_send_still_waits_for_the_intent_in_flight(
     once.close()
     assert log == [("intent sent", 0), ("intent sent", 1), ("intent confirmed", 0),
                    ("intent confirmed", 1), "released"]
+
+
+class _Recording(_Store):
+    """Keeps each intent record's bytes."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.intents: list[bytes] = []
+
+    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
+        self.intents.append(data)
+        return lambda: None
+
+
+def _intents(sets: list[tuple[int, bytes]], together: bool) -> list[bytes]:
+    """The intent records of ``sets`` (target, data) added in one call or one at a time."""
+    store = _Recording()
+    targets = Targets()
+    for p in range(4):
+        targets.id(("t" * (1 + 60 * p), 0, p))  # topics of different lengths
+    once = ExactlyOnce(store, IDENT, DeliveryOptions(guarantee=EXACTLY_ONCE),  # type: ignore[arg-type]
+                       targets, lambda *a: None, _Producer, lambda *a: None, 1 << 20)  # type: ignore[arg-type]
+    assert once.begin() is None
+    digests = [SetDigest(1, len(d), i) for i, (_, d) in enumerate(sets)]
+    ids: list[int] = [t for t, _ in sets]
+    datas: list[bytes | memoryview] = [d for _, d in sets]
+    if together:
+        once.add(ids, datas, [1] * len(sets), digests)
+    else:
+        for t, d, digest in zip(ids, datas, digests, strict=True):
+            once.add([t], [d], [1], [digest])
+    once.end_of_input()
+    return store.intents
+
+
+@pytest.mark.parametrize(("window_bytes", "record_bytes"), [(100, 1 << 20), (1 << 30, 700),
+                                                            (250, 400)])
+def test_sets_added_together_make_the_windows_of_sets_added_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, window_bytes: int, record_bytes: int
+) -> None:
+    """Windows close at the set that fills them (bytes or record), however sets arrive."""
+    monkeypatch.setattr(delivery, "WINDOW_BYTES", window_bytes)
+    monkeypatch.setattr(delivery, "WINDOW_RECORD_BYTES", record_bytes)
+    sets = [((i * 7) % 4, b"s" * (10 + (i * 13) % 70)) for i in range(120)]
+    one_by_one = _intents(sets, together=False)
+    assert len(one_by_one) > 3
+    assert _intents(sets, together=True) == one_by_one

@@ -18,9 +18,10 @@ def _sets(options: dict[str, str], values: list[bytes]) -> list[bytes]:
     target = targets.id(("t", 0, 0))
     got: list[bytes] = []
 
-    def queue(t: int, data: bytes | memoryview, messages: int, digest: object) -> None:
-        assert t == target
-        got.append(bytes(data))
+    def queue(ts: list[int], sets: list[bytes | memoryview], counts: list[int],
+              digests: object) -> None:
+        assert set(ts) == {target}
+        got.extend(bytes(data) for data in sets)
 
     builder = SetBuilder(opts, targets, SizeLimits.of(opts.max_message_size), queue, str)
     builder.add_in_order(pa.array(values), np.zeros(len(values), np.int64), 0)

@@ -17,6 +17,7 @@ import pytest
 
 from kafka_pyspark._messages import encode_message_set_arrow
 from kafka_pyspark._options import parse_write_options_only
+from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.rows import Targets
 from kafka_pyspark._write.sets import SetBuilder
 from kafka_pyspark._write.sizes import SizeLimits
@@ -44,10 +45,10 @@ class _Recorder:
 
         self.builder._encode_many = counted
 
-    def _queue(self, target: int, data: bytes | memoryview, messages: int,
-               digest: object) -> None:
-        assert digest is not None
-        self.sets.append((target, bytes(data), messages))
+    def _queue(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
+               digests: list[SetDigest] | None) -> None:
+        assert digests is not None and len(digests) == len(sets)
+        self.sets += [(t, bytes(d), m) for t, d, m in zip(targets, sets, counts, strict=True)]
 
 
 def _values(n: int, start: int = 0) -> pa.Array:
