@@ -3,7 +3,9 @@
 The read path itself triggers no collection: per fetch it allocates a few dozen GC-tracked
 objects and frees them (or hands them to Spark, which frees them) before the next, so the
 generation-0 count never gets near its threshold, and no collection runs during a read after
-a worker's first task.
+a worker's first task. A write task does trigger collections: an exactly-once task holds the
+message sets of a window (and their digests) while its intent is recorded, thousands of objects
+that outlive a young collection, so full collections follow during the task.
 
 What costs is Spark's: a reused Python worker (``spark.python.worker.reuse``, on by default)
 runs a full ``gc.collect()`` after every task (``pyspark/daemon.py``), and that traverses every
@@ -12,9 +14,9 @@ its cost per task does not shrink with the task: for a stream's small micro-batc
 exceed the read itself (figures: docs/running.md).
 
 :func:`settle` freezes the worker's heap (``gc.freeze()``) once per worker process, at its first
-kafka07 read: what is alive then (the imports, and the objects of that one task) moves to the
-permanent generation, which collections skip, so Spark's per-task collection only traverses
-what was created since. Why that is safe for other code in the worker:
+kafka07 read or write task: what is alive then (the imports, and the objects of that one task)
+moves to the permanent generation, which collections skip, so Spark's per-task collection
+only traverses what was created since. Why that is safe for other code in the worker:
 
 - nothing else changes: thresholds, ``gc.isenabled()`` and callbacks stay as they are, and
   objects created later (every later task's, any user code's) are collected as before;
@@ -52,8 +54,8 @@ _settled = False
 
 def settle() -> None:
     """Freeze the worker's heap once per process, in a reused Spark worker (module docstring).
-    The executor read entry points (``DataSourceReader.read`` /
-    ``DataSourceStreamReader.read``) call it before returning their generator."""
+    The executor entry points call it: the readers' ``read`` before returning their generator,
+    the writers' ``write`` before the task's first row."""
     global _settled
     if _settled:
         return

@@ -89,3 +89,42 @@ def test_no_freeze_outside_a_reused_worker_or_when_opted_out(env: dict[str, str]
         "rows": 0, "first": 0, "second": 0, "state_kept": True,
         "before_collected": True, "after_collected": True,
     }
+
+
+_WRITE_SCRIPT = """
+import gc, importlib.machinery, json, os, sys
+if os.environ.get("AS_DAEMON_CHILD"):  # __main__ as in a worker Spark's daemon forked
+    sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
+import tempfile
+from pyspark.sql.types import BinaryType, StructField, StructType
+from kafka_pyspark._spark.write.faces import Kafka07BatchWriter, Kafka07StreamWriter
+from kafka_pyspark.testing.broker import EmbeddedBroker
+
+schema = StructType([StructField("value", BinaryType())])
+counts = []
+with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
+    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
+            "delivery.guarantee": "at-least-once"}
+    writers = [Kafka07BatchWriter(opts, schema, False), Kafka07StreamWriter(opts, schema, False)]
+    counts.append(gc.get_freeze_count())
+    for writer in writers:  # made on the driver; write() is the task
+        writer.write(iter([]))  # a task without rows
+        counts.append(gc.get_freeze_count())
+print(json.dumps(counts))
+"""
+
+
+@pytest.mark.parametrize("env", [{REUSE_ENV: "1", "AS_DAEMON_CHILD": "1"}, {REUSE_ENV: "1"}],
+                         ids=["reused-daemon-worker", "not-forked-by-the-daemon"])
+def test_the_write_entry_points_freeze_as_the_read_ones(env: dict[str, str]) -> None:
+    """A write task in a reused worker freezes once (exactly-once windows outlive young
+    collections, so full collections run during writes); elsewhere nothing changes."""
+    base = {k: v for k, v in os.environ.items() if k not in (REUSE_ENV, FREEZE_ENV)}
+    done = subprocess.run([sys.executable, "-c", _WRITE_SCRIPT], env={**base, **env},
+                          capture_output=True, text=True, timeout=60, check=True)
+    before, first, second = json.loads(done.stdout)  # frozen objects before, after each write
+    assert before == 0
+    if "AS_DAEMON_CHILD" in env:
+        assert first > 10_000 and second == first  # once per process: not again
+    else:
+        assert first == second == 0

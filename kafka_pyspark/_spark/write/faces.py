@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.compat import StreamArrowWriter
 from kafka_pyspark._spark.write.commit import Kafka07CommitMessage, abort_job, commit_job
 from kafka_pyspark._spark.write.driver import build_plan
@@ -130,6 +131,7 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         self.job = f"job-{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
+        worker_gc.settle()
         ident = spark_identity(self.job)
         if ident is None:
             _identity_missing(self.plan)
@@ -162,6 +164,7 @@ class Kafka07StreamWriter(StreamArrowWriter):
         self.plan = build_plan(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
+        worker_gc.settle()
         ident = spark_identity(None)
         if ident is None:
             _identity_missing(self.plan)
