@@ -15,6 +15,9 @@ What is measured, in this run, on this machine:
 * ``write.eo.spark.none.paired``: the median, over the rounds, of the two rates of one round
   (run back to back): the same ratio, less exposed to the machine's load drifting between
   rounds (on this 2-core machine the best-of ratio moves by +-3% from run to run).
+* ``...cpu_per_row``: the machine's busy CPU per row of each guarantee (median of the rounds;
+  with both cores busy, what a row costs decides the rate): ZooKeeper's own CPU is in it, as
+  it would be on a cluster's ZooKeeper hosts.
 * ``write.eo.zk_requests_per_task``: the ZooKeeper requests one exactly-once save() makes
   beyond the at-least-once one (its records: lock, intent, done, the driver's cleanup), per
   write task. Counted by a proxy between every client and ZooKeeper that parses the client's
@@ -159,15 +162,19 @@ def run(recorder: Recorder) -> None:
         spark = spark_session("bench-write-eo")
         best = dict.fromkeys(configs, 0.0)
         pairs: list[float] = []
+        cpu: dict[str, list[float]] = {g: [] for g in configs}
         try:
             for opts in [*configs.values(), *counted.values()]:  # warm-up: JIT, workers
                 spark_write_once(spark, 200_000, "kafka07", opts)
             counts = {g: _counted(proxy, lambda o=opts: spark_write_once(  # type: ignore[misc]
                 spark, 200_000, "kafka07", o)) for g, opts in counted.items()}
             for _ in range(ROUNDS):  # interleaved, best of each (write.py's reason)
-                rate = {g: spark_write_once(spark, ROWS, "kafka07", opts).rate
+                runs = {g: spark_write_once(spark, ROWS, "kafka07", opts)
                         for g, opts in configs.items()}
+                rate = {g: r.rate for g, r in runs.items()}
                 pairs.append(rate["exactly-once"] / rate["at-least-once"])
+                for g, r in runs.items():
+                    cpu[g].append(r.cpu_ns)
                 for g in configs:
                     best[g] = max(best[g], rate[g])
         finally:
@@ -184,6 +191,10 @@ def run(recorder: Recorder) -> None:
         note=f"median over {ROUNDS} rounds of exactly-once / at-least-once, each pair run "
              "back to back (the same ratio, less exposed to the machine's load drifting)",
     )
+    for g, name in (("exactly-once", "write.eo.spark.none"),
+                    ("at-least-once", "write.eo.spark.none.at_least_once")):
+        recorder.record(f"{name}.cpu_per_row", statistics.median(cpu[g]), "ns",
+                        note="the machine's busy CPU per row (all cores), median of the rounds")
     recorder.record(
         "write.eo.zk_requests_per_task", (eo["requests"] - alo["requests"]) / TASKS, "requests",
         note=f"beyond at-least-once, per task of a {TASKS}-task save() of 200,000 rows "
