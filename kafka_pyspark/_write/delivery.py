@@ -214,11 +214,8 @@ class ExactlyOnce:
         if not w.sets:
             return
         by_target: dict[int, list[SetDigest]] = {target: [] for target in w.keys}
-        if len(by_target) == 1:
-            by_target[w.targets[0]] = w.digests
-        else:
-            for target, digest in zip(w.targets, w.digests, strict=True):
-                by_target[target].append(digest)
+        for target, digest in zip(w.targets, w.digests, strict=True):
+            by_target[target].append(digest)
         window = IntentWindow(lists=self.resolved())
         for target, digests in by_target.items():
             key = self.targets[target]

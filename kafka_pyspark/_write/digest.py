@@ -6,7 +6,7 @@ its framed messages before compression, and ``zlib.crc32`` over the big-endian C
 (inner) messages in order. It does not depend on the compressor that made a wrapper, so a gzip
 set re-encoded by another deflate engine on a retry still matches.
 
-Writer side: :func:`set_digest` from the CRCs the encoder reports (``crcs_out``). Log side:
+Writer side: :func:`set_digests` from the CRCs the encoder reports (``crcs_out``). Log side:
 :func:`log_units` walks raw FETCH bytes into :class:`LogUnit` s (a wrapper: the digest of its
 inner messages; an uncompressed message: its CRC and size), which
 :mod:`kafka_pyspark._write.matcher` matches against the recorded sets.

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from kafka_pyspark._options.write_options import WriteOptions
 from kafka_pyspark._shared.partition_key import partition_key
-from kafka_pyspark._write.digest import SetDigest, set_digest, set_digests
+from kafka_pyspark._write.digest import SetDigest, set_digests
 from kafka_pyspark._write.rows import RowError, Targets, compact, value_offsets
 from kafka_pyspark._write.sizes import (
     MAX_COMPRESS_INPUT,
@@ -176,12 +176,17 @@ class SetBuilder:
         counts = [hi - lo for _, lo, hi in cuts]
         digests = None
         if crcs is not None:
-            if self.opts.codec == "none":
-                inner = lengths
-            else:
-                inner = (np.diff(offsets[bounds]) + MESSAGE_OVERHEAD * np.diff(bounds)).tolist()
-            digests = set_digests(crcs, counts, inner)
+            digests = set_digests(crcs, counts, self._inner_bytes(offsets, bounds, lengths))
         self._queue([target for target, _, _ in cuts], sets, counts, digests)
+
+    def _inner_bytes(self, offsets: Rows, bounds: list[int], lengths: list[int]) -> list[int]:
+        """Per set (rows ``bounds[i]`` to ``bounds[i + 1]`` of values with these Arrow
+        ``offsets``, encoded in ``lengths[i]`` bytes): its framed messages' bytes before
+        compression, a :class:`SetDigest`'s ``inner_bytes``."""
+        if self.opts.codec == "none":
+            return lengths
+        inner: list[int] = (np.diff(offsets[bounds]) + MESSAGE_OVERHEAD * np.diff(bounds)).tolist()
+        return inner
 
     def _cut(self, target: int, offsets: Rows, lo: int, hi: int) -> Iterator[tuple[int, int]]:
         """Rows [lo, hi) of values with these Arrow ``offsets`` in runs of batch.size rows;
@@ -223,10 +228,8 @@ class SetBuilder:
                 crcs: npt.NDArray[np.uint32] | None) -> SetDigest | None:
         if crcs is None:
             return None
-        if self.opts.codec == "none":
-            return set_digest(crcs, len(data))
-        offsets = value_offsets(values)
-        return set_digest(crcs, int(offsets[-1] - offsets[0]) + MESSAGE_OVERHEAD * len(values))
+        inner = self._inner_bytes(value_offsets(values), [0, len(values)], [len(data)])
+        return set_digests(crcs, [len(values)], inner)[0]
 
     def _too_large(
         self, target: int, values: pa.Array, row: int, payload: int
