@@ -14,7 +14,8 @@ What is measured, in this run, on this machine:
   in which the sink is registered as broker 0, so both guarantees resolve the cluster alike.
 * ``write.eo.spark.none.paired``: the median, over the rounds, of the two rates of one round
   (run back to back): the same ratio, less exposed to the machine's load drifting between
-  rounds (on this 2-core machine the best-of ratio moves by +-3% from run to run).
+  rounds (on a shared 2-core machine the best-of ratio moves from run to run by as much as
+  the two guarantees differ).
 * ``...cpu_per_row``: the machine's busy CPU per row of each guarantee (median of the rounds;
   with both cores busy, what a row costs decides the rate): ZooKeeper's own CPU is in it, as
   it would be on a cluster's ZooKeeper hosts.
