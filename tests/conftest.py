@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -77,6 +77,22 @@ def _zk_needs(request: pytest.FixtureRequest) -> None:
 @pytest.fixture
 def zk_connect(zookeeper: ZooKeeperServer) -> Iterator[str]:
     yield zookeeper.new_chroot("t")
+
+
+@pytest.fixture
+def requests_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The type of every request kazoo sends to ZooKeeper (``Create``, ``Transaction``, ...)."""
+    from kazoo.client import KazooClient
+
+    sent: list[str] = []
+    real = KazooClient._call
+
+    def spy(self: KazooClient, request: Any, async_object: Any) -> Any:
+        sent.append(type(request).__name__)
+        return real(self, request, async_object)
+
+    monkeypatch.setattr(KazooClient, "_call", spy)
+    yield sent
 
 
 @pytest.fixture

@@ -53,6 +53,7 @@ from kafka_pyspark._cluster.zk_requests import (
     Request,
     chunks,
     create,
+    delete,
     get,
     get_acls,
     get_children,
@@ -246,10 +247,34 @@ class ZkSession:
             {NoNodeError: Created.NO_PARENT, NodeExistsError: Created.EXISTS})
         return [a if isinstance(a, Created) else Created.CREATED for a in answers]
 
+    def delete(self, paths: Sequence[str], where: str,
+               expected: Mapping[type[BaseException], Any]) -> list[Any]:
+        """Delete each of ``paths`` in order (a node after its children), in one pipelined
+        round of ``multi`` transactions where the server has them (:meth:`_transacted`): an
+        answer per path, True for one deleted."""
+        answers = self._transacted("deleting", where, [], paths, delete,
+                                   lambda tx, p: tx.delete(p), expected, size=path_bytes)
+        return [True if a is _DONE else a for a in answers]
+
+    def atomically(
+        self, what: str, where: str, add: Callable[[Any], object], *,
+        first: Sequence[Request] = (), expected: Mapping[type[BaseException], Any] | None = None,
+    ) -> list[Any] | None:
+        """One ``multi`` transaction made by ``add(transaction)``, all of it or nothing, after
+        ``first`` in the same pipelined round (their answers, by ``expected``, are dropped):
+        the transaction's answer per operation (a result, or an exception instance for each
+        operation when it failed), or None when the server has no ``multi`` (the caller does
+        it another way)."""
+        if not self.has_multi():
+            return None
+        tx = transaction([None], lambda t, _: add(t), where)
+        answers = self._pipeline(what, where, [*first, tx], expected or {})
+        return None if answers[-1] is _REFUSED else list(answers[-1])
+
     def _transacted(
         self, what: str, where: str, first: Sequence[Request], items: Sequence[_T],
         one: Callable[[_T], Request], add: Callable[[Any, _T], object],
-        expected: Mapping[type[BaseException], Any],
+        expected: Mapping[type[BaseException], Any], size: Callable[[_T], int] = op_bytes,
     ) -> list[Any]:
         """The answers to ``first``, then to ``one(item)`` for each of ``items``, in one
         pipelined round; ``items`` go in ``multi`` transactions
@@ -258,7 +283,7 @@ class ZkSession:
         not a success) is all undone: its items are sent one by one in a second round, for
         their own answers, and so are those of a transaction the server refused."""
         batched = len(items) > 1 and self.has_multi()
-        batches = chunks(items, op_bytes) if batched else [[item] for item in items]
+        batches = chunks(items, size) if batched else [[item] for item in items]
         answers = self._pipeline(what, where, [
             *first, *(one(c[0]) if len(c) == 1 else transaction(c, add, where) for c in batches)],
             expected)

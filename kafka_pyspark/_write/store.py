@@ -4,13 +4,18 @@ a ``lock`` (ZooKeeper: an ephemeral node; files: an ``O_EXCL`` file with a lease
 refreshes), ``intent-NNNNN`` records and a ``done`` record (:mod:`.records`), under
 ``<root>/<sink>/<batch>/<partition>/``.
 
-ZooKeeper round trips of one task: :meth:`ZkStore.claim` one (create the parents and the lock,
-read ``done`` and the first intent, pipelined; a second only when more than one intent window
-was recorded, or to wait for another attempt's lock), :meth:`ZkStore.start_intent` one per
-window (sent at once, its answer collected when the window is sent: the task encodes the next
-window meanwhile) and :meth:`ZkStore.verify` one per window (the lock checked before the window
-is sent, unless a request on the lock's session was answered within the lease),
-:meth:`ZkStore.finish` one (``done`` and the lock's delete, pipelined): 4 for a one-window task.
+ZooKeeper requests of one task (a ``multi`` transaction counts as one; ZooKeeper 3.4 and later
+have it), for a first attempt: :meth:`ZkStore.claim` one (the task's node and its lock created
+together: a node that did not exist holds no record, so nothing is read); the first tasks of a
+batch whose node the driver did not make ahead (:meth:`ZkStore.prepare`, at the commit of the
+batch before) one round more, of the missing parents and that ``multi`` again.
+:meth:`ZkStore.start_intent` one per window (sent at once, its answer collected when the window
+is sent: the task encodes the next window meanwhile), :meth:`ZkStore.verify` one per window only
+when no request on the lock's session was answered within the lease, :meth:`ZkStore.finish` one
+(``done`` and the lock's delete in one ``multi``): 3 for a one-window task. A retry or a re-run
+finds the node: its claim reads ``done`` and the intents (a round more), as without ``multi``.
+The driver deletes a write's records in ``multi`` transactions of up to 500 nodes.
+ZooKeeper's and kazoo's CPU is per request, several times that of one node in a ``multi``.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class RecordStore(Protocol):
     def verify(self, ident: TaskIdentity) -> bool: ...
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording: ...
     def finish(self, ident: TaskIdentity, done: bytes) -> None: ...
+    def prepare(self, sink: str, batch: int) -> None: ...
     def release(self, ident: TaskIdentity) -> None: ...
     def forget(self, sink: str, below: int | None = None) -> None: ...
     def forget_records(self, sink: str, records: Sequence[str]) -> None: ...
@@ -141,12 +147,40 @@ class ZkStore:
 
         return {NodeExistsError: NodeExistsError, NoNodeError: None, NotEmptyError: None}
 
+    def _parents(self, base: str) -> list[str]:
+        """``base`` and every node above it, root first."""
+        parts = base.strip("/").split("/")
+        return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+    def _claim_fresh(self, base: str) -> bool:
+        """Create the task's node and its lock in one ``multi``: True when both were created.
+        Then no attempt has left a record (records go under that node, which did not exist)
+        and this one holds the lock: nothing more to read. A missing parent (the first tasks
+        of a batch whose node the driver did not make ahead) is created in one more round
+        with the ``multi`` again. False (the node exists: a retry or a re-run; no ``multi``
+        on this server; the lock taken meanwhile): :meth:`claim` reads what is there."""
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        def add(tx: Any) -> None:
+            tx.create(base, b"", self._acl)
+            tx.create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True)
+
+        answer = self._zk.atomically("claiming", base, add)
+        if answer is not None and isinstance(answer[0], NoNodeError):
+            parents = [create(p, b"", self._acl) for p in self._parents(base)[:-1]]
+            answer = self._zk.atomically("claiming", base, add, first=parents,
+                                         expected={NodeExistsError: None})
+        return answer is not None and not any(isinstance(a, Exception) for a in answer)
+
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
         from kazoo.exceptions import NodeExistsError
 
         base = self._base(ident)
-        parts = base.strip("/").split("/")
-        parents = ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        sent = _fence_clock()
+        if self._claim_fresh(base):
+            self._session_id, self._alive_at = self._zk.session_id, sent
+            return Claim(None, [])
+        parents = self._parents(base)
         reqs = [*(create(p, b"", self._acl) for p in parents),
                 create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True),
                 get(f"{base}/{LOCK}"), get(f"{base}/{DONE}"), get_children(base),
@@ -210,10 +244,30 @@ class ZkStore:
         return recorded
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
+        """``done`` written and the lock deleted: one ``multi``; where that fails (no
+        ``multi``; ``done`` there already, written by this call before a lost connection; the
+        lock gone), both one by one, each tolerating what it finds."""
         base = self._base(ident)
-        self._zk.pipeline("finishing", base, [create(f"{base}/{DONE}", done, self._acl),
-                                              delete(f"{base}/{LOCK}")], self._expected())
+        done_path, lock = f"{base}/{DONE}", f"{base}/{LOCK}"
+
+        def add(tx: Any) -> None:
+            tx.create(done_path, done, self._acl)
+            tx.delete(lock)
+
+        answer = self._zk.atomically("finishing", base, add)
+        if answer is None or any(isinstance(a, Exception) for a in answer):
+            self._zk.pipeline("finishing", base, [create(done_path, done, self._acl),
+                                                  delete(lock)], self._expected())
         self._session_id = None
+
+    def prepare(self, sink: str, batch: int) -> None:
+        """Make ``batch``'s node ahead of its tasks (the driver, at the commit of the batch
+        before it), so that each claims in one request (:meth:`_claim_fresh`)."""
+        from kazoo.exceptions import NodeExistsError
+
+        nodes = self._parents(f"{self.root}/{sink}/{batch}")
+        self._zk.pipeline("preparing", nodes[-1], [create(p, b"", self._acl) for p in nodes],
+                          {NodeExistsError: None})
 
     def release(self, ident: TaskIdentity) -> None:
         if self.holds():  # a new session's lock would be another attempt's
@@ -239,8 +293,7 @@ class ZkStore:
         parents = {f"{top}/{r.rsplit('/', 1)[0]}" for r in records}
         parents |= {p.rsplit("/", 1)[0] for p in parents}
         order = [*(f"{top}/{r}" for r in records), *sorted(parents, key=len, reverse=True), top]
-        answers = self._zk.pipeline("deleting", top, [delete(p) for p in order],
-                                    {NoNodeError: None, NotEmptyError: NotEmptyError})
+        answers = self._zk.delete(order, top, {NoNodeError: None, NotEmptyError: NotEmptyError})
         if NotEmptyError in answers:
             self.forget(sink)
 
@@ -252,7 +305,7 @@ class ZkStore:
         leaves = [f"{p}/{c}" for p, cs in zip(parts, self._zk.children_of(parts, self.root)
                                               if parts else [], strict=True) for c in cs or []]
         order = [*leaves, *parts, *paths, *([also] if also else [])]
-        self._zk.pipeline("deleting", self.root, [delete(p) for p in order], self._expected())
+        self._zk.delete(order, self.root, self._expected())
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -358,6 +411,9 @@ class FileStore:
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         _write_atomic(os.path.join(self._base(ident), DONE), done)
         self.release(ident)
+
+    def prepare(self, sink: str, batch: int) -> None:
+        """Nothing to make ahead: a task makes its directories in one call."""
 
     def release(self, ident: TaskIdentity) -> None:
         self._stop.set()

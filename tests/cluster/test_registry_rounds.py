@@ -175,22 +175,6 @@ def test_group_commits_write_what_moved_in_rounds_that_do_not_grow_with_topics(
     reader.stop()
 
 
-@pytest.fixture
-def requests_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The type of every request kazoo sends to ZooKeeper (``Create``, ``Transaction``, ...)."""
-    from kazoo.client import KazooClient
-
-    sent: list[str] = []
-    real = KazooClient._call
-
-    def spy(self: KazooClient, request: Any, async_object: Any) -> Any:
-        sent.append(type(request).__name__)
-        return real(self, request, async_object)
-
-    monkeypatch.setattr(KazooClient, "_call", spy)
-    yield sent
-
-
 MANY = {(b, p): 1000 * b + p for b in range(4) for p in range(600)}  # 2,400 offsets
 
 

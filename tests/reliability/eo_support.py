@@ -183,8 +183,10 @@ def _killpg(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(30)
 
 
-def record_batches(zk: str, root: str = DELIVERY_ZK_ROOT) -> dict[str, list[int]]:
-    """The micro-batch ids with exactly-once records in ZooKeeper, per sink (query id)."""
+def record_batches(zk: str, root: str = DELIVERY_ZK_ROOT
+                   ) -> dict[str, tuple[list[int], list[int]]]:
+    """Per sink (query id), the micro-batch ids in ZooKeeper: those with exactly-once records,
+    and those whose node is empty (made ahead by the driver for the next micro-batch)."""
     from kazoo.client import KazooClient
 
     client = KazooClient(hosts=zk, timeout=10)
@@ -192,8 +194,12 @@ def record_batches(zk: str, root: str = DELIVERY_ZK_ROOT) -> dict[str, list[int]
     try:
         if not client.exists(root):
             return {}
-        return {sink: sorted(int(b) for b in client.get_children(f"{root}/{sink}"))
-                for sink in client.get_children(root)}
+        out = {}
+        for sink in client.get_children(root):
+            batches = sorted(int(b) for b in client.get_children(f"{root}/{sink}"))
+            empty = [b for b in batches if not client.get_children(f"{root}/{sink}/{b}")]
+            out[sink] = ([b for b in batches if b not in empty], empty)
+        return out
     finally:
         client.stop()
         client.close()

@@ -78,7 +78,8 @@ def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
             below: int | None) -> None:
     """Delete the records of the write's sinks (below a batch id, or all): best effort, a
     failure is logged (the next commit deletes them). A whole sink whose every task named its
-    records goes in one round, else it is listed first."""
+    records goes in one round, else it is listed first. For a stream, the next micro-batch's
+    node is made ahead: its tasks then claim in one request."""
     d = plan.options.delivery
     sinks = _sinks(messages)
     if not d.exactly_once or not sinks:
@@ -91,6 +92,8 @@ def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
                 store.forget(sink, below)
             else:
                 store.forget_records(sink, records)
+            if below is not None:  # a stream's next micro-batch: its node made ahead
+                store.prepare(sink, below + 1)
     except Exception as e:  # the data is committed; records left behind only take space
         log.warning("kafka07 sink: could not delete the exactly-once records of %s: %s",
                     ", ".join(sorted(sinks)), e)
