@@ -68,8 +68,10 @@ if TYPE_CHECKING:
 
 __all__ = ["WINDOW_BYTES", "WINDOW_RECORD_BYTES", "ExactlyOnce"]
 
-#: most message-set bytes buffered before a window's intent is recorded and it is sent
-WINDOW_BYTES = 8 << 20
+#: most message-set bytes buffered before a window's intent is recorded and it is sent (a task
+#: holds up to two: one being recorded, one filling); docs/writing.md "Exactly once" has the
+#: measurements behind the size
+WINDOW_BYTES = 16 << 20
 #: most bytes of one intent record (one ZooKeeper node; ZooKeeper's limit is about 1 MiB)
 WINDOW_RECORD_BYTES = 768 << 10
 _READ_FIRST = 1 << 20
