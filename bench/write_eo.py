@@ -41,14 +41,14 @@ from typing import Any
 
 from bench.results import Recorder
 from bench.spark_sources import spark_session
-from bench.write import BATCH_SIZE, SPARK_ROWS, TOPIC, Sink, spark_write_once
+from bench.write import BATCH_SIZE, SPARK_ROWS, TOPIC, Sink, spark_write_once, warm_up
 
 ROWS = SPARK_ROWS["none"]
 #: interleaved rounds (a pair each: exactly-once, then at-least-once); more than write.py's,
 #: since the two differ by a few percent and a shared 2-core machine's noise is as large
 ROUNDS = 9
 TASKS = 2  # spark_write_once's numPartitions
-#: tasks of the record protocol run against ZooKeeper before measuring (:func:`_warm_up`)
+#: tasks of the record protocol run against ZooKeeper before measuring (:func:`_warm_up_zookeeper`)
 WARM_UP_TASKS = 2000
 PING_XID = -2
 
@@ -117,7 +117,7 @@ class CountingProxy:
         self._listener.close()
 
 
-def _warm_up(zk_connect: str) -> None:
+def _warm_up_zookeeper(zk_connect: str) -> None:
     """Run the sink's record protocol against ZooKeeper (claim, an intent, done, the driver's
     cleanup) ``WARM_UP_TASKS`` times, so that the server's code paths are compiled before the
     clock starts, as in a long-running ZooKeeper. Without it, ZooKeeper's JIT compiler spent
@@ -159,7 +159,7 @@ def _cluster(sink: Sink) -> Iterator[tuple[str, str, CountingProxy]]:
         finally:
             kz.stop()
             kz.close()
-        _warm_up(zk.connect_string + chroot)
+        _warm_up_zookeeper(zk.connect_string + chroot)
         host, port = zk.connect_string.split(":")
         proxy = CountingProxy((host, int(port)))
         try:
@@ -191,7 +191,8 @@ def run(recorder: Recorder) -> None:
         pairs: list[float] = []
         cpu: dict[str, list[float]] = {g: [] for g in configs}
         try:
-            for opts in [*configs.values(), *counted.values()]:  # warm-up: JIT, workers
+            warm_up(spark, [("kafka07", opts) for opts in configs.values()])
+            for opts in counted.values():  # the workers' sessions through the proxy
                 spark_write_once(spark, 200_000, "kafka07", opts)
             counts = {g: _counted(proxy, lambda o=opts: spark_write_once(  # type: ignore[misc]
                 spark, 200_000, "kafka07", o)) for g, opts in counted.items()}
