@@ -106,7 +106,10 @@ def main(path: str) -> None:
         q.processAllAvailable()
         done["rerun"] = q.lastProgress["batchId"] if q.lastProgress else -1
         q.stop()
-    print("DONE " + json.dumps(done), flush=True)
+    # one write, newline included: the child runs unbuffered (PYTHONUNBUFFERED), where print()
+    # writes the text and its newline apart, and the JVM's log lines share the file
+    sys.stdout.write("DONE " + json.dumps(done) + "\n")
+    sys.stdout.flush()
     spark.stop()
 
 

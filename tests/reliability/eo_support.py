@@ -69,7 +69,11 @@ class Outcome:
     def done(self) -> dict[str, Any]:
         """The last run's ``DONE`` line (eo_driver.py), empty if it did not get there."""
         lines = [ln for ln in self.output.splitlines() if ln.startswith("DONE ")]
-        return dict(json.loads(lines[-1][5:])) if lines else {}
+        if not lines:
+            return {}
+        # the JSON object, not what a JVM log line written on the same line added after it
+        done, _ = json.JSONDecoder().raw_decode(lines[-1][5:])
+        return dict(done)
 
     def of(self, tag: str) -> list[bytes]:
         """The target's values with this tag, each as often as it is there."""
