@@ -263,11 +263,8 @@ class ZkStore:
     def prepare(self, sink: str, batch: int) -> None:
         """Make ``batch``'s node ahead of its tasks (the driver, at the commit of the batch
         before it), so that each claims in one request (:meth:`_claim_fresh`)."""
-        from kazoo.exceptions import NodeExistsError
-
         nodes = self._parents(f"{self.root}/{sink}/{batch}")
-        self._zk.pipeline("preparing", nodes[-1], [create(p, b"", self._acl) for p in nodes],
-                          {NodeExistsError: None})
+        self._zk.create([(p, b"", self._acl) for p in nodes], nodes[-1])
 
     def release(self, ident: TaskIdentity) -> None:
         if self.holds():  # a new session's lock would be another attempt's

@@ -56,6 +56,16 @@ class _Tally:
     sets: int = 0
 
 
+def _count(tallies: dict[int, _Tally], target: int, messages: int, nbytes: int) -> None:
+    """One more message set of ``messages`` messages and ``nbytes`` bytes for ``target``."""
+    tally = tallies.get(target)
+    if tally is None:
+        tally = tallies[target] = _Tally()
+    tally.messages += messages
+    tally.nbytes += nbytes
+    tally.sets += 1
+
+
 class TaskWriter:
     """One write task: routes, batches, compresses, sends, confirms. Not thread-safe.
 
@@ -237,10 +247,7 @@ class TaskWriter:
         return once
 
     def _landed_earlier(self, target: int, messages: int, nbytes: int) -> None:
-        tally = self._earlier.setdefault(target, _Tally())
-        tally.messages += messages
-        tally.nbytes += nbytes
-        tally.sets += 1
+        _count(self._earlier, target, messages, nbytes)
 
     def _queue(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
                digests: list[SetDigest] | None) -> None:
@@ -259,12 +266,7 @@ class TaskWriter:
                 topic, broker, partition = keys[target]
                 # SetBuilder cut every set to fit one request: the producer's size check holds
                 prod.send(broker, topic, partition, data)
-                tally = handed.get(target)
-                if tally is None:
-                    tally = handed[target] = _Tally()
-                tally.messages += messages
-                tally.nbytes += len(data)
-                tally.sets += 1
+                _count(handed, target, messages, len(data))
         except BrokerConnectionError as e:
             raise self._delivery_failure(e) from e
 
