@@ -4,6 +4,7 @@ task's claim, intents and finish and the driver's cleanup send, and what they le
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,30 +19,41 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.zk
 NEEDS_MULTI = pytest.mark.zk_needs("multi")
-MULTI_OR_NOT = pytest.mark.parametrize(
-    "multi", [pytest.param(True, marks=NEEDS_MULTI), False], ids=["multi", "one-per-node"])
+#: a test's ZooKeeper as it is (``multi``, 3.4+) or as a 3.3 server (one node per request)
+MULTI_OR_NOT = [pytest.param(True, marks=NEEDS_MULTI, id="multi"),
+                pytest.param(False, id="one-per-node")]
+ONLY_MULTI = pytest.mark.parametrize(
+    "multi", [pytest.param(True, marks=NEEDS_MULTI, id="multi")], indirect=True)
 
 ROOT = "/eo-root"
 IDENT = TaskIdentity("query-1", 7, 3)
 BASE = f"{ROOT}/query-1/7/3"
 
 
-def store(zk_connect: str, multi: bool, monkeypatch: pytest.MonkeyPatch) -> ZkStore:
-    """A store whose session has connected (and asked the server about ``multi``)."""
-    if not multi:
+@pytest.fixture(params=MULTI_OR_NOT)
+def multi(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Whether the sessions use ``multi``: without it, as against a 3.3 server."""
+    if not request.param:
         monkeypatch.setattr(ZkSession, "has_multi", lambda self: False)
-    s = ZkStore(ClusterOptions(zk_connect, None), ROOT)
-    s._zk.children("/")
-    s._zk.has_multi()
-    return s
+    return bool(request.param)
 
 
-@MULTI_OR_NOT
+def new_store(zk_connect: str) -> ZkStore:
+    return ZkStore(ClusterOptions(zk_connect, None), ROOT)
+
+
+@pytest.fixture
+def s(zk_connect: str, multi: bool) -> ZkStore:
+    """A store whose session has connected (and asked the server about ``multi``)."""
+    store = new_store(zk_connect)
+    store._zk.children("/")
+    store._zk.has_multi()
+    return store
+
+
 def test_a_first_claim_creates_the_lock_and_reads_nothing(
-    zk_connect: str, kz: KazooClient, requests_sent: list[str], multi: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
 ) -> None:
-    s = store(zk_connect, multi, monkeypatch)
     s.prepare("query-1", 7)  # the driver, at the commit of batch 6
     assert kz.get_children(f"{ROOT}/query-1/7") == []
     requests_sent.clear()
@@ -57,35 +69,31 @@ def test_a_first_claim_creates_the_lock_and_reads_nothing(
         assert sent.count("Create") == 5 and "Transaction" not in sent
 
 
-@NEEDS_MULTI
+@ONLY_MULTI
 def test_the_first_claims_of_a_batch_not_prepared_make_its_parents(
-    zk_connect: str, kz: KazooClient, requests_sent: list[str],
-    monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, zk_connect: str, kz: KazooClient, requests_sent: list[str],
 ) -> None:
-    s = store(zk_connect, True, monkeypatch)
     requests_sent.clear()
     assert s.claim(IDENT, 1.0) == (None, [])
     # the multi fails (no parent), then the parents and the multi again in one round
     assert requests_sent == ["Transaction", "Create", "Create", "Create", "Transaction"]
     assert kz.get_children(BASE) == ["lock"]
-    other = ZkStore(ClusterOptions(zk_connect, None), ROOT)
+    other = new_store(zk_connect)
     requests_sent.clear()
     assert other.claim(TaskIdentity("query-1", 7, 4), 1.0) == (None, [])
     assert requests_sent == ["Transaction"]  # the batch's node exists now
 
 
-@MULTI_OR_NOT
 def test_a_retry_finds_the_records_of_the_attempt_before(
-    zk_connect: str, kz: KazooClient, requests_sent: list[str], multi: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, zk_connect: str, kz: KazooClient, requests_sent: list[str],
+    multi: bool,
 ) -> None:
-    first = store(zk_connect, multi, monkeypatch)
-    first.claim(IDENT, 1.0)
+    s.claim(IDENT, 1.0)
     for i, data in enumerate([b"window-0", b"window-1"]):
-        first.start_intent(IDENT, i, data)()
-    first.release(IDENT)  # as a lost attempt's lock goes with its session
+        s.start_intent(IDENT, i, data)()
+    s.release(IDENT)  # as a lost attempt's lock goes with its session
     assert sorted(kz.get_children(BASE)) == ["intent-00000", "intent-00001"]
-    retry = ZkStore(ClusterOptions(zk_connect, None), ROOT)
+    retry = new_store(zk_connect)
     requests_sent.clear()
     claim = retry.claim(IDENT, 1.0)
     sent = list(requests_sent)
@@ -95,28 +103,21 @@ def test_a_retry_finds_the_records_of_the_attempt_before(
     assert (sent[0] == "Transaction") is multi
 
 
-@MULTI_OR_NOT
 def test_a_claim_waits_for_a_live_holder_and_finds_its_done(
-    zk_connect: str, kz: KazooClient, multi: bool, monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, zk_connect: str, kz: KazooClient,
 ) -> None:
-    holder = store(zk_connect, multi, monkeypatch)
-    holder.prepare("query-1", 7)
-    holder.claim(IDENT, 1.0)
-    holder.start_intent(IDENT, 0, b"window-0")()
-    import threading
-
-    threading.Timer(0.3, holder.finish, args=(IDENT, b"the-done-record")).start()
-    claim = ZkStore(ClusterOptions(zk_connect, None), ROOT).claim(IDENT, 10.0)
+    s.prepare("query-1", 7)
+    s.claim(IDENT, 1.0)
+    s.start_intent(IDENT, 0, b"window-0")()
+    threading.Timer(0.3, s.finish, args=(IDENT, b"the-done-record")).start()
+    claim = new_store(zk_connect).claim(IDENT, 10.0)
     assert claim.done == b"the-done-record" and claim.intents == []
     assert sorted(kz.get_children(BASE)) == ["done", "intent-00000"]
 
 
-@MULTI_OR_NOT
 def test_finish_writes_done_and_deletes_the_lock(
-    zk_connect: str, kz: KazooClient, requests_sent: list[str], multi: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
 ) -> None:
-    s = store(zk_connect, multi, monkeypatch)
     s.claim(IDENT, 1.0)
     requests_sent.clear()
     s.finish(IDENT, b"done-1")
@@ -132,12 +133,9 @@ def test_finish_writes_done_and_deletes_the_lock(
     assert kz.get(f"{ROOT}/query-1/7/4/done")[0] == b"done-2"
 
 
-@MULTI_OR_NOT
 def test_the_driver_deletes_the_named_records_in_one_request(
-    zk_connect: str, kz: KazooClient, requests_sent: list[str], multi: bool,
-    monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
 ) -> None:
-    s = store(zk_connect, multi, monkeypatch)
     records = []
     for part in range(3):
         ident = TaskIdentity("query-1", 7, part)
@@ -153,11 +151,8 @@ def test_the_driver_deletes_the_named_records_in_one_request(
     assert sent == (["Transaction"] if multi else ["Delete"] * 11)
 
 
-@NEEDS_MULTI
-def test_a_record_already_gone_does_not_stop_the_cleanup(
-    zk_connect: str, kz: KazooClient, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    s = store(zk_connect, True, monkeypatch)
+@ONLY_MULTI
+def test_a_record_already_gone_does_not_stop_the_cleanup(s: ZkStore, kz: KazooClient) -> None:
     s.claim(IDENT, 1.0)
     s.finish(IDENT, b"d")
     kz.delete(f"{BASE}/done")  # the multi fails on it: every node again, one by one
@@ -165,11 +160,9 @@ def test_a_record_already_gone_does_not_stop_the_cleanup(
     assert kz.exists(f"{ROOT}/query-1") is None
 
 
-@MULTI_OR_NOT
 def test_a_stream_commit_keeps_its_batch_and_the_next_one_prepared(
-    zk_connect: str, kz: KazooClient, multi: bool, monkeypatch: pytest.MonkeyPatch,
+    s: ZkStore, kz: KazooClient,
 ) -> None:
-    s = store(zk_connect, multi, monkeypatch)
     for batch in (5, 6, 7):
         ident = TaskIdentity("query-1", batch, 0)
         s.claim(ident, 1.0)
