@@ -68,10 +68,9 @@ BATCH_SIZE = 200
 ARROW_BATCH = 10_000
 SPARK_ROWS = {"null": 2_000_000, "none": 2_000_000, "snappy": 2_000_000, "gzip": 1_000_000}
 SPARK_ROUNDS = 5
-#: rounds of small save()s (each configuration) before the measured ones. Spark's driver
-#: JIT-compiles its per-job planning code over dozens of jobs: HotSpot's compiler threads took
-#: 100-380 ms of CPU in each of the first half-dozen 2,000,000-row saves (the null writer's
-#: rate moved with it, 2.2-3.6 M rows/s), 30-100 ms after 25 rounds of small ones
+#: rounds of small save()s (each configuration) before the measured ones: Spark's driver
+#: JIT-compiles its per-job planning code over dozens of jobs, and the rates of the first saves
+#: move with it (docs/writing.md, "Performance")
 WARM_UP_ROUNDS = 25
 WARM_UP_ROWS = 20_000
 

@@ -120,9 +120,8 @@ class CountingProxy:
 def _warm_up_zookeeper(zk_connect: str) -> None:
     """Run the sink's record protocol against ZooKeeper (claim, an intent, done, the driver's
     cleanup) ``WARM_UP_TASKS`` times, so that the server's code paths are compiled before the
-    clock starts, as in a long-running ZooKeeper. Without it, ZooKeeper's JIT compiler spent
-    30-50 ms of CPU in each of the first half-dozen exactly-once saves (per JVM thread in
-    /proc), a cost that a cluster's ZooKeeper paid once, long ago."""
+    clock starts, as in a long-running ZooKeeper: a fresh server's JIT compiler otherwise runs
+    through the first exactly-once saves (docs/writing.md, "Exactly once")."""
     from kafka_pyspark._cluster import ClusterOptions
     from kafka_pyspark._write.identity import TaskIdentity
     from kafka_pyspark._write.store import ZkStore
