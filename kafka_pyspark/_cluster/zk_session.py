@@ -65,7 +65,7 @@ from kafka_pyspark._cluster.zk_requests import (
 )
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 
-__all__ = ["Created", "NewNode", "ZkSession", "multi_read_supported", "multi_supported"]
+__all__ = ["Created", "NewNode", "Started", "ZkSession", "multi_read_supported", "multi_supported"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
@@ -100,6 +100,22 @@ class _Batch:
 
     def __post_init__(self) -> None:
         self.answers = [None] * len(self.requests)
+
+
+class Started:
+    """The answers of requests :meth:`ZkSession.start` sent: calling it collects them (waiting,
+    retrying what the connection lost, as :meth:`ZkSession.pipeline` does); :meth:`ready` says
+    whether every first answer is in, so that calling it does not wait on ZooKeeper."""
+
+    def __init__(self, collect: Callable[[], list[Any]], sent: Sequence[tuple[int, Any]]) -> None:
+        self._collect = collect
+        self._sent = sent
+
+    def __call__(self) -> list[Any]:
+        return self._collect()
+
+    def ready(self) -> bool:
+        return all(async_result.ready() for _, async_result in self._sent)
 
 
 class ZkSession:
@@ -362,15 +378,15 @@ class ZkSession:
     def start(
         self, what: str, where: str, requests: Sequence[Request],
         expected: Mapping[type[BaseException], Any],
-    ) -> Callable[[], list[Any]]:
+    ) -> Started:
         """:meth:`pipeline` in two halves: the requests are sent now (kazoo's thread writes
-        them and reads the answers), the call it returns collects the answers, as
+        them and reads the answers), the :class:`Started` it returns collects the answers, as
         :meth:`pipeline` does. The caller works meanwhile; the op timeout runs from now."""
         if not requests:
-            return list
+            return Started(list, ())
         batch = _Batch(what, where, requests, expected, time.monotonic() + self.op_timeout)
         sent = self._send(batch, range(len(requests)))
-        return lambda: self._complete(batch, sent)
+        return Started(lambda: self._complete(batch, sent), sent)
 
     def _complete(self, batch: _Batch, sent: list[tuple[int, Any]]) -> list[Any]:
         delay = _FIRST_DELAY

@@ -12,9 +12,10 @@
    (else :class:`~kafka_pyspark.errors.NonDeterministicInputError`); if it landed it is
    skipped, else sent. A new set waits in a window (:data:`WINDOW_BYTES`). A full window is
    sealed: the log end of its broker-partitions new to the task, then its intent record, sent
-   to the store at once and confirmed while the task encodes the next window; the sealed window
-   is sent once its intent is confirmed (when the next window is sealed, or at the end), so the
-   store's round trip (a ZooKeeper write: a disk sync on the server) costs the task no time.
+   to the store at once and confirmed while the task encodes on; the sealed window is sent as
+   soon as the store has answered (looked at each time sets are added; at the latest when the
+   next window is sealed, or at the end), so the store's round trip (a ZooKeeper write: a disk
+   sync on the server) costs the task no time, and a task holds about one window, not two.
 3. After the delivery barrier (the task's), :meth:`~ExactlyOnce.finish` writes ``done`` and
    releases the lock.
 
@@ -69,8 +70,8 @@ if TYPE_CHECKING:
 __all__ = ["WINDOW_BYTES", "WINDOW_RECORD_BYTES", "ExactlyOnce"]
 
 #: most message-set bytes buffered before a window's intent is recorded and it is sent (a task
-#: holds up to two: one being recorded, one filling); docs/writing.md "Exactly once" has the
-#: measurements behind the size
+#: holds up to two: one being recorded, one filling; one and a bit once the store answers within
+#: an encoder call); docs/writing.md "Exactly once" has the measurements behind the size
 WINDOW_BYTES = 16 << 20
 #: most bytes of one intent record (one ZooKeeper node; ZooKeeper's limit is about 1 MiB)
 WINDOW_RECORD_BYTES = 768 << 10
@@ -152,12 +153,16 @@ class ExactlyOnce:
 
     def add(self, targets: list[int], sets: list[bytes | memoryview], counts: list[int],
             digests: list[SetDigest]) -> None:
-        """Message sets, in the order the task makes them (one list entry per set)."""
+        """Message sets, in the order the task makes them (one list entry per set). Then the
+        sealed window goes as soon as the store has answered its intent: a task holds about
+        one window, not two."""
         if not self._recorded:  # the first attempt: every set is new to the store
             self._append(targets, sets, counts, digests)
-            return
-        for one in zip(targets, sets, counts, digests, strict=True):
-            self._add_one(*one)
+        else:
+            for one in zip(targets, sets, counts, digests, strict=True):
+                self._add_one(*one)
+        if self._sealed is not None and self._sealed[1].ready():
+            self._send_sealed()
 
     def _add_one(self, target: int, data: bytes | memoryview, messages: int,
                  digest: SetDigest) -> None:

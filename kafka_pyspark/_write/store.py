@@ -29,11 +29,11 @@ from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
-from kafka_pyspark._cluster.zk_session import ZkSession
+from kafka_pyspark._cluster.zk_session import Started, ZkSession
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
-__all__ = ["Claim", "FileStore", "RecordStore", "Recording", "ZkStore", "open_store"]
+__all__ = ["RECORDED", "Claim", "FileStore", "RecordStore", "Recording", "ZkStore", "open_store"]
 
 LOCK, DONE = "lock", "done"
 #: a file lock's lease: a holder refreshes it every quarter; older is a dead holder's
@@ -52,12 +52,42 @@ def _fence_clock() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
-#: an intent record being written: called, it returns once the record is stored (else raises)
-Recording = Callable[[], None]
+class Recording(Protocol):
+    """An intent record being written."""
+
+    def __call__(self) -> None:
+        """Return once the record is stored (else raise)."""
+
+    def ready(self) -> bool:
+        """Whether the store has answered: calling it now does not wait."""
 
 
-def _recorded() -> None:
-    """A :data:`Recording` already done."""
+class _Recorded:
+    """A :class:`Recording` already done (a store that writes before it returns)."""
+
+    def __call__(self) -> None:
+        return None
+
+    def ready(self) -> bool:
+        return True
+
+
+RECORDED: Recording = _Recorded()
+
+
+class _ZkRecording:
+    """An intent record on its way to ZooKeeper (:meth:`ZkStore.start_intent`)."""
+
+    def __init__(self, store: ZkStore, answers: Started, sent: float) -> None:
+        self._store, self._answers, self._sent = store, answers, sent
+
+    def __call__(self) -> None:
+        self._answers()
+        if self._store.holds():  # answered on the lock's session: it was alive when sent
+            self._store.alive_since(self._sent)
+
+    def ready(self) -> bool:
+        return self._answers.ready()
 
 
 def intent_name(index: int) -> str:
@@ -235,13 +265,12 @@ class ZkStore:
         sent = _fence_clock()
         answers = self._zk.start("recording", path, [create(path, data, self._acl)],
                                  self._expected())
+        return _ZkRecording(self, answers, sent)
 
-        def recorded() -> None:
-            answers()
-            if self.holds():  # answered on the lock's session: it was alive when this was sent
-                self._alive_at = max(self._alive_at, sent)
-
-        return recorded
+    def alive_since(self, sent: float) -> None:
+        """A request sent at ``sent`` (:func:`_fence_clock`) was answered on the lock's
+        session: the lock was this attempt's then (:meth:`verify` trusts it for the lease)."""
+        self._alive_at = max(self._alive_at, sent)
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         """``done`` written and the lock deleted: one ``multi``; where that fails (no
@@ -403,7 +432,7 @@ class FileStore:
 
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         _write_atomic(os.path.join(self._base(ident), intent_name(index)), data)
-        return _recorded
+        return RECORDED
 
     def finish(self, ident: TaskIdentity, done: bytes) -> None:
         _write_atomic(os.path.join(self._base(ident), DONE), done)

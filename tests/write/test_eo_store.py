@@ -5,6 +5,7 @@ task's claim, intents and finish and the driver's cleanup send, and what they le
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -101,6 +102,26 @@ def test_a_retry_finds_the_records_of_the_attempt_before(
     assert retry.holds() and kz.get(f"{BASE}/lock")[0] == retry._token
     # with multi the fresh claim's transaction fails first: the node exists
     assert (sent[0] == "Transaction") is multi
+
+
+def test_an_intent_says_when_zookeeper_has_answered_it(
+    s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
+) -> None:
+    """ready() turns true once the answer is in (the writer then sends the window without
+    waiting); calling it then returns at once and is the lock's proof of life."""
+    s.claim(IDENT, 1.0)
+    s._alive_at = 0.0
+    requests_sent.clear()
+    recording = s.start_intent(IDENT, 0, b"window-0")
+    deadline = time.monotonic() + 10
+    while not recording.ready():
+        assert time.monotonic() < deadline, "ZooKeeper's answer never showed"
+        time.sleep(0.001)
+    recording()
+    assert requests_sent == ["Create"]
+    assert kz.get(f"{BASE}/intent-00000")[0] == b"window-0"
+    requests_sent.clear()
+    assert s.verify(IDENT) and requests_sent == []  # alive within the lease: not asked
 
 
 def test_a_claim_waits_for_a_live_holder_and_finds_its_done(

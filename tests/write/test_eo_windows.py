@@ -15,17 +15,32 @@ from kafka_pyspark._write.delivery import ExactlyOnce
 from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark._write.rows import Targets
-from kafka_pyspark._write.store import Claim, Recording
+from kafka_pyspark._write.store import RECORDED, Claim, Recording
 
 IDENT = TaskIdentity("sink", 4, 1)
 SET = b"s" * 60  # two sets fill a window of 100 bytes
 
 
-class _Store:
-    """Records every call in ``log``; an intent is confirmed when its Recording is called."""
+class _Confirm:
+    """An intent whose store has answered (``answered``) or not: confirmed when called."""
 
-    def __init__(self, log: list[Any]) -> None:
+    def __init__(self, log: list[Any], index: int, answered: bool) -> None:
+        self.log, self.index, self.answered = log, index, answered
+
+    def __call__(self) -> None:
+        self.log.append(("intent confirmed", self.index))
+
+    def ready(self) -> bool:
+        return self.answered
+
+
+class _Store:
+    """Records every call in ``log``; an intent is confirmed when its Recording is called;
+    ``answered``: whether the store has answered an intent as soon as it was sent."""
+
+    def __init__(self, log: list[Any], answered: bool = False) -> None:
         self.log = log
+        self.answered = answered
 
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
         return Claim(None, [])
@@ -38,7 +53,7 @@ class _Store:
 
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         self.log.append(("intent sent", index))
-        return lambda: self.log.append(("intent confirmed", index))
+        return _Confirm(self.log, index, self.answered)
 
     def release(self, ident: TaskIdentity) -> None:
         self.log.append("released")
@@ -49,10 +64,10 @@ class _Producer:
         return 0
 
 
-def _once(log: list[Any], send: Any) -> ExactlyOnce:
+def _once(log: list[Any], send: Any, answered: bool = False) -> ExactlyOnce:
     targets = Targets()
     targets.id(("t", 0, 0))
-    once = ExactlyOnce(_Store(log), IDENT, DeliveryOptions(guarantee=EXACTLY_ONCE),  # type: ignore[arg-type]
+    once = ExactlyOnce(_Store(log, answered), IDENT, DeliveryOptions(guarantee=EXACTLY_ONCE),  # type: ignore[arg-type]
                        targets, send, _Producer, lambda *a: None, 1 << 20)  # type: ignore[arg-type]
     assert once.begin() is None
     return once
@@ -76,6 +91,23 @@ def test_a_window_is_sent_after_its_intent_while_the_next_one_fills(
     once.end_of_input()
     assert log[5:] == [("intent confirmed", 1), "set", "set"]
     assert once.records() == ("4/1/intent-00000", "4/1/intent-00001")
+
+
+def test_a_window_whose_intent_is_answered_goes_at_the_next_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store answered while the task encoded: the sealed window is sent with the next sets
+    added, not held until the next window is sealed."""
+    monkeypatch.setattr(delivery, "WINDOW_BYTES", 100)
+    log: list[Any] = []
+    once = _once(log, lambda targets, sets, counts: log.extend(["set"] * len(sets)),
+                 answered=True)
+    _add(once, 2)  # the second set seals window 0: it goes at once
+    assert log == [("intent sent", 0), ("intent confirmed", 0), "set", "set"]
+    _add(once, 1)  # buffered in window 1
+    assert log[4:] == []
+    once.end_of_input()
+    assert log[4:] == [("intent sent", 1), ("intent confirmed", 1), "set"]
 
 
 def test_a_failed_send_still_waits_for_the_intent_in_flight(
@@ -105,7 +137,7 @@ class _Recording(_Store):
 
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
         self.intents.append(data)
-        return lambda: None
+        return RECORDED
 
 
 def _intents(sets: list[tuple[int, bytes]], together: bool) -> list[bytes]:
