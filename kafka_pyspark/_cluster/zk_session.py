@@ -65,7 +65,8 @@ from kafka_pyspark._cluster.zk_requests import (
 )
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 
-__all__ = ["Created", "NewNode", "Started", "ZkSession", "multi_read_supported", "multi_supported"]
+__all__ = ["Created", "NewNode", "Started", "ZkSession", "applied", "multi_read_supported",
+           "multi_supported"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
@@ -76,6 +77,12 @@ _DONE = "done"
 #: one per request
 _REFUSED = "refused"
 _LOG = logging.getLogger(__name__)
+
+
+def applied(answer: Sequence[Any]) -> bool:
+    """Whether a ``multi`` transaction's answer (one result per item, kazoo's) says it was
+    applied: no item answered with an exception (then none of its items was)."""
+    return not any(isinstance(a, Exception) for a in answer)
 
 
 class Created(enum.Enum):
@@ -309,7 +316,7 @@ class ZkSession:
             if len(chunk) == 1:
                 out.append(answer)
                 continue
-            if answer is _REFUSED or any(isinstance(a, Exception) for a in answer):
+            if answer is _REFUSED or not applied(answer):
                 redo.extend(range(len(out), len(out) + len(chunk)))
             out.extend([_DONE] * len(chunk))
         if redo:

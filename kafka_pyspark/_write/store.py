@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
-from kafka_pyspark._cluster.zk_session import Started, ZkSession
+from kafka_pyspark._cluster.zk_session import Started, ZkSession, applied
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
@@ -200,7 +200,7 @@ class ZkStore:
             parents = [create(p, b"", self._acl) for p in self._parents(base)[:-1]]
             answer = self._zk.atomically("claiming", base, add, first=parents,
                                          expected={NodeExistsError: None})
-        return answer is not None and not any(isinstance(a, Exception) for a in answer)
+        return answer is not None and applied(answer)
 
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
         from kazoo.exceptions import NodeExistsError
@@ -284,7 +284,7 @@ class ZkStore:
             tx.delete(lock)
 
         answer = self._zk.atomically("finishing", base, add)
-        if answer is None or any(isinstance(a, Exception) for a in answer):
+        if answer is None or not applied(answer):
             self._zk.pipeline("finishing", base, [create(done_path, done, self._acl),
                                                   delete(lock)], self._expected())
         self._session_id = None
