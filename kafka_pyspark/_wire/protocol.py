@@ -30,6 +30,7 @@ Responses (PRODUCE and MULTIPRODUCE have none)::
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -152,7 +153,10 @@ class OffsetsResponse:
 # --- helpers -------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def _topic_bytes(topic: str) -> bytes:
+    """``int16 length | ASCII bytes`` of ``topic`` (cached: a writer names a few topics in
+    thousands of requests)."""
     try:
         raw = topic.encode("ascii")
     except UnicodeEncodeError as e:
@@ -233,9 +237,8 @@ def _request_parts(req: Request) -> list[bytes | memoryview]:
     if isinstance(req, MultiProduceRequest):
         _check_count(len(req.produces))
         parts = [_INT16.pack(MULTIPRODUCE), _INT16.pack(len(req.produces))]
-        for p in req.produces:
-            parts.append(_topic_bytes(p.topic))
-            parts.append(_PART_LEN.pack(p.partition, len(p.messages)))
+        for p in req.produces:  # an item's header in one piece, then its message set
+            parts.append(_topic_bytes(p.topic) + _PART_LEN.pack(p.partition, len(p.messages)))
             parts.append(p.messages)
         return parts
     raise TypeError(f"not a 0.7 request: {req!r}")  # pragma: no cover - type-checked

@@ -16,7 +16,7 @@ writes at-least-once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from kafka_pyspark import _wire as wire
@@ -57,6 +57,27 @@ def _merge(
 ) -> None:
     for key, c in other.items():
         _add(into, key, c.message_sets, c.bytes)
+
+
+def _count_sent(
+    into: dict[TopicPartition, DeliveryCount], broker_id: int,
+    items: Sequence[wire.ProduceRequest], ledger: AppendLedger | None,
+) -> None:
+    """Count written ``items`` into ``into`` and the broker's append ``ledger`` (once per
+    partition, not per message set: a request carries hundreds)."""
+    per: dict[tuple[str, int], list[int]] = {}
+    for it in items:
+        n = len(it.messages)
+        c = per.get((it.topic, it.partition))
+        if c is None:
+            per[(it.topic, it.partition)] = [1, n]
+        else:
+            c[0] += 1
+            c[1] += n
+    for (topic, partition), (sets, nbytes) in per.items():
+        _add(into, (topic, broker_id, partition), sets, nbytes)
+        if ledger is not None:
+            ledger.add_sent(topic, partition, nbytes)
 
 
 def _as_tuples(d: Mapping[TopicPartition, DeliveryCount]) -> dict[TopicPartition, tuple[int, int]]:
@@ -216,11 +237,7 @@ class Producer(Closing):
                     for it in rest:
                         _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
                 raise
-            ledger_of = self._ledgers.get(broker_id)
-            for it in chunk:
-                _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
-                if ledger_of is not None:
-                    ledger_of.add_sent(it.topic, it.partition, len(it.messages))
+            _count_sent(sent, broker_id, chunk, self._ledgers.get(broker_id))
 
     def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""

@@ -27,6 +27,7 @@ import select
 import socket
 import sys
 import time
+from collections.abc import Sequence
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.errors import (
@@ -159,15 +160,16 @@ class Transport:
         sock = self.open()
         if isinstance(frame, bytes) or not _GATHER:
             frame = [frame if isinstance(frame, bytes) else b"".join(frame)]
-        parts = [memoryview(p).cast("B") for p in frame]
-        total = sum(p.nbytes for p in parts)
+        # bytes as they are (len is their size); other buffers as bytes, whatever their format
+        parts = [p if isinstance(p, bytes) else memoryview(p).cast("B") for p in frame]
+        total = sum(map(len, parts))
         sent = 0
         try:
             while parts:
                 n = (sock.send(parts[0]) if len(parts) == 1
                      else sock.sendmsg(parts[:_GATHER_MAX]))
                 sent += n
-                parts = _advance(parts, n)
+                parts = _advance(parts, n) if sent < total else []
         except TimeoutError as e:
             raise SendFailed(
                 sent,
@@ -333,13 +335,13 @@ class Transport:
         )
 
 
-def _advance(parts: list[memoryview], n: int) -> list[memoryview]:
+def _advance(parts: Sequence[bytes | memoryview], n: int) -> list[bytes | memoryview]:
     """``parts`` without their first ``n`` bytes (sent)."""
     i = 0
-    while i < len(parts) and n >= parts[i].nbytes:
-        n -= parts[i].nbytes
+    while i < len(parts) and n >= len(parts[i]):
+        n -= len(parts[i])
         i += 1
-    rest = parts[i:]
+    rest = list(parts[i:])
     if rest and n:
-        rest[0] = rest[0][n:]
+        rest[0] = memoryview(rest[0])[n:]  # not a copy of what is left
     return rest

@@ -24,6 +24,11 @@ def test_advance_drops_whole_pieces_and_cuts_into_the_next() -> None:
     assert [bytes(p) for p in _advance(parts, 5)] == [b"fghij"]
     assert [bytes(p) for p in _advance(parts, 7)] == [b"hij"]
     assert _advance(parts, 10) == []
+    # bytes pieces (request headers) too; a cut one becomes a view, not a copy
+    mixed: list[bytes | memoryview] = [b"abc", memoryview(b"de"), b"fghij"]
+    assert [bytes(p) for p in _advance(mixed, 4)] == [b"e", b"fghij"]
+    cut = _advance(mixed, 6)
+    assert isinstance(cut[0], memoryview) and bytes(cut[0]) == b"ghij"
 
 
 def _received(server: socket.socket, size: int, into: list[bytes]) -> None:
