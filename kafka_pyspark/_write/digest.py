@@ -15,6 +15,7 @@ inner messages; an uncompressed message: its CRC and size), which
 from __future__ import annotations
 
 import zlib
+from itertools import accumulate, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -71,15 +72,15 @@ def set_digests(
 ) -> list[SetDigest]:
     """The digests of consecutive sets: the first ``counts[0]`` CRCs are the first set's, and
     so on (one conversion to big-endian for all of them, not one per set)."""
+    if sum(counts) != len(crcs) or len(counts) != len(inner_bytes):
+        raise ValueError(f"{len(crcs)} CRCs for {len(inner_bytes)} sets of {sum(counts)} "
+                         f"messages in {len(counts)}")
     view = crcs.astype(">u4", copy=False).data.cast("B")
-    out = []
-    pos = 0
-    for n, inner in zip(counts, inner_bytes, strict=True):
-        out.append(SetDigest(n, inner, zlib.crc32(view[pos:pos + 4 * n])))
-        pos += 4 * n
-    if pos != 4 * len(crcs):
-        raise ValueError(f"{len(crcs)} CRCs for sets of {sum(counts)} messages")
-    return out
+    ends = list(accumulate(4 * n for n in counts))
+    digests = map(zlib.crc32, map(view.__getitem__, map(slice, [0, *ends], ends)))
+    # tuples made in C (a SetDigest's own __new__ is Python: a task makes thousands)
+    return list(map(tuple.__new__, repeat(SetDigest),
+                    zip(counts, inner_bytes, digests, strict=True)))
 
 
 def _messages(data: bytes | memoryview, base: int) -> list[tuple[int, int, int, int, int]]:

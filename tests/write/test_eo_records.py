@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import zlib
+
+import numpy as np
 import pytest
 
-from kafka_pyspark._write.digest import LogUnit, SetDigest
+from kafka_pyspark._write.digest import LogUnit, SetDigest, set_digests
 from kafka_pyspark._write.matcher import landed_prefix
 from kafka_pyspark._write.records import (
     IntentWindow,
@@ -25,6 +28,22 @@ def test_intent_golden_bytes() -> None:
         "00000003" "0000000000000030" "a1b2c3d4")
     assert encode_intent(w) == golden
     assert decode_intent(golden) == w
+
+
+def test_set_digests_are_crc32_over_each_sets_big_endian_crcs() -> None:
+    crcs = np.array([0x01020304, 0xA1B2C3D4, 0xFFFFFFFF, 0, 7], dtype=np.uint32)
+    got = set_digests(crcs, [2, 0, 3], [40, 0, 61])
+    assert got == [
+        SetDigest(2, 40, zlib.crc32(bytes.fromhex("01020304" "a1b2c3d4"))),
+        SetDigest(0, 0, 0),
+        SetDigest(3, 61, zlib.crc32(bytes.fromhex("ffffffff" "00000000" "00000007"))),
+    ]
+    assert all(type(d) is SetDigest for d in got)
+    assert got[2].digest == got[2][2] and got[0].inner_bytes == 40
+    with pytest.raises(ValueError, match="5 CRCs"):
+        set_digests(crcs, [2, 2], [40, 40])
+    with pytest.raises(ValueError, match="5 CRCs"):
+        set_digests(crcs, [2, 3], [40])
 
 
 def test_done_golden_bytes() -> None:
