@@ -28,6 +28,13 @@ def test_intent_golden_bytes() -> None:
         "00000003" "0000000000000030" "a1b2c3d4")
     assert encode_intent(w) == golden
     assert decode_intent(golden) == w
+    # several sets of a target: their entries back to back, in order
+    w.sets[("t", 1, 2)] = [SetDigest(1, 2, 3), SetDigest(4, 5, 0xFFFFFFFF)]
+    two = encode_intent(w)
+    assert two[:len(golden) - 16] == golden[:-20] + bytes.fromhex("00000002")  # sets: 2
+    assert two[len(golden) - 16:] == bytes.fromhex(
+        "00000001" "0000000000000002" "00000003" "00000004" "0000000000000005" "ffffffff")
+    assert decode_intent(two) == w
 
 
 def test_set_digests_are_crc32_over_each_sets_big_endian_crcs() -> None:
