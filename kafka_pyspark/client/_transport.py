@@ -27,7 +27,6 @@ import select
 import socket
 import sys
 import time
-from collections.abc import Sequence
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.errors import (
@@ -163,13 +162,13 @@ class Transport:
         # bytes as they are (len is their size); other buffers as bytes, whatever their format
         parts = [p if isinstance(p, bytes) else memoryview(p).cast("B") for p in frame]
         total = sum(map(len, parts))
-        sent = 0
+        sent = i = 0  # parts[i] is the first not sent whole
         try:
-            while parts:
-                n = (sock.send(parts[0]) if len(parts) == 1
-                     else sock.sendmsg(parts[:_GATHER_MAX]))
+            while i < len(parts):
+                n = (sock.send(parts[i]) if i == len(parts) - 1
+                     else sock.sendmsg(parts[i:i + _GATHER_MAX]))
                 sent += n
-                parts = _advance(parts, n) if sent < total else []
+                i = _advance(parts, i, n) if sent < total else len(parts)
         except TimeoutError as e:
             raise SendFailed(
                 sent,
@@ -335,13 +334,13 @@ class Transport:
         )
 
 
-def _advance(parts: Sequence[bytes | memoryview], n: int) -> list[bytes | memoryview]:
-    """``parts`` without their first ``n`` bytes (sent)."""
-    i = 0
+def _advance(parts: list[bytes | memoryview], i: int, n: int) -> int:
+    """After ``n`` more bytes were sent from ``parts[i]`` on: the index of the first part not
+    sent whole, that part cut to what is left of it (a view, not a copy). The list is not
+    sliced: a request of thousands of small sets takes many calls."""
     while i < len(parts) and n >= len(parts[i]):
         n -= len(parts[i])
         i += 1
-    rest = list(parts[i:])
-    if rest and n:
-        rest[0] = memoryview(rest[0])[n:]  # not a copy of what is left
-    return rest
+    if n:
+        parts[i] = memoryview(parts[i])[n:]
+    return i

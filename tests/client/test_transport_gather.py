@@ -16,19 +16,26 @@ def _views(parts: list[bytes]) -> list[memoryview]:
     return [memoryview(p) for p in parts]
 
 
+def _left(parts: list[bytes | memoryview], i: int, n: int) -> list[bytes]:
+    """What is left to send after ``n`` more bytes from ``parts[i]`` on (``parts`` copied)."""
+    parts = list(parts)
+    return [bytes(p) for p in parts[_advance(parts, i, n):]]
+
+
 def test_advance_drops_whole_pieces_and_cuts_into_the_next() -> None:
-    parts = _views([b"abc", b"de", b"fghij"])
-    assert [bytes(p) for p in _advance(parts, 0)] == [b"abc", b"de", b"fghij"]
-    assert [bytes(p) for p in _advance(parts, 3)] == [b"de", b"fghij"]
-    assert [bytes(p) for p in _advance(parts, 4)] == [b"e", b"fghij"]
-    assert [bytes(p) for p in _advance(parts, 5)] == [b"fghij"]
-    assert [bytes(p) for p in _advance(parts, 7)] == [b"hij"]
-    assert _advance(parts, 10) == []
+    parts: list[bytes | memoryview] = [*_views([b"abc", b"de", b"fghij"])]
+    assert _left(parts, 0, 0) == [b"abc", b"de", b"fghij"]
+    assert _left(parts, 0, 3) == [b"de", b"fghij"]
+    assert _left(parts, 0, 4) == [b"e", b"fghij"]
+    assert _left(parts, 0, 5) == [b"fghij"]
+    assert _left(parts, 0, 7) == [b"hij"]
+    assert _left(parts, 0, 10) == []
+    assert _left(parts, 1, 3) == [b"ghij"]  # from a later part on
     # bytes pieces (request headers) too; a cut one becomes a view, not a copy
     mixed: list[bytes | memoryview] = [b"abc", memoryview(b"de"), b"fghij"]
-    assert [bytes(p) for p in _advance(mixed, 4)] == [b"e", b"fghij"]
-    cut = _advance(mixed, 6)
-    assert isinstance(cut[0], memoryview) and bytes(cut[0]) == b"ghij"
+    assert _left(mixed, 0, 4) == [b"e", b"fghij"]
+    i = _advance(mixed, 0, 6)
+    assert i == 2 and isinstance(mixed[2], memoryview) and bytes(mixed[2]) == b"ghij"
 
 
 def _received(server: socket.socket, size: int, into: list[bytes]) -> None:
