@@ -59,12 +59,12 @@ def _merge(
         _add(into, key, c.message_sets, c.bytes)
 
 
-def _count_sent(
+def _count_items(
     into: dict[TopicPartition, DeliveryCount], broker_id: int,
-    items: Sequence[wire.ProduceRequest], ledger: AppendLedger | None,
+    items: Sequence[wire.ProduceRequest], ledger: AppendLedger | None = None,
 ) -> None:
-    """Count written ``items`` into ``into`` and the broker's append ``ledger`` (once per
-    partition, not per message set: a request carries hundreds)."""
+    """Count ``items`` of ``broker_id`` into ``into`` and, when given, the broker's append
+    ``ledger`` (once per partition, not per message set: a request carries hundreds)."""
     per: dict[tuple[str, int], list[int]] = {}
     for it in items:
         n = len(it.messages)
@@ -234,16 +234,14 @@ class Producer(Closing):
             except KafkaError:
                 # This chunk and the rest were (possibly) not written: unconfirmed.
                 for rest in chunks[n:]:
-                    for it in rest:
-                        _add(sent, (it.topic, broker_id, it.partition), 1, len(it.messages))
+                    _count_items(sent, broker_id, rest)
                 raise
-            _count_sent(sent, broker_id, chunk, self._ledgers.get(broker_id))
+            _count_items(sent, broker_id, chunk, self._ledgers.get(broker_id))
 
     def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""
         out = dict(self._sent.pop(broker_id, {}))
-        for it in self._buffers.pop(broker_id, []):
-            _add(out, (it.topic, broker_id, it.partition), 1, len(it.messages))
+        _count_items(out, broker_id, self._buffers.pop(broker_id, []))
         self._buffered.pop(broker_id, None)
         self._ledgers.pop(broker_id, None)
         conn = self._conns.opened(broker_id)
