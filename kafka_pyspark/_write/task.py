@@ -203,17 +203,18 @@ class TaskWriter:
     # --- I/O ------------------------------------------------------------------------------
 
     def _producer(self) -> Producer:
-        """The task's producer. Its socket buffers hold at least one request: with 0.7's
-        64 KiB ``socket.buffersize`` a 1 MB MULTIPRODUCE crosses to the broker in sixteen
-        hand-offs, each a wake-up of the writer, and uncompressed writes ran about a third
-        slower (docs/writing.md)."""
+        """The task's producer. Its sockets buffer :data:`~defaults.WRITE_SOCKET_BUFFER_SIZE`
+        (or a larger ``socket.buffersize``), not a whole 1 MB request: a sender whose buffer
+        takes a whole request at once spent more CPU per byte in the kernel (docs/writing.md,
+        "Performance")."""
         if self._prod is None:
             self._prod = Producer(
                 self.plan.brokers,
                 timeout=self.plan.cluster.socket_timeout_ms / 1000.0,
                 retries=self.plan.connect_retries,
                 backoff=self.plan.connect_backoff,
-                buffer_size=max(self.plan.cluster.socket_buffer_size, self._limits.request_bytes),
+                buffer_size=max(self.plan.cluster.socket_buffer_size,
+                                defaults.WRITE_SOCKET_BUFFER_SIZE),
                 max_request_size=self._limits.request_bytes,
                 # wait for a lazily flushing broker's log end as long as for an answer
                 check_appends=self.plan.cluster.socket_timeout_ms / 1000.0,
