@@ -20,9 +20,8 @@ SOCKET_TIMEOUT_MS = 30000
 #: ``socket.buffersize`` (0.7.2 consumer default, bytes)
 SOCKET_BUFFER_SIZE = 65536
 #: the least a write task's broker sockets buffer (bytes; a larger ``socket.buffersize`` is kept):
-#: measured in Spark on loopback, 64-256 KiB cost about 60 ns less CPU per 200-byte row than
-#: buffers of one 1 MB request (docs/writing.md "Performance"); the top of that range leaves
-#: the most room for a remote broker's bandwidth-delay product
+#: larger buffers cost the sender more CPU per byte on loopback, smaller ones limit what can be
+#: in flight to a remote broker (docs/writing.md, "Socket buffers")
 WRITE_SOCKET_BUFFER_SIZE = 256 << 10
 
 # --- reading -----------------------------------------------------------------------------------

@@ -204,9 +204,8 @@ class TaskWriter:
 
     def _producer(self) -> Producer:
         """The task's producer. Its sockets buffer :data:`~defaults.WRITE_SOCKET_BUFFER_SIZE`
-        (or a larger ``socket.buffersize``), not a whole 1 MB request: a sender whose buffer
-        takes a whole request at once spent more CPU per byte in the kernel (docs/writing.md,
-        "Performance")."""
+        (or a larger ``socket.buffersize``), less than a request: buffers that take a whole
+        request at once cost the sender more CPU per byte (docs/writing.md, "Socket buffers")."""
         if self._prod is None:
             self._prod = Producer(
                 self.plan.brokers,
