@@ -43,7 +43,7 @@ from bench.results import Recorder
 from bench.spark_sources import spark_session
 from bench.write import BATCH_SIZE, SPARK_ROWS, TOPIC, Sink, spark_write_once, warm_up
 
-ROWS = SPARK_ROWS["none"]
+ROWS = SPARK_ROWS
 #: interleaved rounds (a pair each: exactly-once, then at-least-once); more than write.py's,
 #: since the two differ by a few percent and a shared 2-core machine's noise is as large
 ROUNDS = 9
