@@ -40,6 +40,8 @@ from kafka_pyspark._wire.protocol import (
     encode_request,
     encode_request_parts,
     frame_length,
+    multiproduce_head,
+    produce_item_head,
     produce_item_size,
     produce_request_size,
 )
@@ -81,6 +83,8 @@ __all__ = [
     "encode_request",
     "encode_request_parts",
     "frame_length",
+    "multiproduce_head",
+    "produce_item_head",
     "produce_item_size",
     "produce_request_size",
     "validate_topic_name",

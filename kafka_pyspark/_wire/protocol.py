@@ -122,6 +122,28 @@ def produce_item_size(topic_bytes: int, messages_bytes: int) -> int:
     return PRODUCE_ITEM_OVERHEAD + topic_bytes + messages_bytes
 
 
+def produce_item_head(topic: str, partition: int, messages_bytes: int) -> bytes:
+    """A PRODUCE/MULTIPRODUCE item before its message set of ``messages_bytes``: TOPIC (int16
+    length and ASCII bytes), PARTITION, MESSAGES_LENGTH. A partition or length out of the int32
+    range, a topic not ASCII or too long: :class:`ProtocolError`."""
+    try:
+        return _topic_bytes(topic) + _PART_LEN.pack(partition, messages_bytes)
+    except struct.error as e:
+        raise ProtocolError(
+            f"cannot encode a PRODUCE item for topic {topic!r}: partition {partition} or "
+            f"message-set length {messages_bytes} is out of the int32 range"
+        ) from e
+
+
+def multiproduce_head(items: int, items_size: int) -> bytes:
+    """A MULTIPRODUCE frame before its items (``items`` of them, ``items_size`` bytes in all):
+    REQUEST_LENGTH, REQUEST_TYPE, TOPICPARTITION_COUNT."""
+    _check_count(items)
+    return _LEN_TYPE.pack(MULTIPRODUCE_HEADER_SIZE + items_size, MULTIPRODUCE) + _INT16.pack(
+        items
+    )
+
+
 def produce_request_size(req: ProduceRequest | MultiProduceRequest) -> int:
     """Body size (without the 4-byte length) of a PRODUCE/MULTIPRODUCE, without encoding it
     (topics are ASCII: a character is a byte)."""
@@ -221,8 +243,7 @@ def _request_parts(req: Request) -> list[bytes | memoryview]:
     if isinstance(req, ProduceRequest):
         return [
             _INT16.pack(PRODUCE),
-            _topic_bytes(req.topic),
-            _PART_LEN.pack(req.partition, len(req.messages)),
+            produce_item_head(req.topic, req.partition, len(req.messages)),
             req.messages,
         ]
     if isinstance(req, MultiFetchRequest):
@@ -238,7 +259,7 @@ def _request_parts(req: Request) -> list[bytes | memoryview]:
         _check_count(len(req.produces))
         parts = [_INT16.pack(MULTIPRODUCE), _INT16.pack(len(req.produces))]
         for p in req.produces:  # an item's header in one piece, then its message set
-            parts.append(_topic_bytes(p.topic) + _PART_LEN.pack(p.partition, len(p.messages)))
+            parts.append(produce_item_head(p.topic, p.partition, len(p.messages)))
             parts.append(p.messages)
         return parts
     raise TypeError(f"not a 0.7 request: {req!r}")  # pragma: no cover - type-checked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,10 @@ class Targets:
 
     def __getitem__(self, i: int) -> TopicPartition:
         return self._keys[i]
+
+    def keys(self) -> Sequence[TopicPartition]:
+        """Every target so far, by number (a view: it grows with :meth:`id`)."""
+        return self._keys
 
     def __len__(self) -> int:
         return len(self._keys)

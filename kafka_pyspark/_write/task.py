@@ -260,7 +260,7 @@ class TaskWriter:
     def _send(self, targets: list[int], sets: list[bytes | memoryview],
               counts: list[int]) -> None:
         """Hand message sets to the producer, in order, and count them per target."""
-        prod, keys, handed = self._producer(), self._targets, self._handed
+        prod, keys, handed = self._producer(), self._targets.keys(), self._handed
         try:
             for target, data, messages in zip(targets, sets, counts, strict=True):
                 topic, broker, partition = keys[target]

@@ -37,6 +37,7 @@ from kafka_pyspark.client._framing import (
     BROKER_MAX_REQUEST_BYTES,
     check_int32,
     describe,
+    describe_multiproduce,
     fetch_answer_bound,
     multifetch_answer_bound,
     offsets_answer_bound,
@@ -247,21 +248,27 @@ class BrokerConnection(Closing):
     def _write_request(self, req: wire.ProduceRequest | wire.MultiProduceRequest,
                        nbytes: int) -> None:
         """Send a request without an answer. Retried only while not a byte of it was sent."""
-        what = describe(req)
-        size = wire.produce_request_size(req)
+        # sent gathered: message sets not copied
+        self._write_frame(lambda: wire.encode_request_parts(req), wire.produce_request_size(req),
+                          nbytes, describe(req))
+
+    def _write_frame(self, frame: Callable[[], list[bytes | memoryview]], size: int,
+                     nbytes: int, what: str) -> None:
+        """:meth:`_write_request` of the frame ``frame()`` builds (its body ``size`` bytes,
+        ``nbytes`` of them message sets)."""
         if size > BROKER_MAX_REQUEST_BYTES:
             raise RequestTooLargeError(
                 f"{what} is {size} bytes, over the broker's "
                 f"max.socket.request.bytes ({BROKER_MAX_REQUEST_BYTES}); split it"
             )
-        frame = wire.encode_request_parts(req)  # sent gathered: message sets not copied
+        parts = frame()
         with self._lock:
             attempt = 0
             while True:
                 self._raise_if_lost(what)
                 try:
                     self._ensure_socket()
-                    self._transport.send(frame, what)
+                    self._transport.send(parts, what)
                 except SendFailed as sf:
                     if sf.sent > 0:
                         # Partly sent: it may have been appended. Never resent; reported
@@ -445,6 +452,16 @@ class BrokerConnection(Closing):
         if not items:
             return
         self._write_request(wire.MultiProduceRequest(items), sum(len(p.messages) for p in items))
+
+    def multiproduce_items(self, items: list[bytes | memoryview], count: int, size: int,
+                           nbytes: int) -> None:
+        """MULTIPRODUCE of ``count`` items laid out already: per item its
+        :func:`~kafka_pyspark._wire.produce_item_head`, then its message set (``size`` bytes in
+        all, ``nbytes`` of them message sets; gathered, not copied). Never resent once a byte
+        of it was sent."""
+        self._write_frame(lambda: [wire.multiproduce_head(count, size), *items],
+                          wire.MULTIPRODUCE_HEADER_SIZE + size, nbytes,
+                          describe_multiproduce(count, nbytes))
 
     def barrier(self, topic: str, partition: int) -> int | None:
         """Prove every PRODUCE sent on this connection so far was appended.

@@ -29,8 +29,12 @@ def describe(req: wire.Request) -> str:
         return f"PRODUCE topic {req.topic!r} partition {req.partition} ({len(req.messages)} bytes)"
     if isinstance(req, wire.MultiFetchRequest):
         return f"MULTIFETCH of {len(req.fetches)} fetches"
-    n = sum(len(p.messages) for p in req.produces)
-    return f"MULTIPRODUCE of {len(req.produces)} message sets ({n} bytes)"
+    return describe_multiproduce(len(req.produces), sum(len(p.messages) for p in req.produces))
+
+
+def describe_multiproduce(items: int, nbytes: int) -> str:
+    """:func:`describe` of a MULTIPRODUCE of ``items`` message sets, ``nbytes`` in all."""
+    return f"MULTIPRODUCE of {items} message sets ({nbytes} bytes)"
 
 
 def fetch_answer_bound(max_size: int) -> int:

@@ -16,7 +16,7 @@ writes at-least-once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from kafka_pyspark import _wire as wire
@@ -59,25 +59,26 @@ def _merge(
         _add(into, key, c.message_sets, c.bytes)
 
 
-def _count_items(
-    into: dict[TopicPartition, DeliveryCount], broker_id: int,
-    items: Sequence[wire.ProduceRequest], ledger: AppendLedger | None = None,
-) -> None:
-    """Count ``items`` of ``broker_id`` into ``into`` and, when given, the broker's append
-    ``ledger`` (once per partition, not per message set: a request carries hundreds)."""
-    per: dict[tuple[str, int], list[int]] = {}
-    for it in items:
-        n = len(it.messages)
-        c = per.get((it.topic, it.partition))
-        if c is None:
-            per[(it.topic, it.partition)] = [1, n]
-        else:
-            c[0] += 1
-            c[1] += n
-    for (topic, partition), (sets, nbytes) in per.items():
-        _add(into, (topic, broker_id, partition), sets, nbytes)
-        if ledger is not None:
-            ledger.add_sent(topic, partition, nbytes)
+class _Pending:
+    """A broker's buffered message sets: the items of its next request, laid out as the wire
+    has them (per item its head, then its message set), counted per partition as they come."""
+
+    __slots__ = ("counts", "nbytes", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | memoryview] = []
+        self.size = 0  # bytes of the items
+        self.nbytes = 0  # bytes of their message sets
+        self.counts: dict[tuple[str, int], list[int]] = {}  # (topic, partition): [sets, bytes]
+
+    def count_into(self, into: dict[TopicPartition, DeliveryCount], broker_id: int,
+                   ledger: AppendLedger | None = None) -> None:
+        """Count the sets into ``into`` and, when given, the broker's append ``ledger`` (once
+        per partition, not per message set: a request carries hundreds)."""
+        for (topic, partition), (sets, nbytes) in self.counts.items():
+            _add(into, (topic, broker_id, partition), sets, nbytes)
+            if ledger is not None:
+                ledger.add_sent(topic, partition, nbytes)
 
 
 def _as_tuples(d: Mapping[TopicPartition, DeliveryCount]) -> dict[TopicPartition, tuple[int, int]]:
@@ -109,8 +110,7 @@ class Producer(Closing):
             ConnectionSettings(timeout=timeout, buffer_size=buffer_size, retries=retries,
                                backoff=backoff))
         self._max_request_size = max_request_size
-        self._buffers: dict[int, list[wire.ProduceRequest]] = {}
-        self._buffered: dict[int, int] = {}  # request bytes buffered per broker
+        self._pending: dict[int, _Pending] = {}  # per broker: its next request
         # written, not yet confirmed
         self._sent: dict[int, dict[TopicPartition, DeliveryCount]] = {}
         # check_appends: seconds to wait for a short log growth (_appends.py); None: no check
@@ -123,7 +123,7 @@ class Producer(Closing):
     @property
     def buffered_bytes(self) -> int:
         """Bytes buffered by ``send()`` and not written yet (all brokers)."""
-        return sum(self._buffered.values())
+        return sum(p.size for p in self._pending.values())
 
     def connection(self, broker_id: int) -> BrokerConnection:
         if broker_id not in self._conns:
@@ -139,21 +139,35 @@ class Producer(Closing):
         stay unchanged until ``flush()``; its bytes are copied once, into the request."""
         if broker_id not in self._conns:
             raise ValueError(f"unknown broker id {broker_id} (known: {self._conns.known()})")
-        if not message_set:
+        n = len(message_set)
+        if not n:
             return
-        item = wire.ProduceRequest(topic, partition, message_set)
-        size = wire.produce_item_size(len(topic), len(message_set))
+        head = wire.produce_item_head(topic, partition, n)
+        size = len(head) + n
         if MULTIPRODUCE_HEADER_SIZE + size > self._max_request_size:
             raise RequestTooLargeError(
-                f"a message set of {len(message_set)} bytes for topic {topic!r} partition "
+                f"a message set of {n} bytes for topic {topic!r} partition "
                 f"{partition} on broker {broker_id} does not fit in one request "
                 f"({self._max_request_size} bytes max)"
             )
-        room = self._max_request_size - MULTIPRODUCE_HEADER_SIZE
-        if self._buffered.get(broker_id, 0) + size > room:
+        pend = self._pending.get(broker_id)
+        if pend is not None and (
+            MULTIPRODUCE_HEADER_SIZE + pend.size + size > self._max_request_size
+            or len(pend.parts) >= 2 * MAX_MULTI_ITEMS
+        ):  # the request is full: written now, confirmed by the next flush()
             self._write_or_fail(broker_id)
-        self._buffers.setdefault(broker_id, []).append(item)
-        self._buffered[broker_id] = self._buffered.get(broker_id, 0) + size
+            pend = None
+        if pend is None:
+            pend = self._pending[broker_id] = _Pending()
+        pend.parts += (head, message_set)
+        pend.size += size
+        pend.nbytes += n
+        c = pend.counts.get((topic, partition))
+        if c is None:
+            pend.counts[(topic, partition)] = [1, n]
+        else:
+            c[0] += 1
+            c[1] += n
 
     def log_end(self, broker_id: int, topic: str, partition: int) -> int:
         """The partition's log end (OFFSETS latest) asked on the connection later sends use;
@@ -168,7 +182,7 @@ class Producer(Closing):
 
     def write_buffered(self) -> None:
         """Write every broker's buffered sets to its socket now (no barrier)."""
-        for broker_id in sorted(self._buffers):
+        for broker_id in sorted(self._pending):
             self._write_or_fail(broker_id)
 
     def _write_or_fail(self, broker_id: int) -> None:
@@ -184,65 +198,55 @@ class Producer(Closing):
             ) from e
 
     def _write(self, broker_id: int) -> None:
-        """Write the broker's buffer as requests below max_request_size; no barrier."""
-        items = self._buffers.pop(broker_id, [])
-        self._buffered.pop(broker_id, None)
-        if not items:
+        """Write the broker's buffered sets as one request; no barrier."""
+        pend = self._pending.pop(broker_id, None)
+        if pend is None or not pend.parts:
             return
-        if self._before_write is not None:
-            try:
+        try:
+            if self._before_write is not None:
                 self._before_write()
-            except KafkaError:
-                self._buffers[broker_id] = items  # not written: _forget reports them
-                raise
-        conn = self.connection(broker_id)
+            conn = self.connection(broker_id)
+            if self._check_appends is not None:
+                self._ask_bases(conn, broker_id, pend)
+        except KafkaError:
+            self._pending[broker_id] = pend  # not written: _forget reports them
+            raise
         sent = self._sent.setdefault(broker_id, {})
-        if self._check_appends is not None:
-            # The log end before this connection's first set to each partition (the answer
-            # precedes the PRODUCEs: one connection's requests are handled in order).
-            ledger = self._ledgers.setdefault(broker_id, AppendLedger())
-            for item in items:
-                if ledger.needs_base(item.topic, item.partition):
-                    try:
-                        end = latest(conn, item.topic, item.partition)
-                    except KafkaError as e:
-                        self._buffers[broker_id] = items  # not written: _forget reports them
-                        raise with_context(
-                            e,
-                            then=f" (asking the log end of topic {item.topic!r} partition "
-                            f"{item.partition} before producing {len(items)} message "
-                            "sets: nothing was sent)",
-                        ) from e
-                    ledger.set_base(item.topic, item.partition, end, conn.connects)
-        chunks: list[list[wire.ProduceRequest]] = [[]]
-        total = MULTIPRODUCE_HEADER_SIZE
-        for item in items:
-            size = wire.produce_item_size(len(item.topic), len(item.messages))
-            if chunks[-1] and (
-                total + size > self._max_request_size or len(chunks[-1]) >= MAX_MULTI_ITEMS
-            ):
-                chunks.append([])
-                total = MULTIPRODUCE_HEADER_SIZE
-            chunks[-1].append(item)
-            total += size
-        for n, chunk in enumerate(chunks):
-            try:
-                if len(chunk) == 1:
-                    conn.produce(chunk[0].topic, chunk[0].partition, chunk[0].messages)
-                else:
-                    conn.multiproduce(chunk)
-            except KafkaError:
-                # This chunk and the rest were (possibly) not written: unconfirmed.
-                for rest in chunks[n:]:
-                    _count_items(sent, broker_id, rest)
-                raise
-            _count_items(sent, broker_id, chunk, self._ledgers.get(broker_id))
+        try:
+            if len(pend.parts) == 2:
+                ((topic, partition),) = pend.counts
+                conn.produce(topic, partition, pend.parts[1])
+            else:
+                conn.multiproduce_items(pend.parts, len(pend.parts) // 2, pend.size,
+                                        pend.nbytes)
+        except KafkaError:
+            pend.count_into(sent, broker_id)  # (possibly) written: unconfirmed
+            raise
+        pend.count_into(sent, broker_id, self._ledgers.get(broker_id))
+
+    def _ask_bases(self, conn: BrokerConnection, broker_id: int, pend: _Pending) -> None:
+        """The log end before this connection's first set to each partition of ``pend`` (the
+        answer precedes the PRODUCEs: one connection's requests are handled in order)."""
+        ledger = self._ledgers.setdefault(broker_id, AppendLedger())
+        for topic, partition in pend.counts:
+            if ledger.needs_base(topic, partition):
+                try:
+                    end = latest(conn, topic, partition)
+                except KafkaError as e:
+                    raise with_context(
+                        e,
+                        then=f" (asking the log end of topic {topic!r} partition "
+                        f"{partition} before producing {len(pend.parts) // 2} message "
+                        "sets: nothing was sent)",
+                    ) from e
+                ledger.set_base(topic, partition, end, conn.connects)
 
     def _forget(self, broker_id: int) -> dict[TopicPartition, DeliveryCount]:
         """Drop a broker's state after a failure; returns what it had not confirmed."""
         out = dict(self._sent.pop(broker_id, {}))
-        _count_items(out, broker_id, self._buffers.pop(broker_id, []))
-        self._buffered.pop(broker_id, None)
+        pend = self._pending.pop(broker_id, None)
+        if pend is not None:
+            pend.count_into(out, broker_id)
         self._ledgers.pop(broker_id, None)
         conn = self._conns.opened(broker_id)
         if conn is not None:
@@ -262,7 +266,7 @@ class Producer(Closing):
         unconfirmed: dict[TopicPartition, DeliveryCount] = {}
         failures: list[str] = []
         shortfalls: list[str] = []
-        for broker_id in sorted(self._buffers):
+        for broker_id in sorted(self._pending):
             try:
                 self._write(broker_id)
             except KafkaError as e:
@@ -318,9 +322,8 @@ class Producer(Closing):
 
     def close(self) -> None:
         """Close every connection; buffered, unflushed data is discarded."""
-        self._buffers.clear()
+        self._pending.clear()
         self._ledgers.clear()
-        self._buffered.clear()
         self._sent.clear()
         self._conns.close()
 

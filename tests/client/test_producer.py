@@ -12,6 +12,7 @@ from _kwargs import FAST
 
 from kafka_pyspark import _wire as wire
 from kafka_pyspark.client import DeliveryCount, Producer
+from kafka_pyspark.client import _producer as producer_module
 from kafka_pyspark.errors import DeliveryError, RequestTooLargeError
 
 
@@ -59,6 +60,26 @@ def test_requests_are_split_below_max_request_size_and_order_is_kept() -> None:
         # Full buffers were written by send(); the barrier came once, last.
         assert isinstance(s.requests[-1], wire.OffsetsRequest)
         assert sum(isinstance(r, wire.OffsetsRequest) for r in s.requests) == 1
+
+
+def test_a_request_full_of_items_is_written_and_order_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the int16 item count's limit (made 3 here: the real one is 32,767) the buffer goes
+    out as one request and the next set starts another; a lone set is a PRODUCE."""
+    monkeypatch.setattr(producer_module, "MAX_MULTI_ITEMS", 3)
+    b = FakeBroker(partitions=2)
+    sets = [message(bytes([i]) * 10) for i in range(7)]
+    with ScriptedServer(b) as s, Producer({0: (s.host, s.port)}, **FAST) as p:
+        for i, x in enumerate(sets):
+            p.send(0, "t", i % 2, x)
+        assert p.flush() == {("t", 0, 0): DeliveryCount(4, 4 * len(sets[0])),
+                             ("t", 0, 1): DeliveryCount(3, 3 * len(sets[0]))}
+        shapes = [len(r.produces) if isinstance(r, wire.MultiProduceRequest) else type(r).__name__
+                  for r in s.requests]
+        assert shapes == [3, 3, "ProduceRequest", "OffsetsRequest"]
+    assert b.log("t", 0).segments == [sets[0] + sets[2] + sets[4] + sets[6]]
+    assert b.log("t", 1).segments == [sets[1] + sets[3] + sets[5]]
 
 
 def test_a_message_set_larger_than_a_request_is_refused() -> None:

@@ -235,6 +235,25 @@ def test_request_encode(golden: bytes, obj: wire.Request) -> None:
     assert wire.encode_request(obj).hex() == golden.hex()
 
 
+def test_multiproduce_laid_out_from_its_pieces() -> None:
+    """The producer's way to a MULTIPRODUCE: the frame's head, then per item its head and its
+    message set, as the scatter-gather send puts them on the socket."""
+    items = [wire.produce_item_head("test", 0, len(MSG_HI)), MSG_HI,
+             wire.produce_item_head("logs", 1, len(MSG_ABC)), MSG_ABC]
+    frame = wire.multiproduce_head(2, sum(map(len, items))) + b"".join(items)
+    assert frame.hex() == MULTIPRODUCE_GOLDEN.hex()
+    assert wire.produce_item_head("test", 7, 300).hex() == "000474657374" "00000007" "0000012c"
+
+
+def test_produce_item_heads_out_of_range_are_protocol_errors() -> None:
+    with pytest.raises(ProtocolError, match=r"partition 2147483648 .* int32"):
+        wire.produce_item_head("t", 2**31, 1)
+    with pytest.raises(ProtocolError, match="not ASCII"):
+        wire.produce_item_head("caf\u00e9", 0, 1)
+    with pytest.raises(ProtocolError, match="at most 32767 items"):
+        wire.multiproduce_head(32768, 0)
+
+
 @pytest.mark.parametrize(("golden", "obj"), REQUESTS)
 def test_request_decode(golden: bytes, obj: wire.Request) -> None:
     assert wire.frame_length(golden[:4]) == len(golden) - 4
