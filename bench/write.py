@@ -32,6 +32,10 @@ What is measured, all in this run, on this machine:
   these 2 cores: ``2 / (cpu_per_row(null) + 1 / libdeflate rate on one core)``, Spark's own
   CPU per row (it does not go away) plus libdeflate's deflate of the same bytes at the encoder's
   default level, nothing else. Twice libdeflate's rate alone would pretend Spark costs nothing.
+* ``...vs_null.paired`` and ``...deflate_bound.paired``: the same ratios per round (each
+  configuration against the null writer's save of that round), median over the rounds. The
+  best-of ratios take each side's best moment, and the machine's speed drifts over minutes; the
+  paired median moves less from run to run.
 
 The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
 sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,
@@ -48,6 +52,7 @@ import fcntl
 import importlib
 import os
 import socket
+import statistics
 import struct
 import sys
 import threading
@@ -459,6 +464,7 @@ def run(recorder: Recorder) -> None:
                 },
             )
         best: dict[str, SparkRun] = {}
+        rounds: dict[str, list[SparkRun]] = {name: [] for name in configs}
         try:
             warm_up(spark, configs.values())
             # Interleaved rounds, best of each: a shared machine's load shifts over minutes,
@@ -466,6 +472,7 @@ def run(recorder: Recorder) -> None:
             for _ in range(SPARK_ROUNDS):
                 for name, (fmt, opts) in configs.items():
                     run = spark_write_once(spark, SPARK_ROWS, fmt, opts, sink.process.pid)
+                    rounds[name].append(run)
                     if name not in best or run.rate > best[name].rate:
                         best[name] = run
         finally:
@@ -490,6 +497,13 @@ def run(recorder: Recorder) -> None:
                 limit=best["null"].rate,
                 target=">= 80% of the Spark ceiling (null writer), same run",
             )
+            recorder.record(
+                f"write.spark.{codec}.vs_null.paired",
+                100 * statistics.median(
+                    r.rate / n.rate for r, n in zip(rounds[codec], rounds["null"], strict=True)),
+                "%", note=f"median over {SPARK_ROUNDS} rounds of this codec's rate / the null "
+                "writer's in the same round (less exposed to the machine's speed drifting)",
+            )
             recorder.record(f"write.send.{codec}.cpu_per_row", send_cpu[codec] * 1e9, "ns",
                             note="handing the encoded sets to the sink on loopback: producer, "
                             "kernel at both ends, sink (one process, no Spark)")
@@ -513,6 +527,14 @@ def run(recorder: Recorder) -> None:
             "write.spark.gzip.deflate_bound", best["gzip"].rate, "rows/s", limit=bound,
             target=">= 85% of the deflate bound: 2 cores / (Spark's CPU per row, null writer, "
             "+ libdeflate's at the default level)",
+        )
+        recorder.record(
+            "write.spark.gzip.deflate_bound.paired",
+            100 * statistics.median(
+                r.rate * (n.cpu_ns / 1e9 + 1 / deflate_rate) / 2
+                for r, n in zip(rounds["gzip"], rounds["null"], strict=True)),
+            "%", note=f"median over {SPARK_ROUNDS} rounds of gzip's rate / the bound from the "
+            "null writer's CPU per row in the same round",
         )
         recorder.record(
             "write.libdeflate", deflate_rate, "rows/s",
