@@ -58,6 +58,17 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 _FEATURES: dict[str, set[str]] = {}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_cached_zookeeper_sessions() -> Iterator[None]:
+    """The exactly-once store's ZooKeeper sessions, cached per process, end with the module
+    that opened them: a later module's ZooKeeper is another server, and a live session's thread
+    draws from ``random`` while Hypothesis generates data (it warns then)."""
+    yield
+    from kafka_pyspark._write.store import close_sessions
+
+    close_sessions()
+
+
 @pytest.fixture(autouse=True)
 def _zk_needs(request: pytest.FixtureRequest) -> None:
     """A test marked ``zk_needs("multi", ...)`` skips on a ZooKeeper without those requests."""

@@ -149,6 +149,16 @@ def _session(copts: ClusterOptions) -> ZkSession:
         return zk
 
 
+def close_sessions() -> None:
+    """Close every cached session (tests whose ZooKeeper is gone: a cached session would go on
+    trying to reconnect in its thread)."""
+    with _SESSIONS_LOCK:
+        sessions = list(_SESSIONS.values())
+        _SESSIONS.clear()
+    for zk in sessions:
+        zk.close()
+
+
 class ZkStore:
     """Records as nodes under ``root`` (a path under the ``zk.connect`` chroot)."""
 
