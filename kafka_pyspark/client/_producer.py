@@ -1,12 +1,12 @@
 """Buffered producing to several brokers, confirmed by the delivery barrier.
 
-``send()`` buffers encoded message sets per broker; ``flush()`` writes each broker's buffer as
-MULTIPRODUCE requests (a PRODUCE for a single message set), split to stay below
-``max_request_size`` (default 90 MiB, under 0.7.2's 100 MiB ``max.socket.request.bytes``), then
-runs the delivery barrier (:meth:`BrokerConnection.barrier`) on every connection it produced on
-and returns what was confirmed. A buffer that grows past ``max_request_size`` is written right
-away (confirmed at the next ``flush()``), so memory stays bounded by about one request per
-broker.
+``send()`` buffers encoded message sets per broker, as the pieces of the broker's next request
+(each item's header, then its set), counted per partition as they come; ``flush()`` writes each
+broker's buffer as one MULTIPRODUCE (a PRODUCE for a single message set), then runs the delivery
+barrier (:meth:`BrokerConnection.barrier`) on every connection it produced on and returns what
+was confirmed. A buffer that would grow past ``max_request_size`` (default 90 MiB, under 0.7.2's
+100 MiB ``max.socket.request.bytes``) or past MULTIPRODUCE's item count is written right away
+(confirmed at the next ``flush()``), so memory stays bounded by about one request per broker.
 
 Kafka 0.7 PRODUCE has no answer; nothing here is resent once written. Anything not confirmed
 is reported in :class:`DeliveryError` (``unconfirmed``/``confirmed`` per
