@@ -453,12 +453,13 @@ class BrokerConnection(Closing):
             return
         self._write_request(wire.MultiProduceRequest(items), sum(len(p.messages) for p in items))
 
-    def multiproduce_items(self, items: list[bytes | memoryview], count: int, size: int,
+    def multiproduce_items(self, items: list[bytes | memoryview], size: int,
                            nbytes: int) -> None:
-        """MULTIPRODUCE of ``count`` items laid out already: per item its
+        """MULTIPRODUCE of items laid out already: per item its
         :func:`~kafka_pyspark._wire.produce_item_head`, then its message set (``size`` bytes in
         all, ``nbytes`` of them message sets; gathered, not copied). Never resent once a byte
         of it was sent."""
+        count = len(items) // 2
         self._write_frame(lambda: [wire.multiproduce_head(count, size), *items],
                           wire.MULTIPRODUCE_HEADER_SIZE + size, nbytes,
                           describe_multiproduce(count, nbytes))

@@ -63,13 +63,16 @@ class _Pending:
     """A broker's buffered message sets: the items of its next request, laid out as the wire
     has them (per item its head, then its message set), counted per partition as they come."""
 
-    __slots__ = ("counts", "nbytes", "parts", "size")
+    __slots__ = ("counts", "parts", "size")
 
     def __init__(self) -> None:
         self.parts: list[bytes | memoryview] = []
         self.size = 0  # bytes of the items
-        self.nbytes = 0  # bytes of their message sets
         self.counts: dict[tuple[str, int], list[int]] = {}  # (topic, partition): [sets, bytes]
+
+    @property
+    def items(self) -> int:
+        return len(self.parts) // 2
 
     def count_into(self, into: dict[TopicPartition, DeliveryCount], broker_id: int,
                    ledger: AppendLedger | None = None) -> None:
@@ -153,7 +156,7 @@ class Producer(Closing):
         pend = self._pending.get(broker_id)
         if pend is not None and (
             MULTIPRODUCE_HEADER_SIZE + pend.size + size > self._max_request_size
-            or len(pend.parts) >= 2 * MAX_MULTI_ITEMS
+            or pend.items >= MAX_MULTI_ITEMS
         ):  # the request is full: written now, confirmed by the next flush()
             self._write_or_fail(broker_id)
             pend = None
@@ -161,7 +164,6 @@ class Producer(Closing):
             pend = self._pending[broker_id] = _Pending()
         pend.parts += (head, message_set)
         pend.size += size
-        pend.nbytes += n
         c = pend.counts.get((topic, partition))
         if c is None:
             pend.counts[(topic, partition)] = [1, n]
@@ -213,12 +215,12 @@ class Producer(Closing):
             raise
         sent = self._sent.setdefault(broker_id, {})
         try:
-            if len(pend.parts) == 2:
+            if pend.items == 1:
                 ((topic, partition),) = pend.counts
                 conn.produce(topic, partition, pend.parts[1])
             else:
-                conn.multiproduce_items(pend.parts, len(pend.parts) // 2, pend.size,
-                                        pend.nbytes)
+                conn.multiproduce_items(pend.parts, pend.size,
+                                        sum(nbytes for _, nbytes in pend.counts.values()))
         except KafkaError:
             pend.count_into(sent, broker_id)  # (possibly) written: unconfirmed
             raise
@@ -236,7 +238,7 @@ class Producer(Closing):
                     raise with_context(
                         e,
                         then=f" (asking the log end of topic {topic!r} partition "
-                        f"{partition} before producing {len(pend.parts) // 2} message "
+                        f"{partition} before producing {pend.items} message "
                         "sets: nothing was sent)",
                     ) from e
                 ledger.set_base(topic, partition, end, conn.connects)
