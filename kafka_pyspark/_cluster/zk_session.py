@@ -66,7 +66,7 @@ from kafka_pyspark._cluster.zk_requests import (
 from kafka_pyspark.errors import RegistryError, RegistryPermissionError, RegistryUnavailableError
 
 __all__ = ["Created", "NewNode", "Started", "ZkSession", "applied", "multi_read_supported",
-           "multi_supported"]
+           "multi_supported", "transacted"]
 
 _FIRST_DELAY = 0.05  # seconds before the first retry of requests lost with the connection
 _MAX_DELAY = 0.5
@@ -83,6 +83,12 @@ def applied(answer: Sequence[Any]) -> bool:
     """Whether a ``multi`` transaction's answer (one result per item, kazoo's) says it was
     applied: no item answered with an exception (then none of its items was)."""
     return not any(isinstance(a, Exception) for a in answer)
+
+
+def transacted(answers: Sequence[Any]) -> list[Any] | None:
+    """The answer of the ``multi`` transaction that ends a round (one per operation), or None
+    when the server refused ``multi`` (:meth:`ZkSession.start_atomically`)."""
+    return None if answers[-1] is _REFUSED else list(answers[-1])
 
 
 class Created(enum.Enum):
@@ -288,11 +294,20 @@ class ZkSession:
         the transaction's answer per operation (a result, or an exception instance for each
         operation when it failed), or None when the server has no ``multi`` (the caller does
         it another way)."""
+        started = self.start_atomically(what, where, add, first=first, expected=expected)
+        return None if started is None else transacted(started())
+
+    def start_atomically(
+        self, what: str, where: str, add: Callable[[Any], object], *,
+        first: Sequence[Request] = (), expected: Mapping[type[BaseException], Any] | None = None,
+    ) -> Started | None:
+        """:meth:`atomically` in two halves, as :meth:`start`: None when the server has no
+        ``multi``, else the round sent; :func:`transacted` of its answers is what
+        :meth:`atomically` answers."""
         if not self.has_multi():
             return None
         tx = transaction([None], lambda t, _: add(t), where)
-        answers = self._pipeline(what, where, [*first, tx], expected or {})
-        return None if answers[-1] is _REFUSED else list(answers[-1])
+        return self.start(what, where, [*first, tx], expected or {})
 
     def _transacted(
         self, what: str, where: str, first: Sequence[Request], items: Sequence[_T],

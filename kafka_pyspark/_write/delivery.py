@@ -2,8 +2,11 @@
 
 :class:`ExactlyOnce` sits between the :class:`~.sets.SetBuilder` and the producer:
 
-1. :meth:`~ExactlyOnce.begin`: take the task's lock in the store (:mod:`.store`), waiting up to
-   ``delivery.lock.timeout.ms``; a ``done`` record ends the task there (nothing is sent, its
+1. :meth:`~ExactlyOnce.start` sends the claim of the task's lock to the store (:mod:`.store`)
+   when its first rows arrive; the task reads more input meanwhile (it routes none before the
+   answer: an earlier attempt's partition lists would change where rows go).
+   :meth:`~ExactlyOnce.begin`: take the lock, waiting up to ``delivery.lock.timeout.ms``; a
+   ``done`` record ends the task there (nothing is sent, its
    commit message is returned again). Intent records of an earlier attempt: read each of their
    broker-partitions back from the recorded start and count the recorded sets that landed
    (:mod:`.matcher`), polling until all are found or ``delivery.visibility.wait.ms`` has passed
@@ -54,7 +57,7 @@ from kafka_pyspark._write.records import (
     per_target,
 )
 from kafka_pyspark._write.rows import Targets
-from kafka_pyspark._write.store import DONE, Recording, RecordStore, intent_name
+from kafka_pyspark._write.store import DONE, PendingClaim, Recording, RecordStore, intent_name
 from kafka_pyspark.client import latest
 from kafka_pyspark.errors import (
     DeliveryLockError,
@@ -126,6 +129,8 @@ class ExactlyOnce:
         self._window = _Window()
         #: the window whose intent is being recorded, sent once it is (at most one)
         self._sealed: tuple[_Window, Recording] | None = None
+        #: the claim sent by start(), answered by begin()
+        self._claiming: PendingClaim | None = None
         self._held = False
         self._done = False  # this attempt wrote the done record
         self._found_done = False  # an earlier attempt had
@@ -136,9 +141,24 @@ class ExactlyOnce:
 
     # --- the protocol ------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Send the claim of the lock (:meth:`begin` waits for its answer): the task reads
+        input meanwhile."""
+        if self._claiming is None:
+            self._claiming = self.store.start_claim(self.ident,
+                                                    self.opts.lock_timeout_ms / 1000.0)
+
+    def claim_answered(self) -> bool:
+        """Whether the store has answered the claim :meth:`start` sent (then :meth:`begin`
+        does not wait for it, unless an earlier attempt left its node)."""
+        return self._claiming is not None and self._claiming.ready()
+
     def begin(self) -> DoneRecord | None:
         """Take the lock; the done record if the task is done, else None (go on writing)."""
-        claim = self.store.claim(self.ident, self.opts.lock_timeout_ms / 1000.0)
+        self.start()
+        assert self._claiming is not None
+        claiming, self._claiming = self._claiming, None
+        claim = claiming()
         visible_by = time.monotonic() + self.opts.visibility_wait_ms / 1000.0
         if claim.done is not None:
             self._found_done = True
@@ -305,6 +325,10 @@ class ExactlyOnce:
     def close(self) -> None:
         """Release the lock if still held (the attempt failed): a retry takes over."""
         self._settle_sealed()
+        claiming, self._claiming = self._claiming, None
+        if claiming is not None:  # started, never answered (the input failed meanwhile)
+            with contextlib.suppress(Exception):
+                self._held = claiming().done is None  # a done record: released already
         if self._held:
             self._held = False
             self.store.release(self.ident)

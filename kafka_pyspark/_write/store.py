@@ -1,14 +1,15 @@
 """Where a task's exactly-once records live: ZooKeeper (:class:`ZkStore`) or a shared
-directory (:class:`FileStore`, ``delivery.store``). Both keep, per ``(sink, batch, partition)``,
-a ``lock`` (ZooKeeper: an ephemeral node; files: an ``O_EXCL`` file with a lease its holder
-refreshes), ``intent-NNNNN`` records and a ``done`` record (:mod:`.records`), under
-``<root>/<sink>/<batch>/<partition>/``.
+directory (:class:`~.file_store.FileStore`, ``delivery.store``). Both keep, per
+``(sink, batch, partition)``, a ``lock`` (ZooKeeper: an ephemeral node; files: an ``O_EXCL``
+file with a lease its holder refreshes), ``intent-NNNNN`` records and a ``done`` record
+(:mod:`.records`), under ``<root>/<sink>/<batch>/<partition>/``.
 
 ZooKeeper requests of one task (a ``multi`` transaction counts as one; ZooKeeper 3.4 and later
 have it), for a first attempt: :meth:`ZkStore.claim` one (the task's node and its lock created
-together: a node that did not exist holds no record, so nothing is read); the first tasks of a
-batch whose node the driver did not make ahead (:meth:`ZkStore.prepare`, at the commit of the
-batch before) one round more, of the missing parents and that ``multi`` again.
+together: a node that did not exist holds no record, so nothing is read; sent when the task's
+first rows arrive and answered while it reads more, :meth:`ZkStore.start_claim`); the first
+tasks of a batch whose node the driver did not make ahead (:meth:`ZkStore.prepare`, at the
+commit of the batch before) one round more, of the missing parents and that ``multi`` again.
 :meth:`ZkStore.start_intent` one per window (sent at once, its answer collected when the window
 is sent: the task encodes the next window meanwhile), :meth:`ZkStore.verify` one per window only
 when no request on the lock's session was answered within the lease, :meth:`ZkStore.finish` one
@@ -20,7 +21,6 @@ ZooKeeper's and kazoo's CPU is per request, several times that of one node in a 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -29,16 +29,15 @@ from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
-from kafka_pyspark._cluster.zk_session import Started, ZkSession, applied
+from kafka_pyspark._cluster.zk_session import Started, ZkSession, applied, transacted
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark.errors import DeliveryLockError
 
-__all__ = ["RECORDED", "Claim", "FileStore", "RecordStore", "Recording", "ZkStore", "open_store"]
+__all__ = ["RECORDED", "Claim", "PendingClaim", "RecordStore", "Recording", "ZkStore",
+           "open_store"]
 
 LOCK, DONE = "lock", "done"
-#: a file lock's lease: a holder refreshes it every quarter; older is a dead holder's
-FILE_LEASE_S = 10.0
-_POLL_FIRST, _POLL_MAX = 0.05, 0.5
+POLL_FIRST, POLL_MAX = 0.05, 0.5
 #: a ZooKeeper lock confirmed this recently is still this attempt's without asking again: the
 #: server expires a session (and its ephemeral lock) only a session timeout after it last heard
 #: from it, so a third of that (at most this) leaves a wide margin
@@ -101,8 +100,24 @@ class Claim(NamedTuple):
     intents: list[bytes]
 
 
+class PendingClaim:
+    """A claim on its way (:meth:`RecordStore.start_claim`): calling it (once) finishes it,
+    waiting for the store; :meth:`ready` says whether the store has answered its first round."""
+
+    def __init__(self, finish: Callable[[], Claim],
+                 answered: Callable[[], bool] | None = None) -> None:
+        self._finish, self._answered = finish, answered
+
+    def __call__(self) -> Claim:
+        return self._finish()
+
+    def ready(self) -> bool:
+        return self._answered is None or self._answered()
+
+
 class RecordStore(Protocol):
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim: ...
+    def start_claim(self, ident: TaskIdentity, timeout_s: float) -> PendingClaim: ...
     def holds(self) -> bool: ...
     def verify(self, ident: TaskIdentity) -> bool: ...
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording: ...
@@ -113,7 +128,7 @@ class RecordStore(Protocol):
     def forget_records(self, sink: str, records: Sequence[str]) -> None: ...
 
 
-def _lock_timeout(ident: TaskIdentity, timeout_s: float, where: str) -> DeliveryLockError:
+def lock_timeout_error(ident: TaskIdentity, timeout_s: float, where: str) -> DeliveryLockError:
     return DeliveryLockError(
         f"exactly-once write of {ident.describe()}: another attempt of this task holds its lock "
         f"({where}) for longer than delivery.lock.timeout.ms ({timeout_s * 1000:.0f} ms); it "
@@ -122,9 +137,9 @@ def _lock_timeout(ident: TaskIdentity, timeout_s: float, where: str) -> Delivery
     )
 
 
-def _poll(deadline: float, delay: float) -> float:
+def poll_wait(deadline: float, delay: float) -> float:
     time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-    return min(delay * 2, _POLL_MAX)
+    return min(delay * 2, POLL_MAX)
 
 
 # --- ZooKeeper ---------------------------------------------------------------------------------
@@ -192,40 +207,61 @@ class ZkStore:
         parts = base.strip("/").split("/")
         return ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
-    def _claim_fresh(self, base: str) -> bool:
-        """Create the task's node and its lock in one ``multi``: True when both were created.
-        Then no attempt has left a record (records go under that node, which did not exist)
-        and this one holds the lock: nothing more to read. A missing parent (the first tasks
-        of a batch whose node the driver did not make ahead) is created in one more round
-        with the ``multi`` again. False (the node exists: a retry or a re-run; no ``multi``
-        on this server; the lock taken meanwhile): :meth:`claim` reads what is there."""
-        from kazoo.exceptions import NodeExistsError, NoNodeError
+    def _fresh(self, base: str) -> Callable[[Any], None]:
+        """The ``multi`` of a first attempt: the task's node and its lock, created together."""
 
         def add(tx: Any) -> None:
             tx.create(base, b"", self._acl)
             tx.create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True)
 
-        answer = self._zk.atomically("claiming", base, add)
+        return add
+
+    def _claimed_fresh(self, base: str, answer: list[Any] | None) -> bool:
+        """Whether the first attempt's ``multi`` created the task's node and its lock (its
+        ``answer``; None: no ``multi`` on this server). Then no attempt has left a record
+        (records go under that node, which did not exist) and this one holds the lock: nothing
+        more to read. A missing parent (the first tasks of a batch whose node the driver did
+        not make ahead) is created in one more round with the ``multi`` again. False (the node
+        exists: a retry or a re-run; no ``multi``; the lock taken meanwhile): the claim reads
+        what is there."""
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
         if answer is not None and isinstance(answer[0], NoNodeError):
             parents = [create(p, b"", self._acl) for p in self._parents(base)[:-1]]
-            answer = self._zk.atomically("claiming", base, add, first=parents,
+            answer = self._zk.atomically("claiming", base, self._fresh(base), first=parents,
                                          expected={NodeExistsError: None})
         return answer is not None and applied(answer)
 
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
-        from kazoo.exceptions import NodeExistsError
+        return self.start_claim(ident, timeout_s)()
 
+    def start_claim(self, ident: TaskIdentity, timeout_s: float) -> PendingClaim:
+        """The claim in two halves: the first attempt's ``multi`` is sent now (the task reads
+        its input meanwhile); calling the answer waits for it and, unless it took the lock,
+        reads what earlier attempts left (:meth:`_claim_existing`)."""
         base = self._base(ident)
         sent = _fence_clock()
-        if self._claim_fresh(base):
-            self._session_id, self._alive_at = self._zk.session_id, sent
-            return Claim(None, [])
+        started = self._zk.start_atomically("claiming", base, self._fresh(base))
+
+        def finish() -> Claim:
+            if self._claimed_fresh(base, None if started is None else transacted(started())):
+                self._session_id, self._alive_at = self._zk.session_id, sent
+                return Claim(None, [])
+            return self._claim_existing(ident, timeout_s, base)
+
+        return PendingClaim(finish, None if started is None else started.ready)
+
+    def _claim_existing(self, ident: TaskIdentity, timeout_s: float, base: str) -> Claim:
+        """The lock of a task whose node exists, waiting up to ``timeout_s`` for another
+        attempt to release it; then its done record, else its intents."""
+        from kazoo.exceptions import NodeExistsError
+
         parents = self._parents(base)
         reqs = [*(create(p, b"", self._acl) for p in parents),
                 create(f"{base}/{LOCK}", self._token, self._acl, ephemeral=True),
                 get(f"{base}/{LOCK}"), get(f"{base}/{DONE}"), get_children(base),
                 get(f"{base}/{intent_name(0)}")]
-        deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
+        deadline, delay = time.monotonic() + timeout_s, POLL_FIRST
         while True:
             sent = _fence_clock()
             answers = self._zk.pipeline("claiming", base, reqs, self._expected())
@@ -235,8 +271,8 @@ class ZkStore:
             if mine or done is not None:
                 break
             if time.monotonic() >= deadline:
-                raise _lock_timeout(ident, timeout_s, f"ZooKeeper node {base}/{LOCK}")
-            delay = _poll(deadline, delay)
+                raise lock_timeout_error(ident, timeout_s, f"ZooKeeper node {base}/{LOCK}")
+            delay = poll_wait(deadline, delay)
         self._session_id = self._zk.session_id if mine else None
         self._alive_at = sent
         if done is not None:
@@ -301,7 +337,7 @@ class ZkStore:
 
     def prepare(self, sink: str, batch: int) -> None:
         """Make ``batch``'s node ahead of its tasks (the driver, at the commit of the batch
-        before it), so that each claims in one request (:meth:`_claim_fresh`)."""
+        before it), so that each claims in one request (:meth:`_claimed_fresh`)."""
         nodes = self._parents(f"{self.root}/{sink}/{batch}")
         self._zk.create([(p, b"", self._acl) for p in nodes], nodes[-1])
 
@@ -344,141 +380,11 @@ class ZkStore:
         self._zk.delete(order, self.root, self._expected())
 
 
-# --- files -------------------------------------------------------------------------------------
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-class FileStore:
-    """Records as files under ``root`` (``delivery.store``), on a file system every executor
-    shares. The lock is an ``O_EXCL`` file holding the attempt's token, its mtime a lease the
-    holder's thread refreshes every ``FILE_LEASE_S / 4``; older than ``FILE_LEASE_S``, it is a
-    dead attempt's and is broken (renamed away, so only one waiter breaks it)."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self._token = uuid.uuid4().hex.encode()
-        self._lock_path: str | None = None
-        self._stop = threading.Event()
-
-    def __repr__(self) -> str:
-        return f"FileStore({self.root!r})"
-
-    def _base(self, ident: TaskIdentity) -> str:
-        return os.path.join(self.root, ident.sink, str(ident.batch), str(ident.partition))
-
-    def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
-        base = self._base(ident)
-        os.makedirs(base, exist_ok=True)
-        lock = os.path.join(base, LOCK)
-        deadline, delay = time.monotonic() + timeout_s, _POLL_FIRST
-        while not self._try_lock(lock):
-            if _read(os.path.join(base, DONE)) is not None:
-                return Claim(_read(os.path.join(base, DONE)), [])
-            if time.monotonic() >= deadline:
-                raise _lock_timeout(ident, timeout_s, f"file {lock}")
-            delay = _poll(deadline, delay)
-        self._lock_path = lock
-        self._stop.clear()
-        threading.Thread(target=self._refresh, args=(lock,), daemon=True,
-                         name="kafka07-lease").start()
-        done = _read(os.path.join(base, DONE))
-        if done is not None:
-            self.release(ident)
-            return Claim(done, [])
-        names = sorted(n for n in os.listdir(base)
-                       if n.startswith("intent-") and not n.endswith(".tmp"))
-        return Claim(None, [_read(os.path.join(base, n)) or b"" for n in names])
-
-    def _try_lock(self, lock: str) -> bool:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                age = time.time() - os.stat(lock).st_mtime
-            except FileNotFoundError:
-                return False
-            if age > FILE_LEASE_S:
-                stale = f"{lock}.{uuid.uuid4().hex}.stale"
-                try:
-                    os.rename(lock, stale)  # one waiter wins; the others find no file
-                    os.unlink(stale)
-                except FileNotFoundError:
-                    pass
-            return False
-        os.write(fd, self._token)
-        os.close(fd)
-        return True
-
-    def _refresh(self, lock: str) -> None:
-        while not self._stop.wait(FILE_LEASE_S / 4):
-            if _read(lock) != self._token:
-                return
-            try:
-                os.utime(lock)
-            except FileNotFoundError:
-                return
-
-    def holds(self) -> bool:
-        return self._lock_path is not None and _read(self._lock_path) == self._token
-
-    def verify(self, ident: TaskIdentity) -> bool:
-        return self.holds()
-
-    def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
-        _write_atomic(os.path.join(self._base(ident), intent_name(index)), data)
-        return RECORDED
-
-    def finish(self, ident: TaskIdentity, done: bytes) -> None:
-        _write_atomic(os.path.join(self._base(ident), DONE), done)
-        self.release(ident)
-
-    def prepare(self, sink: str, batch: int) -> None:
-        """Nothing to make ahead: a task makes its directories in one call."""
-
-    def release(self, ident: TaskIdentity) -> None:
-        self._stop.set()
-        if self.holds() and self._lock_path is not None:
-            os.unlink(self._lock_path)
-        self._lock_path = None
-
-    def forget_records(self, sink: str, records: Sequence[str]) -> None:
-        self.forget(sink)  # one tree removal either way
-
-    def forget(self, sink: str, below: int | None = None) -> None:
-        import shutil
-
-        top = os.path.join(self.root, sink)
-        if below is None:
-            shutil.rmtree(top, ignore_errors=True)
-            return
-        try:
-            names = os.listdir(top)
-        except FileNotFoundError:
-            return
-        for name in names:
-            if name.isdigit() and int(name) < below:
-                shutil.rmtree(os.path.join(top, name), ignore_errors=True)
-
-
 def open_store(copts: ClusterOptions, zk_root: str, directory: str | None) -> RecordStore:
     """The store a write's options name: ``delivery.store`` if given, else ZooKeeper."""
     if directory is not None:
+        from kafka_pyspark._write.file_store import FileStore  # it imports this module
+
         return FileStore(directory)
     return ZkStore(copts, zk_root)
 

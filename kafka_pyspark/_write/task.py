@@ -9,7 +9,7 @@ barrier on every connection used, and a :class:`~.report.WriteReport`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ import pyarrow as pa
 from kafka_pyspark import errors
 from kafka_pyspark._shared import defaults
 from kafka_pyspark._shared.partition_key import TopicPartition
-from kafka_pyspark._write.delivery import ExactlyOnce
+from kafka_pyspark._write.delivery import WINDOW_BYTES, ExactlyOnce
 from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark._write.plan import WritePlan
@@ -45,6 +45,10 @@ from kafka_pyspark.errors import (
 )
 
 log = logging.getLogger(__name__)
+
+#: most input bytes (Arrow) an exactly-once task reads ahead while the store answers its claim:
+#: about one window, which it holds anyway once writing
+CLAIM_AHEAD_BYTES = WINDOW_BYTES
 
 
 @dataclass
@@ -104,13 +108,16 @@ class TaskWriter:
     def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
         try:
             try:
-                for batch in batches:
+                more = iter(batches)
+                for batch in more:
                     if batch.num_rows:
+                        ahead = [batch]
                         if self.identity is not None and self._once is None:
-                            done = self._begin(self.identity)
+                            done = self._begin(self.identity, more, ahead)
                             if done is not None:
                                 return done
-                        self._add(batch)
+                        for one in ahead:
+                            self._add(one)
                 self._sets.flush()
                 if self._once is not None:
                     self._once.end_of_input()
@@ -226,10 +233,22 @@ class TaskWriter:
         if self._once is not None:
             self._once.before_write()
 
-    def _begin(self, ident: TaskIdentity) -> WriteReport | None:
+    def _begin(self, ident: TaskIdentity, more: Iterator[pa.RecordBatch],
+               ahead: list[pa.RecordBatch]) -> WriteReport | None:
         """Exactly-once, before the first row is routed (a task without rows never touches
-        the store): the lock, and the commit message again if the task was done."""
+        the store): the lock, and the commit message again if the task was done. While the
+        store answers the claim, input batches are read from ``more`` into ``ahead`` (up to
+        :data:`CLAIM_AHEAD_BYTES`): Spark goes on making rows instead of waiting for the task."""
         self._once = self._exactly_once(ident)
+        self._once.start()
+        held = sum(b.nbytes for b in ahead)
+        while held < CLAIM_AHEAD_BYTES and not self._once.claim_answered():
+            batch = next(more, None)
+            if batch is None:
+                break
+            if batch.num_rows:
+                ahead.append(batch)
+                held += batch.nbytes
         done = self._once.begin()
         self._router.pinned = self._once.pinned
         self._once.resolved = self._router.take_resolved

@@ -15,7 +15,7 @@ from kafka_pyspark._write.delivery import ExactlyOnce
 from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.identity import TaskIdentity
 from kafka_pyspark._write.rows import Targets
-from kafka_pyspark._write.store import RECORDED, Claim, Recording
+from kafka_pyspark._write.store import RECORDED, Claim, PendingClaim, Recording
 
 IDENT = TaskIdentity("sink", 4, 1)
 SET = b"s" * 60  # two sets fill a window of 100 bytes
@@ -44,6 +44,9 @@ class _Store:
 
     def claim(self, ident: TaskIdentity, timeout_s: float) -> Claim:
         return Claim(None, [])
+
+    def start_claim(self, ident: TaskIdentity, timeout_s: float) -> PendingClaim:
+        return PendingClaim(lambda: self.claim(ident, timeout_s))
 
     def holds(self) -> bool:
         return True

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
+#: the batch id of a batch job's tasks (their sink is the job)
+JOB_BATCH = 0
 
 
 def spark_identity(job: str | None) -> TaskIdentity | None:
@@ -47,7 +49,7 @@ def spark_identity(job: str | None) -> TaskIdentity | None:
     if ctx is None:
         return None
     if job is not None:
-        return TaskIdentity(job, 0, ctx.partitionId())
+        return TaskIdentity(job, JOB_BATCH, ctx.partitionId())
     query, batch = ctx.getLocalProperty(QUERY_ID_PROPERTY), ctx.getLocalProperty(BATCH_ID_PROPERTY)
     if query and batch is not None:
         return TaskIdentity(str(query), int(batch), ctx.partitionId())
@@ -74,21 +76,36 @@ def _sinks(messages: Sequence[WriterCommitMessage | None]) -> set[str]:
     return {m.sink[0] for m in messages if isinstance(m, Kafka07CommitMessage) and m.sink}
 
 
+def _prepare(plan: WritePlan, sink: str) -> None:
+    """An exactly-once batch job's node, made on the driver before its tasks start (as a
+    stream's next micro-batch's is at each commit): each task then claims in one request, not
+    two. Best effort: a task makes what is missing."""
+    d = plan.options.delivery
+    if not d.exactly_once:
+        return
+    try:
+        open_store(plan.cluster, d.zk_root, d.store).prepare(sink, JOB_BATCH)
+    except Exception as e:
+        log.warning("kafka07 sink: could not make the exactly-once node of %s ahead of its "
+                    "tasks (they make it): %s", sink, e)
+
+
 def _forget(plan: WritePlan, messages: Sequence[WriterCommitMessage | None],
-            below: int | None) -> None:
-    """Delete the records of the write's sinks (below a batch id, or all): best effort, a
+            below: int | None, also: str | None = None) -> None:
+    """Delete the records of the write's sinks (below a batch id, or all), and those of the
+    sink ``also`` (a batch job's, made ahead) even if no task named it: best effort, a
     failure is logged (the next commit deletes them). A whole sink whose every task named its
     records goes in one round, else it is listed first. For a stream, the next micro-batch's
     node is made ahead: its tasks then claim in one request."""
     d = plan.options.delivery
-    sinks = _sinks(messages)
+    sinks = _sinks(messages) | ({also} if also is not None else set())
     if not d.exactly_once or not sinks:
         return
     try:
         store = open_store(plan.cluster, d.zk_root, d.store)
         for sink in sorted(sinks):
             records = _records(messages, sink) if below is None else None
-            if records is None:
+            if not records:  # not known (or none: a job whose tasks wrote nothing)
                 store.forget(sink, below)
             else:
                 store.forget_records(sink, records)
@@ -132,6 +149,7 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         #: the job's id: the sink of its exactly-once records (made here, on the driver, and
         #: pickled with the writer: every task and attempt of this job shares it)
         self.job = f"job-{uuid.uuid4().hex}"
+        _prepare(self.plan, self.job)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
         worker_gc.settle()
@@ -143,12 +161,12 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         fault_point("before-commit")
-        _forget(self.plan, messages, None)
+        _forget(self.plan, messages, None, also=self.job)
         commit_job(messages, "write")
         fault_point("during-commit")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        _forget(self.plan, messages, None)
+        _forget(self.plan, messages, None, also=self.job)
         abort_job(messages, "write")
 
 

@@ -21,8 +21,10 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from kafka_pyspark._spark.write import build_plan
 from kafka_pyspark._write import TaskWriter
+from kafka_pyspark._write import task as task_module
+from kafka_pyspark._write.file_store import FileStore
 from kafka_pyspark._write.identity import TaskIdentity
-from kafka_pyspark._write.store import FileStore, ZkStore
+from kafka_pyspark._write.store import Claim, PendingClaim, ZkStore
 from kafka_pyspark.errors import DeliveryLockError, NonDeterministicInputError, OptionError
 
 if TYPE_CHECKING:
@@ -228,3 +230,77 @@ def test_a_retry_waits_for_unflushed_sets(
             time.sleep(0.2)
         got = count_values(read_topic([lazy], "eo"))
     assert set(got) == set(values()) and sum(got.values()) == N + twice
+
+
+class _SlowClaims:
+    """ZkStore.start_claim whose answer reads as not ready until it is waited for (a store
+    slow to answer), logging the wait and the answer in ``log``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, log: list[str]) -> None:
+        real = ZkStore.start_claim
+
+        def start_claim(store: ZkStore, ident: TaskIdentity, timeout_s: float) -> PendingClaim:
+            pending = real(store, ident, timeout_s)
+
+            def finish() -> Claim:
+                claim = pending()
+                log.append("claimed")
+                return claim
+
+            return PendingClaim(finish, lambda: False)
+
+        monkeypatch.setattr(ZkStore, "start_claim", start_claim)
+
+
+def logged(log: list[str], vals: list[bytes], fail_at: int | None = None
+           ) -> Iterator[pa.RecordBatch]:
+    """:func:`batches`, logging each as it is read (and raising at batch ``fail_at``)."""
+    for i, batch in enumerate(batches(vals)):
+        if i == fail_at:
+            raise RuntimeError("the input failed")
+        log.append(f"batch {i}")
+        yield batch
+
+
+@pytest.mark.parametrize("n", [N, 70])
+def test_input_is_read_ahead_while_the_claim_is_answered(
+    brokers: list[EmbeddedBroker], zk_connect: str, monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    """Batches are read (not routed) while the store answers the claim, up to
+    CLAIM_AHEAD_BYTES (here: 3 batches' worth) or the end of the input; then written once."""
+    log: list[str] = []
+    _SlowClaims(monkeypatch, log)
+    first = next(batches(values()))
+    monkeypatch.setattr(task_module, "CLAIM_AHEAD_BYTES", 3 * first.nbytes)
+    routed = task_module.TaskWriter._add
+
+    def add(writer: TaskWriter, batch: pa.RecordBatch) -> None:
+        log.append("routed")
+        routed(writer, batch)
+
+    monkeypatch.setattr(task_module.TaskWriter, "_add", add)
+    plan = build_plan(options({"zk.connect": zk_connect}), SCHEMA)
+    msg = TaskWriter(plan, identity=IDENT).write(logged(log, values(n)))
+    ahead = ["batch 0", "batch 1", "batch 2"][: -(-n // 64)]
+    assert log[: 2 * len(ahead) + 1] == [*ahead, "claimed", *["routed"] * len(ahead)]
+    assert msg.messages == n
+    written_once(brokers, values(n))
+
+
+def test_a_failure_while_reading_ahead_releases_the_lock(
+    brokers: list[EmbeddedBroker], zk_connect: str, monkeypatch: pytest.MonkeyPatch,
+    kz: KazooClient,
+) -> None:
+    log: list[str] = []
+    _SlowClaims(monkeypatch, log)
+    plan = build_plan(options({"zk.connect": zk_connect}), SCHEMA)
+    with pytest.raises(RuntimeError, match="the input failed"):
+        TaskWriter(plan, identity=IDENT).write(logged(log, values(), fail_at=2))
+    assert log == ["batch 0", "batch 1", "claimed"]
+    assert kz.exists("/kafka_pyspark/sinks/query-1/7/3/lock") is None
+    assert count_values(read_topic(brokers, "eo")) == Counter()
+    # the retry claims at once (delivery.lock.timeout.ms is short) and writes everything once
+    quick = build_plan(options({"zk.connect": zk_connect, "delivery.lock.timeout.ms": "300"}),
+                       SCHEMA)
+    assert TaskWriter(quick, identity=IDENT).write(batches(values())).messages == N
+    written_once(brokers, values())

@@ -228,3 +228,28 @@ def test_a_batch_write_leaves_no_records(
     writer(df, zk_connect, topic="no-records", batch_size="20").save()
     assert values_of(read_topic(brokers, "no-records")) == Counter(v.encode() for v, in rows)
     assert kz.get_children("/kafka_pyspark/sinks") == []
+
+
+def test_a_batch_job_node_is_made_ahead_and_goes_with_the_commit(
+    brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    """The driver makes an exactly-once job's node before its tasks run (each then claims in
+    one request); its commit deletes it also when no task wrote (none names it)."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from kafka_pyspark._spark.write.faces import Kafka07BatchWriter
+
+    schema = StructType([StructField("value", BinaryType(), True)])
+    for end in ("commit", "abort"):
+        job = Kafka07BatchWriter({"zk.connect": zk_connect, "topic": "ahead"}, schema, False)
+        assert kz.get_children(f"/kafka_pyspark/sinks/{job.job}") == ["0"]
+        getattr(job, end)([])
+        assert kz.exists(f"/kafka_pyspark/sinks/{job.job}") is None
+
+
+def test_an_empty_batch_write_leaves_no_records(
+    spark: SparkSession, brokers: list[EmbeddedBroker], zk_connect: str, kz: KazooClient
+) -> None:
+    df = spark.range(0, numPartitions=2).selectExpr("CAST(id AS STRING) AS value")
+    writer(df, zk_connect, topic="empty-job").save()
+    assert kz.get_children("/kafka_pyspark/sinks") == []
