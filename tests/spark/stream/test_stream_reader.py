@@ -8,7 +8,7 @@ The end-to-end behaviour under Spark is in ``test_spark_stream.py``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,24 @@ from kafka_pyspark.testing.broker import EmbeddedBroker
 pytestmark = pytest.mark.zk
 
 
+_MADE: list[Kafka07StreamReader] = []
+
+
 def make(zk: str, **options: str) -> Kafka07StreamReader:
     opts = {"zk.connect": zk, **options}
-    return Kafka07StreamReader(opts, READ_SCHEMA)
+    reader = Kafka07StreamReader(opts, READ_SCHEMA)
+    _MADE.append(reader)
+    return reader
+
+
+@pytest.fixture(autouse=True)
+def _stopped() -> Iterator[None]:
+    """Every reader a test made is stopped after it (as Spark stops a source): a reader left
+    running keeps its ZooKeeper session's thread alive, which draws from ``random`` while a
+    later module's Hypothesis tests generate data."""
+    yield
+    while _MADE:
+        _MADE.pop().stop()
 
 
 @pytest.fixture
