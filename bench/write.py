@@ -521,17 +521,20 @@ def run(recorder: Recorder) -> None:
             "write.spark.gzip.per_core", best["gzip"].rate / 2, "rows/s", limit=zlib_rate,
             note="Spark's rate per core (local[2]) against zlib on one core",
         )
-        # Spark's own CPU per row plus deflate's, on 2 cores (module docstring)
-        bound = 2 / (best["null"].cpu_ns / 1e9 + 1 / deflate_rate)
+        def deflate_bound(null: SparkRun) -> float:
+            """Spark's own CPU per row plus deflate's, on 2 cores (module docstring)."""
+            return 2 / (null.cpu_ns / 1e9 + 1 / deflate_rate)
+
         recorder.record(
-            "write.spark.gzip.deflate_bound", best["gzip"].rate, "rows/s", limit=bound,
+            "write.spark.gzip.deflate_bound", best["gzip"].rate, "rows/s",
+            limit=deflate_bound(best["null"]),
             target=">= 85% of the deflate bound: 2 cores / (Spark's CPU per row, null writer, "
             "+ libdeflate's at the default level)",
         )
         recorder.record(
             "write.spark.gzip.deflate_bound.paired",
             100 * statistics.median(
-                r.rate * (n.cpu_ns / 1e9 + 1 / deflate_rate) / 2
+                r.rate / deflate_bound(n)
                 for r, n in zip(rounds["gzip"], rounds["null"], strict=True)),
             "%", note=f"median over {SPARK_ROUNDS} rounds of gzip's rate / the bound from the "
             "null writer's CPU per row in the same round",

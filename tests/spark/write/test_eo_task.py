@@ -232,24 +232,22 @@ def test_a_retry_waits_for_unflushed_sets(
     assert set(got) == set(values()) and sum(got.values()) == N + twice
 
 
-class _SlowClaims:
+def slow_claims(monkeypatch: pytest.MonkeyPatch, log: list[str]) -> None:
     """ZkStore.start_claim whose answer reads as not ready until it is waited for (a store
-    slow to answer), logging the wait and the answer in ``log``."""
+    slow to answer), logging the answer in ``log``."""
+    real = ZkStore.start_claim
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, log: list[str]) -> None:
-        real = ZkStore.start_claim
+    def start_claim(store: ZkStore, ident: TaskIdentity, timeout_s: float) -> PendingClaim:
+        pending = real(store, ident, timeout_s)
 
-        def start_claim(store: ZkStore, ident: TaskIdentity, timeout_s: float) -> PendingClaim:
-            pending = real(store, ident, timeout_s)
+        def finish() -> Claim:
+            claim = pending()
+            log.append("claimed")
+            return claim
 
-            def finish() -> Claim:
-                claim = pending()
-                log.append("claimed")
-                return claim
+        return PendingClaim(finish, lambda: False)
 
-            return PendingClaim(finish, lambda: False)
-
-        monkeypatch.setattr(ZkStore, "start_claim", start_claim)
+    monkeypatch.setattr(ZkStore, "start_claim", start_claim)
 
 
 def logged(log: list[str], vals: list[bytes], fail_at: int | None = None
@@ -269,7 +267,7 @@ def test_input_is_read_ahead_while_the_claim_is_answered(
     """Batches are read (not routed) while the store answers the claim, up to
     CLAIM_AHEAD_BYTES (here: 3 batches' worth) or the end of the input; then written once."""
     log: list[str] = []
-    _SlowClaims(monkeypatch, log)
+    slow_claims(monkeypatch, log)
     first = next(batches(values()))
     monkeypatch.setattr(task_module, "CLAIM_AHEAD_BYTES", 3 * first.nbytes)
     routed = task_module.TaskWriter._add
@@ -292,7 +290,7 @@ def test_a_failure_while_reading_ahead_releases_the_lock(
     kz: KazooClient,
 ) -> None:
     log: list[str] = []
-    _SlowClaims(monkeypatch, log)
+    slow_claims(monkeypatch, log)
     plan = build_plan(options({"zk.connect": zk_connect}), SCHEMA)
     with pytest.raises(RuntimeError, match="the input failed"):
         TaskWriter(plan, identity=IDENT).write(logged(log, values(), fail_at=2))
