@@ -11,8 +11,10 @@ first rows arrive and answered while it reads more, :meth:`ZkStore.start_claim`)
 tasks of a batch whose node the driver did not make ahead (:meth:`ZkStore.prepare`, at the
 commit of the batch before) one round more, of the missing parents and that ``multi`` again.
 :meth:`ZkStore.start_intent` one per window (sent at once, its answer collected when the window
-is sent: the task encodes the next window meanwhile), :meth:`ZkStore.verify` one per window only
-when no request on the lock's session was answered within the lease, :meth:`ZkStore.finish` one
+is sent: the task encodes the next window meanwhile; on a session of its own without a thread,
+:mod:`kafka_pyspark._cluster.zk_line`, the kazoo session's path being its fallback),
+:meth:`ZkStore.verify` one per window only when no request on the lock's session was answered
+within the lease, :meth:`ZkStore.finish` one
 (``done`` and the lock's delete in one ``multi``): 3 for a one-window task. A retry or a re-run
 finds the node: its claim reads ``done`` and the intents (a round more), as without ``multi``.
 The driver deletes a write's records in ``multi`` transactions of up to 500 nodes.
@@ -28,6 +30,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
+from kafka_pyspark._cluster.zk_frames import CREATOR_ALL, OPEN_ACL
+from kafka_pyspark._cluster.zk_line import LineError, Pending, ZkLine
 from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
 from kafka_pyspark._cluster.zk_session import Started, ZkSession, applied, transacted
 from kafka_pyspark._write.identity import TaskIdentity
@@ -72,6 +76,26 @@ class _Recorded:
 
 
 RECORDED: Recording = _Recorded()
+
+
+class _LineRecording:
+    """An intent record on its way to ZooKeeper on the worker's :class:`ZkLine`; where that
+    does not answer 0 (done), it is sent again through the kazoo session (``again``), whose
+    retries and errors decide (a create the line applied before failing is found there)."""
+
+    def __init__(self, pending: Pending, again: Callable[[], Recording]) -> None:
+        self._pending, self._again = pending, again
+
+    def __call__(self) -> None:
+        try:
+            if self._pending() == 0:
+                return
+        except LineError:
+            pass
+        self._again()()
+
+    def ready(self) -> bool:
+        return self._pending.ready()
 
 
 class _ZkRecording:
@@ -148,12 +172,34 @@ _SESSIONS: dict[tuple[Any, ...], ZkSession] = {}
 _SESSIONS_LOCK = threading.Lock()
 
 
+_LINES: dict[tuple[Any, ...], ZkLine] = {}
+
+
+def _key(copts: ClusterOptions) -> tuple[Any, ...]:
+    return (copts.zk_connect, copts.zk_session_timeout_ms, copts.zk_connection_timeout_ms,
+            copts.zk_auth)
+
+
+def _line(copts: ClusterOptions) -> ZkLine:
+    """The worker's thread-free connection for intent records (per cluster, as :func:`_session`;
+    it connects on first use)."""
+    assert copts.zk_connect is not None
+    key = _key(copts)
+    with _SESSIONS_LOCK:
+        line = _LINES.get(key)
+        if line is None:
+            line = _LINES[key] = ZkLine(
+                copts.zk_connect, session_timeout_ms=copts.zk_session_timeout_ms,
+                connection_timeout_ms=copts.zk_connection_timeout_ms,
+                auth_data=[copts.zk_auth] if copts.zk_auth is not None else [])
+        return line
+
+
 def _session(copts: ClusterOptions) -> ZkSession:
     """One session per worker process and cluster (connect string, timeouts, credentials): a
     task does not pay a session set-up each time."""
     assert copts.zk_connect is not None
-    key = (copts.zk_connect, copts.zk_session_timeout_ms, copts.zk_connection_timeout_ms,
-           copts.zk_auth)
+    key = _key(copts)
     with _SESSIONS_LOCK:
         zk = _SESSIONS.get(key)
         if zk is None:
@@ -169,9 +215,13 @@ def close_sessions() -> None:
     trying to reconnect in its thread)."""
     with _SESSIONS_LOCK:
         sessions = list(_SESSIONS.values())
+        lines = list(_LINES.values())
         _SESSIONS.clear()
+        _LINES.clear()
     for zk in sessions:
         zk.close()
+    for line in lines:
+        line.close()
 
 
 class ZkStore:
@@ -179,6 +229,7 @@ class ZkStore:
 
     def __init__(self, copts: ClusterOptions, root: str) -> None:
         self._zk = _session(copts)
+        self._copts = copts
         self.root = root
         self._token = uuid.uuid4().bytes
         self._session_id: int | None = None
@@ -307,7 +358,17 @@ class ZkStore:
         return mine
 
     def start_intent(self, ident: TaskIdentity, index: int, data: bytes) -> Recording:
+        """Sent at once on the worker's :class:`ZkLine`; through the kazoo session where the
+        line cannot carry it (:class:`_LineRecording`)."""
         path = f"{self._base(ident)}/{intent_name(index)}"
+        try:
+            pending = _line(self._copts).start_create(
+                path, data, CREATOR_ALL if self._zk.has_auth else OPEN_ACL)
+        except LineError:
+            return self._kazoo_intent(path, data)
+        return _LineRecording(pending, lambda: self._kazoo_intent(path, data))
+
+    def _kazoo_intent(self, path: str, data: bytes) -> Recording:
         sent = _fence_clock()
         answers = self._zk.start("recording", path, [create(path, data, self._acl)],
                                  self._expected())

@@ -108,7 +108,8 @@ def test_an_intent_says_when_zookeeper_has_answered_it(
     s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
 ) -> None:
     """ready() turns true once the answer is in (the writer then sends the window without
-    waiting); calling it then returns at once and is the lock's proof of life."""
+    waiting); calling it then returns at once. The intent goes on the worker's thread-free
+    line, not the kazoo session, so it is no proof of the lock's life: verify() asks."""
     s.claim(IDENT, 1.0)
     s._alive_at = 0.0
     requests_sent.clear()
@@ -118,10 +119,36 @@ def test_an_intent_says_when_zookeeper_has_answered_it(
         assert time.monotonic() < deadline, "ZooKeeper's answer never showed"
         time.sleep(0.001)
     recording()
-    assert requests_sent == ["Create"]
+    assert requests_sent == []  # not through kazoo
     assert kz.get(f"{BASE}/intent-00000")[0] == b"window-0"
     requests_sent.clear()
+    assert s.verify(IDENT) and requests_sent == ["GetData"]  # the lease ran out: asked
+    requests_sent.clear()
     assert s.verify(IDENT) and requests_sent == []  # alive within the lease: not asked
+
+
+def test_an_intent_the_line_cannot_write_goes_through_kazoo(
+    s: ZkStore, kz: KazooClient, requests_sent: list[str], multi: bool,
+) -> None:
+    """An intent whose node exists (the line answers an error code) is sent again through
+    the kazoo session, which tolerates the node as before; so is one the line cannot send."""
+    from kafka_pyspark._write import store as store_module
+
+    s.claim(IDENT, 1.0)
+    s.start_intent(IDENT, 0, b"window-0")()
+    requests_sent.clear()
+    s.start_intent(IDENT, 0, b"again")()
+    assert requests_sent == ["Create"]  # NODEEXISTS on the line, then kazoo's create
+    assert kz.get(f"{BASE}/intent-00000")[0] == b"window-0"
+    store_module.close_sessions()  # the line closed: the next intent reconnects it
+    fresh = new_store(s._zk.zk_connect)
+    fresh.claim(TaskIdentity("query-1", 7, 4), 1.0)
+    line = store_module._line(fresh._copts)
+    line._servers = [("127.0.0.1", 1)]  # nothing listens there: the line cannot connect
+    requests_sent.clear()
+    fresh.start_intent(TaskIdentity("query-1", 7, 4), 0, b"w")()
+    assert requests_sent == ["Create"]  # the line's connect failed: kazoo's create
+    assert kz.get(f"{ROOT}/query-1/7/4/intent-00000")[0] == b"w"
 
 
 def test_a_claim_waits_for_a_live_holder_and_finds_its_done(

@@ -1,0 +1,133 @@
+"""The few ZooKeeper client frames the thread-free record connection sends and reads
+(:mod:`kafka_pyspark._cluster.zk_line`): pure functions over bytes.
+
+ZooKeeper's client protocol (its ``jute`` serialization, the same from 3.3 to 3.9): every frame
+is a 4-byte big-endian length and a body; ``int`` is 4 bytes, ``long`` 8, ``boolean`` 1, all
+big-endian; a ``ustring`` or ``buffer`` is a 4-byte length (-1 for none) and its bytes; a
+``vector`` is a 4-byte count and its items. The bodies used here:
+
+- ConnectRequest: ``int protocolVersion`` (0), ``long lastZxidSeen``, ``int timeOut`` (ms),
+  ``long sessionId`` (0: a new session), ``buffer passwd`` (16 zero bytes for a new one),
+  ``boolean readOnly`` (false; 3.4+ reads it, 3.3 ignores the trailing byte). The answer:
+  ``int protocolVersion``, ``int timeOut`` (negotiated: 0 when the server refused the
+  session), ``long sessionId``, ``buffer passwd`` (and a ``readOnly`` byte from 3.4 on).
+- every later request: a header ``int xid``, ``int type``, then its body; every answer a
+  header ``int xid``, ``long zxid``, ``int err`` (0: done), then its body when ``err`` is 0.
+- create (type 1): ``ustring path``, ``buffer data``, ``vector<ACL> acl`` (an ACL: ``int
+  perms``, ``ustring scheme``, ``ustring id``), ``int flags`` (0: persistent); answered with
+  the created path.
+- auth (type 100, xid -4): ``int type`` (0), ``ustring scheme``, ``buffer auth``; answered with
+  a header of xid -4 (err -115 when the credentials are refused).
+- ping (type 11, xid -2) and closeSession (type -11): empty bodies.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = [
+    "AUTH_XID", "CREATOR_ALL", "OPEN_ACL", "PING_XID", "Acl", "FrameError", "auth_request",
+    "close_request", "connect_request", "create_request", "frame_length", "parse_connect",
+    "parse_reply_header", "ping_request",
+]
+
+OP_CREATE = 1
+OP_PING = 11
+OP_AUTH = 100
+OP_CLOSE = -11
+PING_XID = -2
+AUTH_XID = -4
+#: every permission (read, write, create, delete, admin)
+PERMS_ALL = 31
+#: a frame's length prefix
+LENGTH = struct.Struct(">i")
+_REPLY_HEADER = struct.Struct(">iqi")
+_REQUEST_HEADER = struct.Struct(">ii")
+_CONNECT_HEAD = struct.Struct(">iqiq")
+_CONNECT_ANSWER = struct.Struct(">iiq")
+#: a new session's password: 16 zero bytes
+_NEW_PASSWORD = bytes(16)
+#: the longest frame this connection accepts: ZooKeeper's default jute.maxbuffer (its answers
+#: here are a header and a path)
+MAX_FRAME = 1 << 20
+
+#: an ACL entry: permissions, scheme, id
+Acl = tuple[int, str, str]
+#: ZooKeeper's open ACL (kazoo's OPEN_ACL_UNSAFE)
+OPEN_ACL: tuple[Acl, ...] = ((PERMS_ALL, "world", "anyone"),)
+#: every permission to the session's authenticated identities (kazoo's CREATOR_ALL_ACL)
+CREATOR_ALL: tuple[Acl, ...] = ((PERMS_ALL, "auth", ""),)
+
+
+class FrameError(ValueError):
+    """A frame that does not parse as the answer expected (names what was wrong)."""
+
+
+def _text(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return LENGTH.pack(len(raw)) + raw
+
+
+def _buffer(value: bytes) -> bytes:
+    return LENGTH.pack(len(value)) + value
+
+
+def _framed(body: bytes) -> bytes:
+    return LENGTH.pack(len(body)) + body
+
+
+def connect_request(session_timeout_ms: int) -> bytes:
+    """The framed ConnectRequest of a new session asking for ``session_timeout_ms``."""
+    return _framed(_CONNECT_HEAD.pack(0, 0, session_timeout_ms, 0) + _buffer(_NEW_PASSWORD)
+                   + b"\x00")
+
+
+def parse_connect(body: bytes) -> tuple[int, int]:
+    """A ConnectResponse's body -> (negotiated session timeout in ms, session id); a timeout of
+    0 means the server refused the session."""
+    if len(body) < _CONNECT_ANSWER.size + LENGTH.size:
+        raise FrameError(f"a connect answer of {len(body)} bytes (at least "
+                         f"{_CONNECT_ANSWER.size + LENGTH.size} expected)")
+    _, timeout_ms, session_id = _CONNECT_ANSWER.unpack_from(body)
+    return timeout_ms, session_id
+
+
+def auth_request(scheme: str, credential: str) -> bytes:
+    """The framed request adding ``scheme`` credentials (``digest``: ``user:password``)."""
+    body = (_REQUEST_HEADER.pack(AUTH_XID, OP_AUTH) + LENGTH.pack(0) + _text(scheme)
+            + _buffer(credential.encode("utf-8")))
+    return _framed(body)
+
+
+def create_request(xid: int, path: str, data: bytes, acl: tuple[Acl, ...]) -> bytes:
+    """The framed request creating the persistent node ``path`` holding ``data``."""
+    acls = b"".join(LENGTH.pack(perms) + _text(scheme) + _text(ident)
+                    for perms, scheme, ident in acl)
+    body = (_REQUEST_HEADER.pack(xid, OP_CREATE) + _text(path) + _buffer(data)
+            + LENGTH.pack(len(acl)) + acls + LENGTH.pack(0))
+    return _framed(body)
+
+
+def ping_request() -> bytes:
+    return _framed(_REQUEST_HEADER.pack(PING_XID, OP_PING))
+
+
+def close_request(xid: int) -> bytes:
+    return _framed(_REQUEST_HEADER.pack(xid, OP_CLOSE))
+
+
+def frame_length(head: bytes) -> int:
+    """The body length a frame's 4-byte prefix announces (checked against :data:`MAX_FRAME`)."""
+    n: int = LENGTH.unpack(head)[0]
+    if not 0 <= n <= MAX_FRAME:
+        raise FrameError(f"a frame of {n} bytes announced (0 to {MAX_FRAME} expected)")
+    return n
+
+
+def parse_reply_header(body: bytes) -> tuple[int, int]:
+    """An answer's body -> (xid, err)."""
+    if len(body) < _REPLY_HEADER.size:
+        raise FrameError(f"an answer of {len(body)} bytes (at least {_REPLY_HEADER.size} "
+                         "expected)")
+    xid, _, err = _REPLY_HEADER.unpack_from(body)
+    return xid, err
