@@ -23,6 +23,7 @@ import collections
 import contextlib
 import select
 import socket
+import threading
 import time
 from collections.abc import Sequence
 
@@ -93,7 +94,9 @@ class Pending:
 
 
 class ZkLine:
-    """See the module. One caller thread at a time (a Python worker runs one task at once)."""
+    """See the module. Thread-safe (one lock: a Python worker runs one task at a time, but a
+    process may run several writers in threads); answers come in the order of the requests,
+    whoever reads them."""
 
     def __init__(self, zk_connect: str, *, session_timeout_ms: int, connection_timeout_ms: int,
                  auth_data: Sequence[tuple[str, str]] = ()) -> None:
@@ -108,12 +111,17 @@ class ZkLine:
         self._fresh_s = 0.0  # half the negotiated session timeout
         self._heard = 0.0  # monotonic: the last answer
         self._waiting: collections.deque[Pending] = collections.deque()
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"ZkLine({self._servers!r}, {self._chroot!r})"
 
     def start_create(self, path: str, data: bytes, acl: tuple[Acl, ...]) -> Pending:
         """Send the creation of the persistent node ``path`` (under the chroot) now."""
+        with self._lock:
+            return self._start_create(path, data, acl)
+
+    def _start_create(self, path: str, data: bytes, acl: tuple[Acl, ...]) -> Pending:
         sock = self._connected()
         self._xid += 1
         pending = Pending(self, self._xid)
@@ -127,6 +135,10 @@ class ZkLine:
 
     def collect(self, pending: Pending, *, wait: bool) -> None:
         """Read answers until ``pending`` has one (``wait``), or while one is there already."""
+        with self._lock:
+            self._collect(pending, wait=wait)
+
+    def _collect(self, pending: Pending, *, wait: bool) -> None:
         deadline = time.monotonic() + self._answer_s
         try:
             while pending in self._waiting and self._sock is not None:
@@ -140,6 +152,10 @@ class ZkLine:
             self._broken(e if isinstance(e, LineError) else LineError(str(e)))
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         sock, self._sock = self._sock, None
         if sock is not None:
             self._xid += 1
@@ -154,8 +170,8 @@ class ZkLine:
         if self._sock is not None and time.monotonic() - self._heard < self._fresh_s:
             return self._sock
         if self._waiting:  # answers still to come on a session about to be replaced
-            self.collect(self._waiting[-1], wait=True)
-        self.close()
+            self._collect(self._waiting[-1], wait=True)
+        self._close()
         deadline = time.monotonic() + self._connect_s
         failures = []
         for _ in self._servers:

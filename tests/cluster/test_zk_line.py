@@ -201,3 +201,30 @@ def test_a_server_that_answers_nonsense_ends_the_line() -> None:
         with pytest.raises(LineError, match="a frame of 2147483647 bytes"):
             line.start_create("/a", b"", OPEN_ACL)()
         t.join(5)
+
+
+@pytestmark_zk
+def test_threads_sharing_a_line_each_get_their_own_answers(zk_connect: str,
+                                                            kz: KazooClient) -> None:
+    kz.create("/t")
+    line = line_of(zk_connect)
+    answers: dict[str, int] = {}
+
+    def write(name: str) -> None:
+        for i in range(50):
+            pending = line.start_create(f"/t/{name}-{i}", name.encode(), OPEN_ACL)
+            while not pending.ready():
+                pass
+            answers[f"{name}-{i}"] = pending()
+
+    try:
+        threads = [threading.Thread(target=write, args=(n,)) for n in ("a", "b", "c")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert answers == {f"{n}-{i}": 0 for n in "abc" for i in range(50)}
+        assert len(kz.get_children("/t")) == 150
+        assert {kz.get(f"/t/{n}-7")[0] for n in "abc"} == {b"a", b"b", b"c"}
+    finally:
+        line.close()
