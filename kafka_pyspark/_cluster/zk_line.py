@@ -25,18 +25,21 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_pyspark._cluster.zk_frames import (
     AUTH_XID,
     LENGTH,
     Acl,
     FrameError,
+    Op,
     auth_request,
     close_request,
     connect_request,
     create_request,
     frame_length,
+    multi_error,
+    multi_request,
     parse_connect,
     parse_reply_header,
 )
@@ -44,6 +47,10 @@ from kafka_pyspark._cluster.zk_frames import (
 __all__ = ["LineError", "Pending", "ZkLine", "split_connect"]
 
 DEFAULT_PORT = 2181
+
+
+def _reply_error(body: bytes) -> int:
+    return parse_reply_header(body)[1]
 
 
 class LineError(Exception):
@@ -73,8 +80,8 @@ class Pending:
     """A request sent on a :class:`ZkLine`: calling it returns ZooKeeper's error code (0: done)
     or raises :class:`LineError`."""
 
-    def __init__(self, line: ZkLine, xid: int) -> None:
-        self._line, self.xid = line, xid
+    def __init__(self, line: ZkLine, xid: int, error: Callable[[bytes], int]) -> None:
+        self._line, self.xid, self.error = line, xid, error
         self.err: int | None = None
         self.failure: LineError | None = None
 
@@ -118,15 +125,26 @@ class ZkLine:
 
     def start_create(self, path: str, data: bytes, acl: tuple[Acl, ...]) -> Pending:
         """Send the creation of the persistent node ``path`` (under the chroot) now."""
-        with self._lock:
-            return self._start_create(path, data, acl)
+        return self._start(lambda xid: create_request(xid, self._chroot + path, data, acl),
+                           _reply_error)
 
-    def _start_create(self, path: str, data: bytes, acl: tuple[Acl, ...]) -> Pending:
+    def start_multi(self, ops: list[tuple[str, Callable[[str], Op]]]) -> Pending:
+        """Send a transaction (ZooKeeper 3.4+) now: each operation as its path (under the
+        chroot) and what makes it from the full path (``zk_frames.create_op``, ``delete_op``);
+        answered 0 when all were applied, else the error of the one that failed."""
+        return self._start(lambda xid: multi_request(
+            xid, [make(self._chroot + path) for path, make in ops]), multi_error)
+
+    def _start(self, request: Callable[[int], bytes], error: Callable[[bytes], int]) -> Pending:
+        with self._lock:
+            return self._send(request, error)
+
+    def _send(self, request: Callable[[int], bytes], error: Callable[[bytes], int]) -> Pending:
         sock = self._connected()
         self._xid += 1
-        pending = Pending(self, self._xid)
+        pending = Pending(self, self._xid, error)
         try:
-            sock.sendall(create_request(self._xid, self._chroot + path, data, acl))
+            sock.sendall(request(self._xid))
         except OSError as e:
             self._broken(LineError(f"sending: {e}"))
             raise LineError(f"sending: {e}") from e
@@ -225,13 +243,13 @@ class ZkLine:
         return bytes(buf)
 
     def _answer(self, body: bytes) -> None:
-        xid, err = parse_reply_header(body)
+        xid, _ = parse_reply_header(body)
         if not self._waiting:
             raise LineError(f"an answer to request {xid}, none asked")
         pending = self._waiting.popleft()
         if xid != pending.xid:
             raise LineError(f"an answer to request {xid} where {pending.xid} was next")
-        pending.err = err
+        pending.err = pending.error(body)
         self._heard = time.monotonic()
 
     def _broken(self, failure: LineError) -> None:

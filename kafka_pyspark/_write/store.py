@@ -14,10 +14,10 @@ commit of the batch before) one round more, of the missing parents and that ``mu
 is sent: the task encodes the next window meanwhile; on a session of its own without a thread,
 :mod:`kafka_pyspark._cluster.zk_line`, the kazoo session's path being its fallback),
 :meth:`ZkStore.verify` one per window only when no request on the lock's session was answered
-within the lease, :meth:`ZkStore.finish` one
-(``done`` and the lock's delete in one ``multi``): 3 for a one-window task. A retry or a re-run
-finds the node: its claim reads ``done`` and the intents (a round more), as without ``multi``.
-The driver deletes a write's records in ``multi`` transactions of up to 500 nodes.
+within the lease, :meth:`ZkStore.finish` one (``done`` and the lock's delete in one ``multi``, on
+the same line): 3 for a one-window task. A retry or a re-run finds the node: its claim reads
+``done`` and the intents (a round more), as without ``multi``. The driver deletes a write's
+records in ``multi`` transactions of up to 500 nodes.
 ZooKeeper's and kazoo's CPU is per request, several times that of one node in a ``multi``.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from kafka_pyspark._cluster import ClusterOptions
-from kafka_pyspark._cluster.zk_frames import CREATOR_ALL, OPEN_ACL
+from kafka_pyspark._cluster.zk_frames import CREATOR_ALL, OPEN_ACL, Acl, create_op, delete_op
 from kafka_pyspark._cluster.zk_line import LineError, Pending, ZkLine
 from kafka_pyspark._cluster.zk_requests import create, delete, get, get_children
 from kafka_pyspark._cluster.zk_session import Started, ZkSession, applied, transacted
@@ -362,8 +362,7 @@ class ZkStore:
         line cannot carry it (:class:`_LineRecording`)."""
         path = f"{self._base(ident)}/{intent_name(index)}"
         try:
-            pending = _line(self._copts).start_create(
-                path, data, CREATOR_ALL if self._zk.has_auth else OPEN_ACL)
+            pending = _line(self._copts).start_create(path, data, self._line_acl())
         except LineError:
             return self._kazoo_intent(path, data)
         return _LineRecording(pending, lambda: self._kazoo_intent(path, data))
@@ -385,6 +384,9 @@ class ZkStore:
         lock gone), both one by one, each tolerating what it finds."""
         base = self._base(ident)
         done_path, lock = f"{base}/{DONE}", f"{base}/{LOCK}"
+        if self._finished_on_line(done_path, lock, done):
+            self._session_id = None
+            return
 
         def add(tx: Any) -> None:
             tx.create(done_path, done, self._acl)
@@ -395,6 +397,22 @@ class ZkStore:
             self._zk.pipeline("finishing", base, [create(done_path, done, self._acl),
                                                   delete(lock)], self._expected())
         self._session_id = None
+
+    def _finished_on_line(self, done_path: str, lock: str, done: bytes) -> bool:
+        """The finishing ``multi`` on the worker's :class:`ZkLine` (a server known to have
+        ``multi``): whether it was applied. Anything else goes the kazoo session's way, which
+        finds a ``done`` the line wrote before failing."""
+        if not self._zk.has_multi():
+            return False
+        acl = self._line_acl()
+        try:
+            return _line(self._copts).start_multi(
+                [(done_path, lambda p: create_op(p, done, acl)), (lock, delete_op)])() == 0
+        except LineError:
+            return False
+
+    def _line_acl(self) -> tuple[Acl, ...]:
+        return CREATOR_ALL if self._zk.has_auth else OPEN_ACL
 
     def prepare(self, sink: str, batch: int) -> None:
         """Make ``batch``'s node ahead of its tasks (the driver, at the commit of the batch

@@ -18,8 +18,12 @@ from kafka_pyspark._cluster.zk_frames import (
     FrameError,
     auth_request,
     connect_request,
+    create_op,
     create_request,
+    delete_op,
     frame_length,
+    multi_error,
+    multi_request,
     parse_connect,
     parse_reply_header,
 )
@@ -68,6 +72,49 @@ def test_answers_parse_and_short_ones_are_named() -> None:
     assert frame_length(b"\x00\x00\x00\x10") == 16
 
 
+def test_a_multi_frame_byte_for_byte() -> None:
+    assert multi_request(3, [create_op("/d", b"z", OPEN_ACL), delete_op("/l")]) == bytes.fromhex(
+        "00000057"  # the body's length: 87
+        "00000003" "0000000e"  # xid 3, type 14 (multi)
+        "00000001" "00" "ffffffff"  # a create: type 1, not done, err -1
+        "00000002" "2f64" "00000001" "7a"  # path "/d", data "z"
+        "00000001" "0000001f" "00000005" "776f726c64" "00000006" "616e796f6e65" "00000000"
+        "00000002" "00" "ffffffff"  # a delete
+        "00000002" "2f6c" "ffffffff"  # path "/l", version -1 (any)
+        "ffffffff" "01" "ffffffff"  # the end: type -1, done
+    )
+
+
+REPLY_OK = "00000003" "0000000000000009" "00000000"  # xid 3, zxid 9, err 0
+
+
+@pytest.mark.parametrize(("answer", "error"), [
+    # applied: the create's header and path, the delete's header, the end
+    (REPLY_OK + "00000001" "00" "00000000" "00000002" "2f64" "00000002" "00" "00000000"
+     "ffffffff" "01" "ffffffff", 0),
+    # failed on the delete (no node, -101): the create rolled back (ok or -2), no op applied
+    (REPLY_OK + "ffffffff" "00" "00000000" "00000000" "ffffffff" "00" "ffffff9b" "ffffff9b"
+     "ffffffff" "01" "ffffffff", -101),
+    (REPLY_OK + "ffffffff" "00" "fffffffe" "fffffffe" "ffffffff" "00" "ffffff92" "ffffff92"
+     "ffffffff" "01" "ffffffff", -110),
+    # an error in the reply header itself
+    ("00000003" "0000000000000009" "ffffff9a", -102),
+])
+def test_multi_answers(answer: str, error: int) -> None:
+    assert multi_error(bytes.fromhex(answer)) == error
+
+
+@pytest.mark.parametrize(("answer", "says"), [
+    (REPLY_OK + "00000001" "00", "ends inside an operation's header at 16"),
+    (REPLY_OK + "00000001" "00" "00000000" "000000ff" "2f64", "a created path of 255 bytes"),
+    (REPLY_OK + "ffffffff" "00" "00000000", "ends inside an error at 25"),
+    (REPLY_OK + "00000005" "00" "00000000", "an operation of type 5 at 16"),
+])
+def test_malformed_multi_answers_are_named(answer: str, says: str) -> None:
+    with pytest.raises(FrameError, match=says):
+        multi_error(bytes.fromhex(answer))
+
+
 @pytest.mark.parametrize(("connect", "servers", "chroot"), [
     ("h:1", [("h", 1)], ""),
     ("h1:1,h2/c/d", [("h1", 1), ("h2", 2181)], "/c/d"),
@@ -107,6 +154,29 @@ def test_creates_under_the_chroot_and_answers_error_codes(zk_connect: str,
         a, b = (line.start_create(f"/records/n{i}", b"%d" % i, OPEN_ACL) for i in range(2))
         assert (b(), a()) == (0, 0)
         assert sorted(kz.get_children("/records")) == ["intent-00000", "n0", "n1"]
+    finally:
+        line.close()
+
+
+@pytestmark_zk
+@pytest.mark.zk_needs("multi")
+def test_a_multi_applies_all_or_nothing(zk_connect: str, kz: KazooClient) -> None:
+    kz.create("/task/lock", b"token", makepath=True)
+    line = line_of(zk_connect)
+    try:
+        def finish(done: bytes) -> int:
+            return line.start_multi([("/task/done", lambda p: create_op(p, done, OPEN_ACL)),
+                                     ("/task/lock", delete_op)])()
+
+        assert finish(b"first") == 0
+        assert kz.get_children("/task") == ["done"] and kz.get("/task/done")[0] == b"first"
+        assert finish(b"second") == NODE_EXISTS  # done there, the lock gone: nothing applied
+        assert kz.get("/task/done")[0] == b"first"
+        kz.create("/task/lock", b"token")
+        kz.delete("/task/done")
+        kz.delete("/task/lock")
+        assert finish(b"third") == NO_NODE  # no lock: done not created either
+        assert kz.get_children("/task") == []
     finally:
         line.close()
 
