@@ -1,20 +1,22 @@
-"""A ZooKeeper session without a thread, for the one request a write task sends most: creating
-a node (an exactly-once window's intent record, docs/writing.md "Exactly once").
+"""A ZooKeeper session without a thread, for the requests an exactly-once write task sends
+after its claim: creating a node (a window's intent record) and a ``multi`` (``done`` with the
+lock's release; docs/writing.md "Exactly once").
 
 kazoo runs every request through its connection thread: in a Spark worker that thread wakes on
 each answer and takes the interpreter's lock from the task's thread, about 1 ms of the worker's
 CPU per request there (330 us on a quiet machine, against 30-40 us for the same request written
-and read by the caller itself). :class:`ZkLine` writes a create on its own socket at once and
+and read by the caller itself). :class:`ZkLine` writes a request on its own socket at once and
 reads the answer when the caller asks: :meth:`Pending.ready` looks without waiting,
 calling the :class:`Pending` waits (bounded).
 
 It holds no ephemeral node and sends no pings: when it has not heard from ZooKeeper for half
 the negotiated session timeout, the next request opens a new session first (the old one is
-closed without waiting). Whatever goes wrong (no server reachable in time, a refused session or
-credentials, a lost connection, a late answer, an error code) ends the connection and is
-answered as :class:`LineError` or the error code: the caller then sends the request again
-through its kazoo session, whose retries and typed errors decide (the connection itself never
-raises anything else). The connect string is kazoo's: ``host[:port],...[/chroot]``.
+closed without waiting). What goes wrong with the connection (no server reachable in time, a
+refused session or credentials, a lost connection, a late or malformed answer) ends it and is
+answered as :class:`LineError`; a request ZooKeeper refuses is answered with its error code
+(a node that exists, one missing). Either way the caller sends the request again through its
+kazoo session, whose retries and typed errors decide (the connection itself never raises
+anything else). The connect string is kazoo's: ``host[:port],...[/chroot]``.
 """
 
 from __future__ import annotations

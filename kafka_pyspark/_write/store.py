@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from kafka_pyspark._cluster import ClusterOptions
 from kafka_pyspark._cluster.zk_frames import CREATOR_ALL, OPEN_ACL, Acl, create_op, delete_op
@@ -175,39 +175,33 @@ _SESSIONS_LOCK = threading.Lock()
 _LINES: dict[tuple[Any, ...], ZkLine] = {}
 
 
-def _key(copts: ClusterOptions) -> tuple[Any, ...]:
-    return (copts.zk_connect, copts.zk_session_timeout_ms, copts.zk_connection_timeout_ms,
-            copts.zk_auth)
+_C = TypeVar("_C", ZkSession, ZkLine)
+
+
+def _cached(cache: dict[tuple[Any, ...], _C], make: type[_C], copts: ClusterOptions) -> _C:
+    """One ``make`` per worker process and cluster (connect string, timeouts, credentials),
+    made on first use (each connects when first asked)."""
+    assert copts.zk_connect is not None
+    key = (copts.zk_connect, copts.zk_session_timeout_ms, copts.zk_connection_timeout_ms,
+           copts.zk_auth)
+    with _SESSIONS_LOCK:
+        made = cache.get(key)
+        if made is None:
+            made = cache[key] = make(
+                copts.zk_connect, session_timeout_ms=copts.zk_session_timeout_ms,
+                connection_timeout_ms=copts.zk_connection_timeout_ms,
+                auth_data=[copts.zk_auth] if copts.zk_auth is not None else [])
+        return made
 
 
 def _line(copts: ClusterOptions) -> ZkLine:
-    """The worker's thread-free connection for intent records (per cluster, as :func:`_session`;
-    it connects on first use)."""
-    assert copts.zk_connect is not None
-    key = _key(copts)
-    with _SESSIONS_LOCK:
-        line = _LINES.get(key)
-        if line is None:
-            line = _LINES[key] = ZkLine(
-                copts.zk_connect, session_timeout_ms=copts.zk_session_timeout_ms,
-                connection_timeout_ms=copts.zk_connection_timeout_ms,
-                auth_data=[copts.zk_auth] if copts.zk_auth is not None else [])
-        return line
+    """The worker's thread-free connection for a task's intents and ``done``."""
+    return _cached(_LINES, ZkLine, copts)
 
 
 def _session(copts: ClusterOptions) -> ZkSession:
-    """One session per worker process and cluster (connect string, timeouts, credentials): a
-    task does not pay a session set-up each time."""
-    assert copts.zk_connect is not None
-    key = _key(copts)
-    with _SESSIONS_LOCK:
-        zk = _SESSIONS.get(key)
-        if zk is None:
-            zk = _SESSIONS[key] = ZkSession(
-                copts.zk_connect, session_timeout_ms=copts.zk_session_timeout_ms,
-                connection_timeout_ms=copts.zk_connection_timeout_ms,
-                auth_data=[copts.zk_auth] if copts.zk_auth is not None else [])
-        return zk
+    """The worker's kazoo session: a task does not pay a session set-up each time."""
+    return _cached(_SESSIONS, ZkSession, copts)
 
 
 def close_sessions() -> None:
