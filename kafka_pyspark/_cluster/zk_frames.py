@@ -24,7 +24,7 @@ big-endian; a ``ustring`` or ``buffer`` is a 4-byte length (-1 for none) and its
   path) and a last header with done true.
 - auth (type 100, xid -4): ``int type`` (0), ``ustring scheme``, ``buffer auth``; answered with
   a header of xid -4 (err -115 when the credentials are refused).
-- ping (type 11, xid -2) and closeSession (type -11): empty bodies.
+- closeSession (type -11): an empty body.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ from __future__ import annotations
 import struct
 
 __all__ = [
-    "AUTH_XID", "CREATOR_ALL", "OPEN_ACL", "PING_XID", "Acl", "FrameError", "Op", "auth_request",
+    "AUTH_XID", "CREATOR_ALL", "OPEN_ACL", "Acl", "FrameError", "Op", "auth_request",
     "close_request", "connect_request", "create_op", "create_request", "delete_op",
     "frame_length", "multi_error", "multi_request", "parse_connect", "parse_reply_header",
-    "ping_request",
 ]
 
 OP_CREATE = 1
@@ -45,10 +44,8 @@ OP_MULTI = 14
 OP_ERROR = -1
 #: ZooKeeper's error for an operation of a failed transaction that did not fail itself
 RUNTIME_INCONSISTENCY = -2
-OP_PING = 11
 OP_AUTH = 100
 OP_CLOSE = -11
-PING_XID = -2
 AUTH_XID = -4
 #: every permission (read, write, create, delete, admin)
 PERMS_ALL = 31
@@ -176,10 +173,6 @@ def multi_error(body: bytes) -> int:
             pos += LENGTH.size + n
         elif op != OP_DELETE:
             raise FrameError(f"a multi answer holds an operation of type {op} at {pos - 9}")
-
-
-def ping_request() -> bytes:
-    return _framed(_REQUEST_HEADER.pack(PING_XID, OP_PING))
 
 
 def close_request(xid: int) -> bytes:

@@ -139,19 +139,17 @@ class ZkLine:
 
     def _start(self, request: Callable[[int], bytes], error: Callable[[bytes], int]) -> Pending:
         with self._lock:
-            return self._send(request, error)
-
-    def _send(self, request: Callable[[int], bytes], error: Callable[[bytes], int]) -> Pending:
-        sock = self._connected()
-        self._xid += 1
-        pending = Pending(self, self._xid, error)
-        try:
-            sock.sendall(request(self._xid))
-        except OSError as e:
-            self._broken(LineError(f"sending: {e}"))
-            raise LineError(f"sending: {e}") from e
-        self._waiting.append(pending)
-        return pending
+            sock = self._connected()
+            self._xid += 1
+            pending = Pending(self, self._xid, error)
+            try:
+                sock.sendall(request(self._xid))
+            except OSError as e:
+                failure = LineError(f"sending: {e}")
+                self._broken(failure)
+                raise failure from e
+            self._waiting.append(pending)
+            return pending
 
     def collect(self, pending: Pending, *, wait: bool) -> None:
         """Read answers until ``pending`` has one (``wait``), or while one is there already."""
