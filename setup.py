@@ -33,7 +33,7 @@ def _module(
 EXTENSIONS = [
     # the decode kernel (_messages/walk.py) and the snappy lane (flat.py)
     _module("kafka_pyspark._messages._kernel",
-            [MESSAGES + f for f in ("_module.c", "_kernel.c", "_snappy.c", "_wrappers.c")],
+            [MESSAGES + f for f in ("_module.c", "_kernel.c", "_zeros.c", "_snappy.c", "_wrappers.c")],
             [MESSAGES + "_kernel.h"]),
     # the gzip lane (flat.py): gzip wrappers inflated by libdeflate; without it gzip sets take
     # the ISA-L path
@@ -41,8 +41,9 @@ EXTENSIONS = [
             **LIBDEFLATE),
     # the encode pass (encode.py): message sets from Arrow columns, our snappy compressor,
     # libdeflate's deflate
-    _module("kafka_pyspark._messages._encode", [MESSAGES + "_encode.c", MESSAGES + "_snapenc.c"],
-            [MESSAGES + "_kernel.h", MESSAGES + "_snapenc.h"], **LIBDEFLATE),
+    _module("kafka_pyspark._messages._encode",
+            [MESSAGES + f for f in ("_encode.c", "_frame.c", "_zeros.c", "_snapenc.c")],
+            [MESSAGES + f for f in ("_kernel.h", "_frame.h", "_snapenc.h")], **LIBDEFLATE),
     # the record walk of v2 record batches (_formats/records.py)
     _module("kafka_pyspark._formats._v2kernel", ["kafka_pyspark/_formats/_v2kernel.c"]),
 ]

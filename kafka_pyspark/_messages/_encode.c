@@ -30,10 +30,9 @@
 
 #include <libdeflate.h>
 
+#include "_frame.h"
 #include "_snapenc.h"
 
-#define HEADER_V1_SIZE (LENGTH_SIZE + MIN_LENGTH_V1) /* LENGTH, MAGIC, ATTRIBUTES, CRC32 */
-#define HEADER_V0_SIZE (LENGTH_SIZE + MIN_LENGTH)    /* LENGTH, MAGIC, CRC32 */
 /* snappy-java's stream (compression.py, checked at load as SNAPPY_BLOCK_SIZE) */
 #define SNAPPY_BLOCK_SIZE 32768
 #define SNAPPY_JAVA_HEADER_SIZE 16
@@ -45,14 +44,6 @@ static const uint8_t SNAPPY_JAVA_HEADER[SNAPPY_JAVA_HEADER_SIZE] = {
     0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1};
 static const uint8_t GZIP_HEADER[GZIP_HEADER_SIZE] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
 
-static inline void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
 static inline void put_le32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -60,14 +51,6 @@ static inline void put_le32(uint8_t *p, uint32_t v)
     p[2] = (uint8_t)(v >> 16);
     p[3] = (uint8_t)(v >> 24);
 }
-
-/* the CRC-32 of each message: ISA-L's when crc_engine_at found it (faster on messages of a few
- * hundred bytes than libdeflate's, which is the fallback) */
-static uint32_t deflate_crc(uint32_t init, const unsigned char *buf, uint64_t len)
-{
-    return (uint32_t)libdeflate_crc32(init, buf, (size_t)len);
-}
-static kp_crc32_fn message_crc = deflate_crc;
 
 /* crc_engine_at(address) -> bool: whether the function at address is a usable CRC-32
  * (kp_crc_fn_at); if so, it computes the messages' CRCs from now on. */
@@ -78,57 +61,22 @@ static PyObject *crc_engine_at(PyObject *self, PyObject *arg)
     if (ok < 0)
         return NULL;
     if (ok)
-        message_crc = fn;
+        kp_frame_set_crc(fn);
     return PyBool_FromLong(ok);
 }
 
-/* the header of a message of `size` payload bytes with CRC `crc`; its size */
-static inline size_t header(uint8_t *p, int magic, int codec, size_t size, uint32_t crc)
-{
-    if (magic == 1) {
-        put_be32(p, (uint32_t)(size + HEADER_V1_SIZE - 4));
-        p[4] = 1;
-        p[5] = (uint8_t)codec;
-        put_be32(p + 6, crc);
-        return HEADER_V1_SIZE;
-    }
-    put_be32(p, (uint32_t)(size + HEADER_V0_SIZE - 4));
-    p[4] = 0;
-    put_be32(p + 5, crc);
-    return HEADER_V0_SIZE;
-}
-
 typedef struct {
-    const int64_t *offs; /* n + 1 */
-    const uint8_t *data;
+    kp_rows_t rows;      /* offsets (n + 1), data, magic, crcs (rows from cuts[0] on, or NULL) */
     const int64_t *cuts; /* k + 1, row indices */
     Py_ssize_t n, k;
-    int magic, codec, level;
-    uint32_t *crcs; /* n items (rows from cuts[0] on), or NULL */
+    int codec, level;
 } job_t;
 
 static inline size_t hsize(int magic) { return (size_t)header_size((uint8_t)magic); }
 
-/* the framed messages of rows lo..hi into dst; their size */
-static size_t frame(const job_t *j, Py_ssize_t lo, Py_ssize_t hi, uint8_t *dst)
-{
-    uint8_t *op = dst;
-    for (Py_ssize_t i = lo; i < hi; i++) {
-        const uint8_t *payload = j->data + j->offs[i];
-        size_t size = (size_t)(j->offs[i + 1] - j->offs[i]);
-        uint32_t crc = message_crc(0, payload, size);
-        if (j->crcs)
-            j->crcs[i - j->cuts[0]] = crc;
-        op += header(op, j->magic, CODEC_NONE, size, crc);
-        memcpy(op, payload, size);
-        op += size;
-    }
-    return (size_t)(op - dst);
-}
-
 static inline size_t inner_size(const job_t *j, Py_ssize_t lo, Py_ssize_t hi)
 {
-    return (size_t)(j->offs[hi] - j->offs[lo]) + (size_t)(hi - lo) * hsize(j->magic);
+    return (size_t)(j->rows.offs[hi] - j->rows.offs[lo]) + (size_t)(hi - lo) * hsize(j->rows.magic);
 }
 
 /* snappy-java's stream of inner[0..n) into dst (room: snappy_room(n)); its size */
@@ -139,7 +87,7 @@ static size_t snappy_stream(const uint8_t *inner, size_t n, uint8_t *dst, uint16
     for (size_t at = 0; at < n; at += SNAPPY_BLOCK_SIZE) {
         size_t len = n - at < SNAPPY_BLOCK_SIZE ? n - at : SNAPPY_BLOCK_SIZE;
         size_t block = kp_snappy_compress(inner + at, len, op + 4, table);
-        put_be32(op, (uint32_t)block);
+        kp_put_be32(op, (uint32_t)block);
         op += 4 + block;
     }
     return (size_t)(op - dst);
@@ -180,13 +128,13 @@ static size_t wrapper_room(const job_t *j, struct libdeflate_compressor *c, size
 static size_t wrapped(const job_t *j, struct libdeflate_compressor *c, uint16_t *table,
                       Py_ssize_t lo, Py_ssize_t hi, uint8_t *scratch, uint8_t *dst)
 {
-    size_t n = frame(j, lo, hi, scratch);
+    size_t n = kp_frame(&j->rows, lo, hi, scratch);
     if (!n)
         return 0;
     uint8_t *payload = dst + HEADER_V1_SIZE;
     size_t size = j->codec == CODEC_GZIP ? gzip_member(c, scratch, n, payload, gzip_room(c, n))
                                          : snappy_stream(scratch, n, payload, table);
-    header(dst, 1, j->codec, size, (uint32_t)libdeflate_crc32(0, payload, size));
+    kp_header(dst, 1, j->codec, size, (uint32_t)libdeflate_crc32(0, payload, size));
     return HEADER_V1_SIZE + size;
 }
 
@@ -196,9 +144,11 @@ static void encode_all(const job_t *j, struct libdeflate_compressor *c, uint16_t
 {
     size_t at = 0;
     ends[0] = 0;
+    if (j->codec == CODEC_NONE) /* the sets back to back: all rows framed at once */
+        kp_frame(&j->rows, j->cuts[0], j->cuts[j->k], out);
     for (Py_ssize_t s = 0; s < j->k; s++) {
         Py_ssize_t lo = j->cuts[s], hi = j->cuts[s + 1];
-        at += j->codec == CODEC_NONE ? frame(j, lo, hi, out + at)
+        at += j->codec == CODEC_NONE ? inner_size(j, lo, hi)
                                      : wrapped(j, c, table, lo, hi, scratch, out + at);
         ends[s + 1] = (int64_t)at;
     }
@@ -207,17 +157,18 @@ static void encode_all(const job_t *j, struct libdeflate_compressor *c, uint16_t
 /* the argument checks (encode.py makes them first, with typed errors); -1: ValueError set */
 static int check_job(const job_t *j, Py_ssize_t data_len, Py_ssize_t crcs_len)
 {
-    if (j->magic != 0 && j->magic != 1)
+    if (j->rows.magic != 0 && j->rows.magic != 1)
         return PyErr_Format(PyExc_ValueError, "magic must be 0 or 1"), -1;
     if (j->codec < CODEC_NONE || j->codec > CODEC_SNAPPY)
         return PyErr_Format(PyExc_ValueError, "unknown codec %d", j->codec), -1;
     if (j->codec == CODEC_GZIP && (j->level < 0 || j->level > 12))
         return PyErr_Format(PyExc_ValueError, "gzip level %d is not 0-12", j->level), -1;
-    int64_t limit = MAX_MESSAGE_LENGTH - (int64_t)hsize(j->magic) + 4;
+    int64_t limit = MAX_MESSAGE_LENGTH - (int64_t)hsize(j->rows.magic) + 4;
+    const int64_t *offs = j->rows.offs;
     for (Py_ssize_t i = 0; i <= j->n; i++) {
-        if (j->offs[i] < 0 || j->offs[i] > data_len || (i && j->offs[i] < j->offs[i - 1]))
+        if (offs[i] < 0 || offs[i] > data_len || (i && offs[i] < offs[i - 1]))
             return PyErr_Format(PyExc_ValueError, "offset %zd out of order or range", i), -1;
-        if (i && j->offs[i] - j->offs[i - 1] > limit)
+        if (i && offs[i] - offs[i - 1] > limit)
             return PyErr_Format(PyExc_ValueError, "value %zd does not fit a message", i - 1), -1;
     }
     for (Py_ssize_t s = 0; s <= j->k; s++)
@@ -263,7 +214,7 @@ static int parse(PyObject *args, views_t *v, job_t *j, PyObject **into)
     *into = Py_None;
     memset(v, 0, sizeof *v);
     if (!PyArg_ParseTuple(args, "y*y*y*iiiO|O:encode_sets", &v->offs, &v->data, &v->cuts,
-                          &j->magic, &j->codec, &j->level, &crcs, into))
+                          &j->rows.magic, &j->codec, &j->level, &crcs, into))
         return -1;
     if (crcs != Py_None && PyObject_GetBuffer(crcs, &v->crcs, PyBUF_WRITABLE) < 0)
         return -1;
@@ -271,12 +222,14 @@ static int parse(PyObject *args, views_t *v, job_t *j, PyObject **into)
         return -1;
     if (v->offs.len < 8 || v->offs.len % 8 || v->cuts.len < 8 || v->cuts.len % 8)
         return PyErr_SetString(PyExc_ValueError, "offsets and cuts must be int64 arrays"), -1;
-    j->offs = (const int64_t *)v->offs.buf;
-    j->data = (const uint8_t *)v->data.buf;
+    j->rows.offs = (const int64_t *)v->offs.buf;
+    j->rows.data = (const uint8_t *)v->data.buf;
+    j->rows.data_len = (size_t)v->data.len;
     j->cuts = (const int64_t *)v->cuts.buf;
     j->n = v->offs.len / 8 - 1;
     j->k = v->cuts.len / 8 - 1;
-    j->crcs = crcs != Py_None ? (uint32_t *)v->crcs.buf : NULL;
+    j->rows.crcs = crcs != Py_None ? (uint32_t *)v->crcs.buf : NULL;
+    j->rows.crc_base = j->cuts[0];
     return check_job(j, v->data.len, crcs != Py_None ? v->crcs.len : -1);
 }
 
@@ -375,7 +328,19 @@ done:
     return result;
 }
 
+/* frame_lanes(on: int) -> bool: the CRC lanes on (1, where the CPU has them) or off (0; -1: as
+ * they are); whether they are on (the tests and the benchmark run both engines) */
+static PyObject *frame_lanes(PyObject *self, PyObject *arg)
+{
+    long on = PyLong_AsLong(arg);
+    if (on == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(kp_frame_lanes(on < 0 ? -1 : on != 0));
+}
+
 static PyMethodDef methods[] = {
+    {"frame_lanes", frame_lanes, METH_O,
+     "frame_lanes(on) -> bool: CRC lanes on (1), off (0) or as they are (-1); whether on"},
     {"encode_sets", encode_sets, METH_VARARGS,
      "encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (sets, ends)"},
     {"crc_engine_at", crc_engine_at, METH_O,
@@ -390,6 +355,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_encode",
 
 PyMODINIT_FUNC PyInit__encode(void)
 {
+    kp_zeros_init();
+    kp_frame_init();
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;

@@ -236,6 +236,7 @@ typedef struct {
 } sink_t;
 
 uint32_t kp_zeros_crc(int64_t n);
+void kp_zeros_init(void); /* _zeros.c: fills the tables, once per module */
 
 /* crc32 of n zero bytes (kp_zeros_crc), inline for the sizes of the table */
 #define KP_ZERO_TABLE 65536
@@ -441,7 +442,6 @@ PyObject *kp_check_rows(PyObject *self, PyObject *args); /* kp_rows_ok for Pytho
 
 /* --- _kernel's parts (_kernel.c, _snappy.c, _wrappers.c; _module.c lists their entry points) - */
 
-void kp_kernel_init(void);
 PyObject *kp_scan_py(PyObject *self, PyObject *args);
 PyObject *kp_take_py(PyObject *self, PyObject *args);
 PyObject *kp_gather_py(PyObject *self, PyObject *args);

@@ -31,7 +31,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__kernel(void)
 {
-    kp_kernel_init();
+    kp_zeros_init();
     kp_snappy_init();
     static const kp_capi_t capi = {KP_CAPI_VERSION, sizeof(rec_t), sizeof(sink_t),
                                    sizeof(kp_crc_t), kp_take, kp_sink_parse, kp_crc_parse,

@@ -70,6 +70,9 @@ _OUTPUTS = OutputPool()  # where the kernel writes uncompressed sets (reused mem
 ENCODE_CRC = "isal" if _kernel is not None and isal_zlib is not None and (
     _kernel.crc_engine_at(isal_crc_address(isal_zlib.__file__))
 ) else "libdeflate"
+# ... and, where the CPU has AVX-512 carry-less multiply, payloads of up to 2 KiB by the kernel's
+# four fold lanes instead (_frame.c: the same CRC-32s, several payloads at once)
+ENCODE_LANES = _kernel is not None and bool(_kernel.frame_lanes(-1))
 # gzip level when none is given, on both paths: 6, zlib's default and so Java's (what 0.7.2's
 # producer writes); libdeflate's 6 deflates about twice as fast as zlib's, for output about 1.5%
 # larger on JSON-like values (its 7 is no larger than zlib's 6, and slower: docs/writing.md)
@@ -213,26 +216,55 @@ def encode_message_sets_arrow(
     if level is not None:
         check_gzip_level(level)
     cuts = np.asarray(boundaries, dtype=np.int64)
-    n = len(values)
     if cuts.ndim != 1 or len(cuts) < 1:
         raise ValueError("boundaries must be a 1-D sequence of at least one row index")
-    if len(cuts) > 1 and bool((np.diff(cuts) < 0).any()):
-        raise ValueError("boundaries must be non-decreasing")
-    first, last = int(cuts[0]), int(cuts[-1])
-    if first < 0 or last > n:
-        raise ValueError(f"boundaries must lie within 0..{n}, got {first}..{last}")
+    if _kernel is not None:
+        try:
+            return _kernel_sets_of(values, cuts, magic, cid, level, crcs_out)
+        except (ValueError, MessageError):
+            _check_order(cuts)  # the kernel checks the order itself: it is raised first, as below
+            raise
+    _check_order(cuts)
+    first, last = _check_range(cuts, len(values))
     _check_crcs_out(crcs_out, last - first)
     rows = values.slice(first, last - first)
-    if _kernel is not None:
-        out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out,
-                                 pooled=True)
-        whole = out.data if isinstance(out, np.ndarray) else memoryview(out)
-        return [whole[a:b] for a, b in pairwise(ends.tolist())]
     framed, positions = _frame(rows, magic, first, crcs_out)
     at = positions[cuts - first].tolist()
     view = framed.data
     sets: list[bytes | memoryview] = [_wrap(view[a:b], cid, level) for a, b in pairwise(at)]
     return sets
+
+
+def _check_order(cuts: npt.NDArray[np.int64]) -> None:
+    if len(cuts) > 1 and bool((np.diff(cuts) < 0).any()):
+        raise ValueError("boundaries must be non-decreasing")
+
+
+def _check_range(cuts: npt.NDArray[np.int64], n: int) -> tuple[int, int]:
+    first, last = int(cuts[0]), int(cuts[-1])
+    if first < 0 or last > n:
+        raise ValueError(f"boundaries must lie within 0..{n}, got {first}..{last}")
+    return first, last
+
+
+def _kernel_sets_of(
+    values: pa.Array | pa.ChunkedArray,
+    cuts: npt.NDArray[np.int64],
+    magic: int,
+    cid: int,
+    level: int | None,
+    crcs_out: npt.NDArray[np.uint32] | None,
+) -> list[bytes | memoryview]:
+    """encode_message_sets_arrow's sets by the kernel, its checks but the cuts' order (the
+    kernel's own; the caller raises that error first, as the pure path does)."""
+    first, last = _check_range(cuts, len(values))
+    if last < first:
+        _check_order(cuts)
+    _check_crcs_out(crcs_out, last - first)
+    rows = values.slice(first, last - first)
+    out, ends = _kernel_sets(rows, cuts - first, first, magic, cid, level, crcs_out, pooled=True)
+    whole = out.data if isinstance(out, np.ndarray) else memoryview(out)
+    return [whole[a:b] for a, b in pairwise(ends.tolist())]
 
 
 def _check_crcs_out(crcs_out: npt.NDArray[np.uint32] | None, rows: int) -> None:
@@ -263,19 +295,21 @@ def _kernel_sets(
     raises them."""
     assert _kernel is not None
     _, offsets, data = _column(rows, base)
-    if len(offsets) > 1:
-        biggest = int(np.diff(offsets).max())
-        if biggest > _MAX_PAYLOAD[magic]:
-            raise _too_large(biggest)
     into = None
     if pooled and cid == CODEC_NONE:
         rows_in = int(cuts[-1] - cuts[0])
         size = int(offsets[cuts[-1]] - offsets[cuts[0]]) + rows_in * _HEADER_SIZE[magic]
         into = _OUTPUTS.take(size)
-    out, at = _kernel.encode_sets(
-        offsets, b"" if data is None else data, cuts, magic, cid,
-        GZIP_DEFAULT_LEVEL if level is None else level, crcs_out, into,
-    )
+    try:
+        out, at = _kernel.encode_sets(
+            offsets, b"" if data is None else data, cuts, magic, cid,
+            GZIP_DEFAULT_LEVEL if level is None else level, crcs_out, into,
+        )
+    except ValueError:  # the kernel checks each payload's size too: the typed error here
+        biggest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
+        if biggest > _MAX_PAYLOAD[magic]:
+            raise _too_large(biggest) from None
+        raise
     ends = np.frombuffer(at, dtype=np.int64)
     if cid != CODEC_NONE:
         payloads = np.diff(ends) - HEADER_V1_SIZE

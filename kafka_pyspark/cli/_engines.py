@@ -43,7 +43,8 @@ def codec_engines() -> list[tuple[str, str]]:
         ("decode snappy", snappy),
         ("CRC-32", crc_engine),
         ("encode", f"{_COMPILED} (_messages._encode: snappy our own, gzip libdeflate level "
-         f"{encode.GZIP_DEFAULT_LEVEL}, CRC-32 {encode.ENCODE_CRC})"
+         f"{encode.GZIP_DEFAULT_LEVEL}, CRC-32 {encode.ENCODE_CRC}"
+         f"{' and AVX-512 fold lanes' if encode.ENCODE_LANES else ''})"
          if encode.ENGINE == "kernel" else
          f"{_PURE} (gzip: zlib, snappy: {compression.SNAPPY_ENGINE or 'no library installed'})"),
         ("record batches v2 (.log)", f"{_engine(records.ENGINE == 'kernel')}"

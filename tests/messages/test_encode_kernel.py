@@ -17,7 +17,7 @@ from _encoded import assert_same_sets, decoded
 
 from kafka_pyspark._messages import compression, encode
 from kafka_pyspark._messages.encode import encode_message_sets_arrow
-from kafka_pyspark.errors import MessageError
+from kafka_pyspark.errors import MessageError, MessageTooLargeError
 
 pytestmark = pytest.mark.skipif(encode.ENGINE != "kernel", reason="the encode kernel is not built")
 
@@ -123,6 +123,52 @@ def test_errors_as_the_pure_path(monkeypatch: pytest.MonkeyPatch) -> None:
                 encode_message_sets_arrow(array, [1, 2, 4], compression="snappy")
             texts.append(str(info.value))
     assert texts[0] == texts[1] == "value at index 2 is null: a 0.7 message cannot be null"
+
+
+def _raised(pure: bool, monkeypatch: pytest.MonkeyPatch, array: pa.Array, cuts: list[int],
+            **kwargs: object) -> tuple[type, str]:
+    with monkeypatch.context() as m:
+        if pure:
+            _pure(m)
+        with pytest.raises((ValueError, MessageError)) as info:
+            encode_message_sets_arrow(array, cuts, **kwargs)  # type: ignore[arg-type]
+    return type(info.value), str(info.value)
+
+
+def test_several_faults_raise_the_pure_paths_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel path leaves the cuts' order and the payload sizes to the kernel's own checks:
+    whatever else is wrong too, the error is the one the pure path raises first."""
+    nulls = pa.array([b"a", None, b"c", b"d"])
+    fine = pa.array([b"a", b"b", b"c", b"d"])
+    cases: list[tuple[pa.Array, list[int], dict[str, object]]] = [
+        (nulls, [0, 3, 2, 4], {}),  # out of order, and a null
+        (nulls, [0, 1, 4], {}),  # a null only
+        (fine, [3, 1], {}),  # last before first
+        (fine, [0, 3, 2, 9], {}),  # out of order and out of range
+        (fine, [-1, 2], {}),  # out of range only
+        (fine, [0, 3, 2, 4], {"crcs_out": np.zeros(1, np.uint32)}),  # order, and crcs_out
+        (fine, [0, 2, 4], {"crcs_out": np.zeros(1, np.uint32)}),  # crcs_out only
+        (fine, [0, 3, 2, 4], {"compression": "snappy"}),
+    ]
+    for array, cuts, kwargs in cases:
+        assert _raised(False, monkeypatch, array, cuts, **kwargs) == _raised(
+            True, monkeypatch, array, cuts, **kwargs), cuts
+
+
+def test_a_payload_over_the_message_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value of 2^30 bytes (zero pages never touched): the kernel refuses it before reading
+    it, and the typed error is the pure path's, also when the cuts are out of order too."""
+    size = 1 << 30
+    data = pa.py_buffer(np.zeros(size + 2, np.uint8))
+    offsets = pa.py_buffer(np.array([0, 1, size + 1, size + 2], np.int32))
+    array = pa.Array.from_buffers(pa.binary(), 3, [None, offsets, data])
+    for cuts in ([0, 3], [0, 2, 1, 3]):
+        for magic in (0, 1):
+            got = _raised(False, monkeypatch, array, cuts, magic=magic)
+            assert got == _raised(True, monkeypatch, array, cuts, magic=magic)
+    assert _raised(False, monkeypatch, array, [0, 3]) == (
+        MessageTooLargeError, f"message payload of {size} bytes exceeds the {1 << 30}-byte "
+        "message bound")
 
 
 def _call(offs: list[int], data: bytes, cuts: list[int], magic: int = 1, codec: int = 0,
