@@ -72,11 +72,11 @@ typedef struct {
     int codec, level;
 } job_t;
 
-static inline size_t hsize(int magic) { return (size_t)header_size((uint8_t)magic); }
 
 static inline size_t inner_size(const job_t *j, Py_ssize_t lo, Py_ssize_t hi)
 {
-    return (size_t)(j->rows.offs[hi] - j->rows.offs[lo]) + (size_t)(hi - lo) * hsize(j->rows.magic);
+    const int64_t *offs = j->rows.offs;
+    return (size_t)(offs[hi] - offs[lo]) + (size_t)(hi - lo) * kp_head_size(j->rows.magic);
 }
 
 /* snappy-java's stream of inner[0..n) into dst (room: snappy_room(n)); its size */
@@ -163,7 +163,7 @@ static int check_job(const job_t *j, Py_ssize_t data_len, Py_ssize_t crcs_len)
         return PyErr_Format(PyExc_ValueError, "unknown codec %d", j->codec), -1;
     if (j->codec == CODEC_GZIP && (j->level < 0 || j->level > 12))
         return PyErr_Format(PyExc_ValueError, "gzip level %d is not 0-12", j->level), -1;
-    int64_t limit = MAX_MESSAGE_LENGTH - (int64_t)hsize(j->rows.magic) + 4;
+    int64_t limit = MAX_MESSAGE_LENGTH - (int64_t)kp_head_size(j->rows.magic) + 4;
     const int64_t *offs = j->rows.offs;
     for (Py_ssize_t i = 0; i <= j->n; i++) {
         if (offs[i] < 0 || offs[i] > data_len || (i && offs[i] < offs[i - 1]))

@@ -27,8 +27,6 @@ static kp_crc32_fn message_crc = deflate_crc;
 
 void kp_frame_set_crc(kp_crc32_fn fn) { message_crc = fn; }
 
-static inline size_t hsize(int magic) { return magic == 1 ? HEADER_V1_SIZE : HEADER_V0_SIZE; }
-
 /* row i at dst, its CRC by the per-payload function; its size */
 static inline size_t frame_row(const kp_rows_t *r, Py_ssize_t i, uint8_t *dst)
 {
@@ -64,6 +62,9 @@ static size_t frame_rows(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, uint8
 #define END_64 0xb8bc676500000000ULL   /* x^63 mod P */
 #define BARRETT_MU 0x1f7011641ULL      /* floor(x^64 / P), reflected in 33 bits */
 #define BARRETT_P 0x1db710641ULL       /* P, reflected in 33 bits */
+
+/* a folded payload's size indexes the zero-CRC table directly */
+typedef char lanes_within_zero_table[KP_LANE_MAX < KP_ZERO_TABLE ? 1 : -1];
 
 /* pshufb masks: SHIFT + r moves a block's first r bytes to its end, zeros before them */
 static const uint8_t SHIFT[32] = {
@@ -103,11 +104,11 @@ LANES static inline void finish(const kp_rows_t *r, lane_t *l, __m128i x)
     l->row++;
 }
 
-/* row `size` bytes at src: its first (partial) block, copied to dst, shifted to its end */
+/* a row of `size` bytes at src: its first `first` bytes (its partial block, 1-16 bytes),
+ * copied to dst and shifted to the block's end */
 LANES static inline __m128i first_block(const kp_rows_t *r, const uint8_t *src, size_t size,
-                                        uint8_t *dst)
+                                        size_t first, uint8_t *dst)
 {
-    size_t first = ((size - 1) & 15) + 1;
     __m128i v;
     if (size >= 16) {
         v = _mm_loadu_si128((const __m128i *)src);
@@ -136,10 +137,10 @@ LANES static inline int start(const kp_rows_t *r, lane_t *l, __m128i *x)
             continue;
         }
         l->head = l->out;
-        uint8_t *dst = l->out + hsize(r->magic);
+        uint8_t *dst = l->out + kp_head_size(r->magic);
         l->out = dst + size;
-        *x = first_block(r, src, size, dst);
         size_t first = ((size - 1) & 15) + 1;
+        *x = first_block(r, src, size, first, dst);
         if (first == size) {
             finish(r, l, *x);
             continue;
@@ -187,16 +188,18 @@ static lane_t lane_of(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, int i, u
     lane_t l = {0};
     l.row = lane_start(r, lo, hi, i);
     l.end = i + 1 < N_LANES ? lane_start(r, lo, hi, i + 1) : hi;
-    l.out = dst + (size_t)(r->offs[l.row] - r->offs[lo]) + (size_t)(l.row - lo) * hsize(r->magic);
+    size_t before = (size_t)(r->offs[l.row] - r->offs[lo]), rows = (size_t)(l.row - lo);
+    l.out = dst + before + rows * kp_head_size(r->magic);
     return l;
 }
 
 /* The four lanes' fold states are the four 128-bit parts of one 512-bit register, folded by one
  * pair of carry-less multiplies per step; a lane whose row ends hands its part over to finish
  * (and takes its next row's first block in) between steps. When one lane runs out of rows, the
- * others finish theirs one by one. Each lane's pointers of the step (src, stop, dst) are copied
- * into locals named per lane, so that they stay in registers (not written back at every step); a block goes to its source
- * address plus the row's distance to its copy (`to`), so only the source pointers move. */
+ * others finish theirs one by one. Each lane's pointers of the step are copied into locals
+ * named per lane, so that they stay in registers (not written back at every step); a block
+ * goes to its source address plus the row's distance to its copy (`to`), so only the source
+ * pointers move. */
 #define LANE_GO(i)                                                                              \
     lane_t l##i = lane_of(r, lo, hi, i, dst);                                                  \
     __m128i x##i = _mm_setzero_si128();                                                        \
@@ -205,7 +208,7 @@ static lane_t lane_of(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, int i, u
     ptrdiff_t to##i = l##i.dst - l##i.src
 #define LANE_LOAD(i)                                                                           \
     __m128i v##i = _mm_loadu_si128((const __m128i *)src##i);                                   \
-    _mm_storeu_si128((__m128i *)((uint8_t *)src##i + to##i), v##i);                                       \
+    _mm_storeu_si128((__m128i *)((uint8_t *)src##i + to##i), v##i);                           \
     src##i += 16
 #define LANE_TURN(i)                                                                           \
     if (src##i == stop##i) {                                                                   \
@@ -225,7 +228,8 @@ static lane_t lane_of(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, int i, u
 
 LANES static size_t frame_lanes(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, uint8_t *dst)
 {
-    const __m512i k = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)FOLD_LO, (long long)FOLD_HI));
+    const __m128i k1 = _mm_set_epi64x((long long)FOLD_LO, (long long)FOLD_HI);
+    const __m512i k = _mm512_broadcast_i32x4(k1);
     LANE_GO(0);
     LANE_GO(1);
     LANE_GO(2);
@@ -262,7 +266,7 @@ LANES static size_t frame_lanes(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi
         drain(r, &l2, x2);
     if (busy3)
         drain(r, &l3, x3);
-    return (size_t)(r->offs[hi] - r->offs[lo]) + (size_t)(hi - lo) * hsize(r->magic);
+    return (size_t)(r->offs[hi] - r->offs[lo]) + (size_t)(hi - lo) * kp_head_size(r->magic);
 }
 
 static int have_lanes, lanes_on;
@@ -270,9 +274,10 @@ static int have_lanes, lanes_on;
 void kp_frame_init(void)
 {
     __builtin_cpu_init();
-    have_lanes = lanes_on = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("ssse3") &&
-                            __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                            __builtin_cpu_supports("vpclmulqdq");
+    have_lanes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("ssse3") &&
+                 __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                 __builtin_cpu_supports("vpclmulqdq");
+    lanes_on = have_lanes;
 }
 #else
 #define HAVE_LANES 0

@@ -28,6 +28,8 @@ static inline void kp_put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+static inline size_t kp_head_size(int magic) { return (size_t)header_size((uint8_t)magic); }
+
 /* the header of a message of `size` payload bytes with CRC `crc` at p; its size */
 static inline size_t kp_header(uint8_t *p, int magic, int codec, size_t size, uint32_t crc)
 {
