@@ -5,8 +5,8 @@
  *
  * For rows [cuts[0], cuts[k]) of a column given as its offsets (int64, n + 1) and data buffer:
  * each row becomes one message, LENGTH | MAGIC | [ATTRIBUTES 0] | CRC32 | payload (magic 1 or
- * 0), its CRC32 also stored in `crcs` (when given, in row order); set j (rows cuts[j] to
- * cuts[j + 1]) is
+ * 0), framed by _frame.c (the CRC-32s by its fold lanes where the CPU has them), its CRC32 also
+ * stored in `crcs` (when given, in row order); set j (rows cuts[j] to cuts[j + 1]) is
  *   - codec none: its messages back to back, written straight into the output;
  *   - snappy: ONE magic-1 wrapper (ATTRIBUTES 2) whose payload is snappy-java's stream framing
  *     (8-byte magic 82 SNAPPY 00, int32 version 1, int32 compatible version 1, then per 32 KiB
@@ -17,14 +17,15 @@
  *     CRC32 and ISIZE little-endian;
  *   an empty set is zero bytes. Sets are written back to back into one bytes object; `ends`
  * (k + 1 int64) says where each one starts and ends, so Python hands out views of it (each set
- * is written once, and copied once more only into the request).
+ * is written once; the socket takes it from there).
  *
  * Nothing here trusts its arguments: offsets must not decrease and must lie in the data, cuts
  * must not decrease and lie in 0..n, a payload must fit one message; else ValueError (encode.py
- * checks all of that first and raises the typed errors; this is for a caller that did not).
- * The work runs without the GIL. The layout constants come from _kernel.h (exported, checked
- * at load against walk.KERNEL_CONSTANTS as the other modules' are); nothing else of _kernel's
- * is used.
+ * checks the rest first; for these two it runs its own checks, and raises the typed errors,
+ * only when this refuses). The work runs without the GIL. The layout constants come from
+ * _kernel.h (exported, checked at load against walk.KERNEL_CONSTANTS as the other modules'
+ * are), the zero-CRC table from _zeros.c (compiled into both); nothing else of _kernel's is
+ * used.
  */
 #include "_kernel.h" /* first: Python.h before the standard headers; the layout constants */
 
@@ -71,7 +72,6 @@ typedef struct {
     Py_ssize_t n, k;
     int codec, level;
 } job_t;
-
 
 static inline size_t inner_size(const job_t *j, Py_ssize_t lo, Py_ssize_t hi)
 {
