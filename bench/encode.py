@@ -13,6 +13,9 @@ cut into sets of ``SET_SIZE`` (the writer's default ``batch.size``), one core, n
     level, into a reused buffer (target: >= 85%).
 * ``encode.realistic.<codec>.pure``: the same on the pure-Python twin (the encoder before the
   compiled pass), interleaved with the rows above, against the same limit.
+* ``encode.realistic.<codec>.per_payload``: the compiled encoder with its CRC fold lanes off
+  (one CRC call per payload, what CPUs without AVX-512 carry-less multiply run), interleaved
+  too; only where the lanes run.
 * ``produce.realistic.<codec>``: encoding plus ``client.Producer`` (send every set, MULTIPRODUCE
   of the writer's request size, delivery barrier) to the sink broker of :mod:`bench.write`,
   against the same limit.
@@ -99,9 +102,24 @@ def _pure(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
+def _per_payload(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` run with the compiled encoder's fold lanes off (one CRC call per payload)."""
+    from kafka_pyspark._messages import encode
+
+    def run() -> Any:
+        assert encode._kernel is not None
+        encode._kernel.frame_lanes(0)
+        try:
+            return fn()
+        finally:
+            encode._kernel.frame_lanes(1)
+
+    return run
+
+
 def run(recorder: Recorder) -> None:
     from bench.write import Sink
-    from kafka_pyspark._messages.encode import ENGINE, encode_message_sets_arrow
+    from kafka_pyspark._messages.encode import ENCODE_LANES, ENGINE, encode_message_sets_arrow
     from kafka_pyspark._shared.defaults import MAX_MESSAGE_SIZE
     from kafka_pyspark._write.sizes import request_limit
     from kafka_pyspark.client import Producer
@@ -127,14 +145,21 @@ def run(recorder: Recorder) -> None:
                             prod.send(0, TOPIC, i & 1, data)
                     prod.flush()
 
-            best = best_times({"limit": bare[codec], "encode": encode, "pure": _pure(encode),
-                               "produce": produce}, repeat=REPEAT)
+            runs = {"limit": bare[codec], "encode": encode, "pure": _pure(encode),
+                    "produce": produce}
+            if ENCODE_LANES:
+                runs["per_payload"] = _per_payload(encode)
+            best = best_times(runs, repeat=REPEAT)
             rate = {k: ROWS / v for k, v in best.items()}
             recorder.record(f"encode.realistic.{codec}", rate["encode"], "rows/s",
                             limit=rate["limit"], target=TARGETS[codec],
                             note=f"encoder engine: {ENGINE}")
             recorder.record(f"encode.realistic.{codec}.pure", rate["pure"], "rows/s",
                             limit=rate["limit"], note="the pure-Python twin, same run")
+            if ENCODE_LANES:
+                recorder.record(f"encode.realistic.{codec}.per_payload", rate["per_payload"],
+                                "rows/s", limit=rate["limit"],
+                                note="the fold lanes off: one CRC call per payload, same run")
             recorder.record(f"produce.realistic.{codec}", rate["produce"], "rows/s",
                             limit=rate["limit"], note="encode + Producer to the sink broker")
 
