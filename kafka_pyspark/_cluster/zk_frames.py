@@ -172,7 +172,8 @@ def multi_error(body: bytes) -> int:
                                  f"{len(body)} bytes")
             pos += LENGTH.size + n
         elif op != OP_DELETE:
-            raise FrameError(f"a multi answer holds an operation of type {op} at {pos - 9}")
+            raise FrameError(f"a multi answer holds an operation of type {op} at "
+                             f"{pos - _MULTI_HEADER.size}")
 
 
 def close_request(xid: int) -> bytes:

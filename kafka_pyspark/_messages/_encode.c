@@ -54,7 +54,7 @@ static inline void put_le32(uint8_t *p, uint32_t v)
 }
 
 /* crc_engine_at(address) -> bool: whether the function at address is a usable CRC-32
- * (kp_crc_fn_at); if so, it computes the messages' CRCs from now on. */
+ * (kp_crc_fn_at); if so, it computes the CRCs _frame.c takes per payload from now on. */
 static PyObject *crc_engine_at(PyObject *self, PyObject *arg)
 {
     kp_crc32_fn fn;

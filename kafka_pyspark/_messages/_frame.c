@@ -49,6 +49,9 @@ static size_t frame_rows(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi, uint8
     return (size_t)(op - dst);
 }
 
+/* whether the CPU has the lanes (kp_frame_init); whether they are used (kp_frame_lanes) */
+static int have_lanes, lanes_on;
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_LANES 1
 #include <immintrin.h>
@@ -269,8 +272,6 @@ LANES static size_t frame_lanes(const kp_rows_t *r, Py_ssize_t lo, Py_ssize_t hi
     return (size_t)(r->offs[hi] - r->offs[lo]) + (size_t)(hi - lo) * kp_head_size(r->magic);
 }
 
-static int have_lanes, lanes_on;
-
 void kp_frame_init(void)
 {
     __builtin_cpu_init();
@@ -281,7 +282,6 @@ void kp_frame_init(void)
 }
 #else
 #define HAVE_LANES 0
-static int have_lanes, lanes_on;
 void kp_frame_init(void) {}
 #endif
 

@@ -230,11 +230,13 @@ class ZkStore:
         #: when a request that ZooKeeper answered on the lock's session was sent (_fence_clock)
         self._alive_at = float("-inf")
         self._lease = min(copts.zk_session_timeout_ms / 3000.0, FENCE_LEASE_MAX_S)
+        # the records' ACL, as kazoo takes it and as the line writes it
         self._acl: Any = None
+        self._line_acl: tuple[Acl, ...] = OPEN_ACL
         if self._zk.has_auth:
             from kazoo.security import CREATOR_ALL_ACL
 
-            self._acl = CREATOR_ALL_ACL
+            self._acl, self._line_acl = CREATOR_ALL_ACL, CREATOR_ALL
 
     def __repr__(self) -> str:
         return f"ZkStore({self._zk.zk_connect!r}, {self.root!r})"
@@ -356,7 +358,7 @@ class ZkStore:
         line cannot carry it (:class:`_LineRecording`)."""
         path = f"{self._base(ident)}/{intent_name(index)}"
         try:
-            pending = _line(self._copts).start_create(path, data, self._line_acl())
+            pending = _line(self._copts).start_create(path, data, self._line_acl)
         except LineError:
             return self._kazoo_intent(path, data)
         return _LineRecording(pending, lambda: self._kazoo_intent(path, data))
@@ -398,15 +400,12 @@ class ZkStore:
         finds a ``done`` the line wrote before failing."""
         if not self._zk.has_multi():
             return False
-        acl = self._line_acl()
+        acl = self._line_acl
         try:
             return _line(self._copts).start_multi(
                 [(done_path, lambda p: create_op(p, done, acl)), (lock, delete_op)])() == 0
         except LineError:
             return False
-
-    def _line_acl(self) -> tuple[Acl, ...]:
-        return CREATOR_ALL if self._zk.has_auth else OPEN_ACL
 
     def prepare(self, sink: str, batch: int) -> None:
         """Make ``batch``'s node ahead of its tasks (the driver, at the commit of the batch
