@@ -369,7 +369,7 @@ def _null_source() -> Any:
             # collection after each task is as cheap here (the ratio is about our work)
             from kafka_pyspark._spark import worker_gc
 
-            worker_gc.settle()
+            worker_gc.settle(writing=True)
             n = 0
             for batch in iterator:
                 n += batch.num_rows

@@ -128,3 +128,53 @@ def test_the_write_entry_points_freeze_as_the_read_ones(env: dict[str, str]) -> 
         assert first > 10_000 and second == first  # once per process: not again
     else:
         assert first == second == 0
+
+
+_AFTER_SCRIPT = """
+import gc, importlib.machinery, json, os, pickle, struct, sys, tempfile
+sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.types import BinaryType, StructField, StructType
+from kafka_pyspark._spark.read.batch import Kafka07BatchReader
+from kafka_pyspark._spark.schema import READ_SCHEMA
+from kafka_pyspark._spark.write.faces import Kafka07BatchWriter
+from kafka_pyspark.testing.broker import EmbeddedBroker
+
+schema = StructType([StructField("value", BinaryType())])
+left = []
+with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
+    if os.environ.get("READ_FIRST"):
+        reader = Kafka07BatchReader({"broker.list": broker.broker_list_entry, "subscribe": "t"},
+                                    READ_SCHEMA)
+        sum(b.num_rows for b in reader.read(InputPartition(0)))
+        gc.collect()  # Spark's, after the task
+    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
+            "delivery.guarantee": "at-least-once"}
+    writer = Kafka07BatchWriter(opts, schema, False)  # made on the driver
+    for _ in range(2):
+        # as Spark's Arrow stream gives them (pa.array() would import pandas before the task)
+        offsets, data = pa.py_buffer(struct.pack("<11i", *range(11))), pa.py_buffer(b"v" * 10)
+        rows = pa.RecordBatch.from_arrays(
+            [pa.Array.from_buffers(pa.binary(), 10, [None, offsets, data])], names=["value"])
+        message = writer.write(iter([rows]))  # the task
+        pa.array([pickle.dumps(message)])  # pyspark's write wrapper, after write() returns
+        gc.collect()  # Spark's, after the task
+        left.append(len(gc.get_objects()))
+print(json.dumps({"left": left, "pandas": "pandas" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["write-first", "read-then-write"])
+def test_spark_collection_after_a_write_task_walks_only_that_task(read_first: bool) -> None:
+    """After a write task, pyspark hands the commit message back as ``pa.array([pickled])``,
+    whose first call imports pandas through pyarrow: those modules are frozen with the rest
+    (at the write task's start, or again after a read task froze first), so Spark's collection
+    after each task walks a few hundred objects, not the 34,000 of pandas' modules."""
+    env = {**os.environ, REUSE_ENV: "1", **({"READ_FIRST": "1"} if read_first else {})}
+    env.pop(FREEZE_ENV, None)
+    done = subprocess.run([sys.executable, "-c", _AFTER_SCRIPT], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(done.stdout)
+    assert got["pandas"]  # a dependency: pyarrow's array() imported it, as in Spark
+    assert all(n < 2_000 for n in got["left"]), got["left"]

@@ -152,7 +152,7 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         _prepare(self.plan, self.job)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        worker_gc.settle()
+        worker_gc.settle(writing=True)
         ident = spark_identity(self.job)
         if ident is None:
             _identity_missing(self.plan)
@@ -185,7 +185,7 @@ class Kafka07StreamWriter(StreamArrowWriter):
         self.plan = build_plan(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Kafka07CommitMessage:
-        worker_gc.settle()
+        worker_gc.settle(writing=True)
         ident = spark_identity(None)
         if ident is None:
             _identity_missing(self.plan)
