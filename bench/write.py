@@ -365,8 +365,8 @@ def _null_source() -> Any:
 
     class NullWriter(DataSourceArrowWriter):
         def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-            # as kafka07's writer does: a reused worker's heap frozen once, so Spark's
-            # collection after each task is as cheap here (the ratio is about our work)
+            # as kafka07's writer does: a reused worker's heap frozen, so Spark's collection
+            # after each task is as cheap here (the ratio is about our work)
             from kafka_pyspark._spark import worker_gc
 
             worker_gc.settle(writing=True)
@@ -375,12 +375,20 @@ def _null_source() -> Any:
                 n += batch.num_rows
             return WriterCommitMessage()
 
+        def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
+
     class NullSink(DataSource):
         @classmethod
         def name(cls) -> str:
             return "bench_null"
 
         def writer(self, schema: Any, overwrite: bool) -> NullWriter:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
             return NullWriter()
 
     return NullSink

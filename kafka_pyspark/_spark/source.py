@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from kafka_pyspark._spark import worker_gc
 from kafka_pyspark._spark.schema import READ_SCHEMA, SEGMENT_READ_SCHEMA
 
 if TYPE_CHECKING:
@@ -19,13 +20,18 @@ if TYPE_CHECKING:
 
 
 class Kafka07DataSource(DataSource):
-    """Read from and write to Apache Kafka 0.7 (``spark.read.format("kafka07")``)."""
+    """Read from and write to Apache Kafka 0.7 (``spark.read.format("kafka07")``).
+
+    Spark calls these methods in its Python workers (on the driver's side: planning a read or
+    a write), which it reuses and collects after every call: each settles the worker's heap
+    first (:func:`~kafka_pyspark._spark.worker_gc.settle`)."""
 
     @classmethod
     def name(cls) -> str:
         return "kafka07"
 
     def schema(self) -> StructType:
+        worker_gc.settle()
         # Spark calls schema() at load() for spark.read and spark.readStream (never for
         # writes): check the read options here so a bad one fails at load(), not at the action.
         from kafka_pyspark._options import validate_read_options
@@ -40,6 +46,7 @@ class Kafka07DataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        worker_gc.settle()
         from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark._spark.read.batch import Kafka07BatchReader
@@ -52,6 +59,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07BatchReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        worker_gc.settle()
         from kafka_pyspark._options.segment_path import has_path
         from kafka_pyspark.errors import OptionError
 
@@ -69,6 +77,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07StreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        worker_gc.settle()
         from kafka_pyspark._options.catalog_table import refuse_catalog_table
         from kafka_pyspark._spark.write import Kafka07BatchWriter
 
@@ -76,6 +85,7 @@ class Kafka07DataSource(DataSource):
         return Kafka07BatchWriter(dict(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        worker_gc.settle()
         from kafka_pyspark._spark.write import Kafka07StreamWriter
 
         return Kafka07StreamWriter(dict(self.options), schema, overwrite)

@@ -13,26 +13,29 @@ object the worker holds, mostly the modules of pyspark, pyarrow, numpy and this 
 its cost per task does not shrink with the task: for a stream's small micro-batches it can
 exceed the read itself (figures: docs/running.md).
 
-:func:`settle` freezes the worker's heap (``gc.freeze()``) at its first kafka07 read task and at
-its first kafka07 write task, once each per worker process (so at most twice): what is alive then
-(the imports, and the objects of that task) moves to the permanent generation, which
-collections skip, so Spark's per-task collection only traverses what was created since. A write
-task first makes the call pyspark's write wrapper makes after ``write()`` returns: the commit
-message goes back to the JVM as ``pa.array([pickled])``, and pyarrow's ``array()`` imports pandas
-(a dependency of pyspark's SQL workers) on its first call. Made after the freeze, that import
-left about 350 modules and 34,000 objects (pandas, dateutil, numpy.ma) outside it, and Spark's
-collection after every later write task took 10-65 ms instead of under 1 ms. A worker whose
-first task was a read freezes again at its first write task only if something was imported
-since. Why that is safe for other code in the worker:
+:func:`settle` freezes the worker's heap (``gc.freeze()``) at kafka07's entry points in a reused
+worker whenever modules were imported since its last freeze, so in practice once or a few times
+per worker process (its first read task, its first write task, the first call of each kind of
+the driver side's, which Spark runs in its Python workers too: creating the reader or the
+writer, committing a write): what is alive then (the imports, and the objects of that call)
+moves to the permanent generation, which collections skip, so Spark's per-task collection only
+traverses what was created since. A write task first makes the call pyspark's write wrapper
+makes after ``write()`` returns: the commit message goes back to the JVM as
+``pa.array([pickled])``, and pyarrow's ``array()`` imports pandas (a dependency of pyspark's SQL
+workers) on its first call. Made after the freeze, that import left about 350 modules and 34,000
+objects (pandas, dateutil, numpy.ma) outside it, and Spark's collection after every later write
+task took 10-65 ms instead of under 1 ms; the driver side's workers, never frozen, took 18-57 ms
+after each call (two per ``save()``). Why that is safe for other code in the worker:
 
 - nothing else changes: thresholds, ``gc.isenabled()`` and callbacks stay as they are, and
   objects created later (every later task's, any user code's) are collected as before;
 - frozen objects are still freed by reference counting; what a freeze keeps is only cyclic
   garbage made of objects that were alive at that moment. Module objects are never garbage; the
-  first task's own cycles (a few small objects) stay for the worker's lifetime, and a second
-  freeze (a read, then a write) keeps what was alive at that write task's start (what Spark's
-  collection after the last task left: long-lived objects): at most twice per worker process,
-  never per task, so memory stays bounded;
+  first call's own cycles (a few small objects) stay for the worker's lifetime, and a later
+  freeze keeps what was alive at that call's start (what Spark's collection after the last task
+  left: long-lived objects, and that call's own): only when something was imported since the
+  last freeze, which a process does for a few kinds of call, never per task, so memory stays
+  bounded;
 - only in a worker Spark reuses (``SPARK_REUSE_WORKER`` set, the daemon's own condition for
   that collection) *and* that Spark's daemon forked (``__main__`` is ``pyspark.daemon``); a
   one-task worker, the driver or any other process is left alone. A worker Spark starts on
@@ -43,7 +46,7 @@ since. Why that is safe for other code in the worker:
   unexpectedly (crashed)" on every read. The daemon's forked workers flush explicitly.
 
 ``KAFKA_PYSPARK_GC_FREEZE=0`` in the executors' environment
-(``spark.executorEnv.KAFKA_PYSPARK_GC_FREEZE``) turns it off.
+(``spark.executorEnv.KAFKA_PYSPARK_GC_FREEZE``) and the driver's turns it off.
 """
 
 from __future__ import annotations
@@ -58,21 +61,16 @@ FREEZE_ENV = "KAFKA_PYSPARK_GC_FREEZE"
 REUSE_ENV = "SPARK_REUSE_WORKER"  # set by Spark for a reused worker (pyspark/daemon.py)
 DAEMON_MODULE = "pyspark.daemon"  # the __main__ of Spark's daemon and of the workers it forks
 
-READ, WRITE = "read", "write"
-_settled: set[str] = set()  # the kinds of task this process has settled for
 _modules_at_freeze = 0  # len(sys.modules) when this process last froze its heap
 
 
 def settle(*, writing: bool = False) -> None:
-    """Freeze the worker's heap once per process for reads and once for writes, in a reused
-    Spark worker (module docstring). The executor entry points call it: the readers' ``read``
-    before returning their generator, the writers' ``write`` (``writing=True``) before the
-    task's first row."""
+    """Freeze the worker's heap, in a reused Spark worker, if modules were imported since it
+    last froze (module docstring). Called at kafka07's entry points in Spark's Python workers:
+    the readers' ``read`` before returning their generator, the writers' ``write``
+    (``writing=True``) before the task's first row, and the driver side's calls (the data
+    source's methods, the writers' commit and abort), which Spark also runs in them."""
     global _modules_at_freeze
-    kind = WRITE if writing else READ
-    if kind in _settled:
-        return
-    _settled.update((READ, WRITE) if writing else (READ,))
     if not os.environ.get(REUSE_ENV) or os.environ.get(FREEZE_ENV, "1") == "0":
         return
     if not forked_by_daemon():
@@ -82,7 +80,7 @@ def settle(*, writing: bool = False) -> None:
     if writing:
         _as_the_commit_step_does()
     if len(sys.modules) == _modules_at_freeze:
-        return  # frozen at a read task, and nothing imported since
+        return  # nothing imported since the last freeze: what a freeze would add is a task's
     _modules_at_freeze = len(sys.modules)
     gc.freeze()
 

@@ -178,3 +178,38 @@ def test_spark_collection_after_a_write_task_walks_only_that_task(read_first: bo
     got = json.loads(done.stdout)
     assert got["pandas"]  # a dependency: pyarrow's array() imported it, as in Spark
     assert all(n < 2_000 for n in got["left"]), got["left"]
+
+
+_PLANNER_SCRIPT = """
+import gc, importlib.machinery, json, pickle, sys, tempfile
+sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
+from pyspark.sql.types import BinaryType, StructField, StructType
+from kafka_pyspark._spark.source import Kafka07DataSource
+from kafka_pyspark.testing.broker import EmbeddedBroker
+
+schema = StructType([StructField("value", BinaryType())])
+left = []
+with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
+    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
+            "delivery.guarantee": "at-least-once"}
+    for _ in range(2):  # two save()s planned in one reused worker
+        writer = pickle.loads(pickle.dumps(Kafka07DataSource(dict(opts)).writer(schema, False)))
+        writer.commit([])  # (Spark commits in another call, in a worker like this one)
+        del writer
+        gc.collect()  # Spark's, after the call
+        left.append(len(gc.get_objects()))
+print(json.dumps({"left": left, "frozen": gc.get_freeze_count()}))
+"""
+
+
+def test_the_driver_sides_calls_settle_the_worker_spark_runs_them_in() -> None:
+    """Spark runs the data source's planning calls (here ``writer()``, then the writer's
+    ``commit``) in reused Python workers too, and collects after each: frozen like an
+    executor's, the collection walks a few hundred objects, not the 40,000 of the imports."""
+    env = {**os.environ, REUSE_ENV: "1"}
+    env.pop(FREEZE_ENV, None)
+    done = subprocess.run([sys.executable, "-c", _PLANNER_SCRIPT], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(done.stdout)
+    assert got["frozen"] > 10_000
+    assert all(n < 2_000 for n in got["left"]), got["left"]

@@ -160,12 +160,14 @@ class Kafka07BatchWriter(DataSourceArrowWriter):
         return Kafka07CommitMessage.of(report)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        worker_gc.settle()  # Spark runs it in a reused Python worker too
         fault_point("before-commit")
         _forget(self.plan, messages, None, also=self.job)
         commit_job(messages, "write")
         fault_point("during-commit")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        worker_gc.settle()  # Spark runs it in a reused Python worker too
         _forget(self.plan, messages, None, also=self.job)
         abort_job(messages, "write")
 
@@ -193,6 +195,7 @@ class Kafka07StreamWriter(StreamArrowWriter):
         return Kafka07CommitMessage.of(report)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        worker_gc.settle()  # Spark runs it in a reused Python worker too
         # Records of earlier micro-batches go; this one's stay: a driver killed after this
         # commit and before Spark's commit log runs the micro-batch again, and its "done"
         # records make that a no-op. abort keeps everything for the re-run.
@@ -202,5 +205,6 @@ class Kafka07StreamWriter(StreamArrowWriter):
         fault_point("during-commit")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        worker_gc.settle()  # Spark runs it in a reused Python worker too
         abort_job(messages, f"micro-batch {batchId}",
                   exactly_once=self.plan.options.delivery.exactly_once)
