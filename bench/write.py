@@ -36,6 +36,12 @@ What is measured, all in this run, on this machine:
   configuration against the null writer's save of that round), median over the rounds. The
   best-of ratios take each side's best moment, and the machine's speed drifts over minutes; the
   paired median moves less from run to run.
+* ``...cost_vs_null.paired`` (none, snappy): per round, the null writer's busy CPU per row over
+  this codec's, both without the CPU of the JVM's JIT compiler threads, median over the rounds.
+  The compiler keeps compiling Spark's code well after the warm-up (40-320 ms of CPU in a save
+  of 2,000,000 rows, 20-160 ns per row, in whichever save it happens to run), which moves the
+  rate ratios by several points either way; what each row costs without it is the steadier
+  figure. ``write.spark.jit_cpu_per_row`` is the compiler's median share.
 
 The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
 sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,
@@ -415,15 +421,43 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def jit_cpu_seconds(spark: Any) -> float:
+    """CPU seconds the session's JVM has spent compiling (its C1/C2 compiler threads), from
+    ``/proc``; NaN where unknown (not Linux, or a JVM this process did not start)."""
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    pid = getattr(proc, "pid", None)
+    if pid is None:
+        return float("nan")
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+                if "Compiler" in stat[stat.index("(") + 1:stat.rindex(")")]:
+                    fields = stat.rsplit(")", 1)[1].split()
+                    total += int(fields[11]) + int(fields[12])
+    except OSError:
+        return float("nan")
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class SparkRun:
     """One ``save()``: rows/s (wall time, job overhead included), the machine's busy CPU
-    nanoseconds per row, the busy share of the 2 cores, the sink broker's CPU ns per row."""
+    nanoseconds per row, the busy share of the 2 cores, the sink broker's CPU ns per row, and
+    the JVM's JIT compiler's CPU ns per row (part of the busy CPU)."""
 
     rate: float
     cpu_ns: float
     util: float
     sink_ns: float
+    jit_ns: float = float("nan")
+
+    @property
+    def cost_ns(self) -> float:
+        """Busy CPU per row without the JIT compiler's (which compiles Spark's code in some
+        saves and not in others, whichever writer runs them)."""
+        return self.cpu_ns - self.jit_ns
 
 
 def spark_write_once(spark: Any, n: int, fmt: str, options: dict[str, str],
@@ -435,12 +469,14 @@ def spark_write_once(spark: Any, n: int, fmt: str, options: dict[str, str],
         w = w.option(k, v)
     cpu = busy_cpu_seconds()
     sink = process_cpu_seconds(sink_pid) if sink_pid else 0.0
+    jit = jit_cpu_seconds(spark)
     start = time.perf_counter()
     w.save()
     wall = time.perf_counter() - start
     busy = busy_cpu_seconds() - cpu
     sink = (process_cpu_seconds(sink_pid) if sink_pid else 0.0) - sink
-    return SparkRun(n / wall, busy / n * 1e9, busy / wall / 2, sink / n * 1e9)
+    jit = jit_cpu_seconds(spark) - jit
+    return SparkRun(n / wall, busy / n * 1e9, busy / wall / 2, sink / n * 1e9, jit / n * 1e9)
 
 
 def run(recorder: Recorder) -> None:
@@ -495,6 +531,11 @@ def run(recorder: Recorder) -> None:
             if name != "null":
                 recorder.record(f"write.spark.{name}.sink_cpu_per_row", run.sink_ns, "ns",
                                 note="of that, the sink broker's (on a cluster: another machine)")
+        recorder.record(
+            "write.spark.jit_cpu_per_row",
+            statistics.median(r.jit_ns for runs in rounds.values() for r in runs), "ns",
+            note="the JVM's JIT compiler's CPU per row, median of every save (part of the busy "
+            "CPU above; it compiles in some saves and not in others, whichever writer runs)")
         for codec in ("none", "snappy"):
             recorder.record(
                 f"write.spark.{codec}", best[codec].rate, "rows/s", limit=bare[codec],
@@ -511,6 +552,15 @@ def run(recorder: Recorder) -> None:
                     r.rate / n.rate for r, n in zip(rounds[codec], rounds["null"], strict=True)),
                 "%", note=f"median over {SPARK_ROUNDS} rounds of this codec's rate / the null "
                 "writer's in the same round (less exposed to the machine's speed drifting)",
+            )
+            recorder.record(
+                f"write.spark.{codec}.cost_vs_null.paired",
+                100 * statistics.median(
+                    n.cost_ns / r.cost_ns
+                    for r, n in zip(rounds[codec], rounds["null"], strict=True)),
+                "%", note=f"median over {SPARK_ROUNDS} rounds of the null writer's busy CPU per "
+                "row / this codec's, both without the JIT compiler's: with both cores busy, the "
+                "rate ratio this costs allow",
             )
             recorder.record(f"write.send.{codec}.cpu_per_row", send_cpu[codec] * 1e9, "ns",
                             note="handing the encoded sets to the sink on loopback: producer, "
