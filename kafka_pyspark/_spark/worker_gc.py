@@ -38,7 +38,8 @@ after each call (two per ``save()``). Why that is safe for other code in the wor
   bounded;
 - only in a worker Spark reuses (``SPARK_REUSE_WORKER`` set, the daemon's own condition for
   that collection) *and* that Spark's daemon forked (``__main__`` is ``pyspark.daemon``); a
-  one-task worker, the driver or any other process is left alone. A worker Spark starts on
+  one-task worker, the driver's own Python process (the user's program) or any other process
+  is left alone. A worker Spark starts on
   its own (``spark.python.use.daemon=false``) is not frozen: in Spark 4.0 such a worker ends by
   returning from ``pyspark.worker``'s main with its last answers still in its socket file's
   buffer, which only the file's finalization at exit writes, and a frozen (cyclic) file is never
@@ -80,7 +81,7 @@ def settle(*, writing: bool = False) -> None:
     if writing:
         _as_the_commit_step_does()
     if len(sys.modules) == _modules_at_freeze:
-        return  # nothing imported since the last freeze: what a freeze would add is a task's
+        return  # nothing imported since the last freeze (one now would hold this call's own)
     _modules_at_freeze = len(sys.modules)
     gc.freeze()
 

@@ -1,5 +1,6 @@
-"""The executor read entry point freezes the worker's heap once, in reused Spark workers only
-(:mod:`kafka_pyspark._spark.worker_gc`), and leaves the collector otherwise as it was.
+"""kafka07's entry points freeze the worker's heap in reused Spark workers only, when modules
+were imported since the last freeze (:mod:`kafka_pyspark._spark.worker_gc`), and leave the
+collector otherwise as it was.
 
 Each case runs in a Python process of its own (a freeze lasts for the process), as Spark's
 worker would: the reader's ``read`` on Spark's placeholder partition (it reads nothing).
