@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -52,16 +53,17 @@ print(json.dumps({
 """
 
 
-def _run(env: dict[str, str]) -> dict[str, object]:
+def _run(script: str, env: dict[str, str]) -> Any:
+    """``script`` in a Python process of its own (this environment without the worker
+    variables, then ``env``): what it printed, as JSON."""
     base = {k: v for k, v in os.environ.items() if k not in (REUSE_ENV, FREEZE_ENV)}
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env={**base, **env},
+    done = subprocess.run([sys.executable, "-c", script], env={**base, **env},
                           capture_output=True, text=True, timeout=60, check=True)
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
+    return json.loads(done.stdout)
 
 
 def test_a_reused_worker_freezes_once_at_its_first_read() -> None:
-    got = _run({REUSE_ENV: "1", "AS_DAEMON_CHILD": "1"})
+    got = _run(_SCRIPT, {REUSE_ENV: "1", "AS_DAEMON_CHILD": "1"})
     first = got.pop("first")
     assert isinstance(first, int) and first > 10_000  # pyspark's and pyarrow's modules
     assert got == {
@@ -86,7 +88,7 @@ def test_a_reused_worker_freezes_once_at_its_first_read() -> None:
     ids=["not-reused", "reuse-empty", "opted-out", "not-forked-by-the-daemon"],
 )
 def test_no_freeze_outside_a_reused_worker_or_when_opted_out(env: dict[str, str]) -> None:
-    assert _run(env) == {
+    assert _run(_SCRIPT, env) == {
         "rows": 0, "first": 0, "second": 0, "state_kept": True,
         "before_collected": True, "after_collected": True,
     }
@@ -118,15 +120,12 @@ print(json.dumps(counts))
 @pytest.mark.parametrize("env", [{REUSE_ENV: "1", "AS_DAEMON_CHILD": "1"}, {REUSE_ENV: "1"}],
                          ids=["reused-daemon-worker", "not-forked-by-the-daemon"])
 def test_the_write_entry_points_freeze_as_the_read_ones(env: dict[str, str]) -> None:
-    """A write task in a reused worker freezes once (exactly-once windows outlive young
+    """A write task in a reused worker freezes (exactly-once windows outlive young
     collections, so full collections run during writes); elsewhere nothing changes."""
-    base = {k: v for k, v in os.environ.items() if k not in (REUSE_ENV, FREEZE_ENV)}
-    done = subprocess.run([sys.executable, "-c", _WRITE_SCRIPT], env={**base, **env},
-                          capture_output=True, text=True, timeout=60, check=True)
-    before, first, second = json.loads(done.stdout)  # frozen objects before, after each write
+    before, first, second = _run(_WRITE_SCRIPT, env)  # frozen objects before, after each write
     assert before == 0
     if "AS_DAEMON_CHILD" in env:
-        assert first > 10_000 and second == first  # once per process: not again
+        assert first > 10_000 and second == first  # nothing imported since: not again
     else:
         assert first == second == 0
 
@@ -172,11 +171,7 @@ def test_spark_collection_after_a_write_task_walks_only_that_task(read_first: bo
     whose first call imports pandas through pyarrow: those modules are frozen with the rest
     (at the write task's start, or again after a read task froze first), so Spark's collection
     after each task walks a few hundred objects, not the 34,000 of pandas' modules."""
-    env = {**os.environ, REUSE_ENV: "1", **({"READ_FIRST": "1"} if read_first else {})}
-    env.pop(FREEZE_ENV, None)
-    done = subprocess.run([sys.executable, "-c", _AFTER_SCRIPT], env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(done.stdout)
+    got = _run(_AFTER_SCRIPT, {REUSE_ENV: "1", **({"READ_FIRST": "1"} if read_first else {})})
     assert got["pandas"]  # a dependency: pyarrow's array() imported it, as in Spark
     assert all(n < 2_000 for n in got["left"]), got["left"]
 
@@ -207,10 +202,6 @@ def test_the_driver_sides_calls_settle_the_worker_spark_runs_them_in() -> None:
     """Spark runs the data source's planning calls (here ``writer()``, then the writer's
     ``commit``) in reused Python workers too, and collects after each: frozen like an
     executor's, the collection walks a few hundred objects, not the 40,000 of the imports."""
-    env = {**os.environ, REUSE_ENV: "1"}
-    env.pop(FREEZE_ENV, None)
-    done = subprocess.run([sys.executable, "-c", _PLANNER_SCRIPT], env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(done.stdout)
+    got = _run(_PLANNER_SCRIPT, {REUSE_ENV: "1"})
     assert got["frozen"] > 10_000
     assert all(n < 2_000 for n in got["left"]), got["left"]
