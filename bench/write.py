@@ -38,10 +38,10 @@ What is measured, all in this run, on this machine:
   paired median moves less from run to run.
 * ``...cost_vs_null.paired`` (none, snappy): per round, the null writer's busy CPU per row over
   this codec's, both without the CPU of the JVM's JIT compiler threads, median over the rounds.
-  The compiler keeps compiling Spark's code well after the warm-up (40-320 ms of CPU in a save
-  of 2,000,000 rows, 20-160 ns per row, in whichever save it happens to run), which moves the
-  rate ratios by several points either way; what each row costs without it is the steadier
-  figure. ``write.spark.jit_cpu_per_row`` is the compiler's median share.
+  The compiler keeps compiling Spark's code well after the warm-up, in whichever save it
+  happens to run, which moves the rate ratios either way (docs/writing.md, "Performance"); what
+  each row costs without it is the steadier figure. ``write.spark.jit_cpu_per_row`` is the
+  compiler's median share.
 
 The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
 sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,

@@ -22,10 +22,9 @@ moves to the permanent generation, which collections skip, so Spark's per-task c
 traverses what was created since. A write task first makes the call pyspark's write wrapper
 makes after ``write()`` returns: the commit message goes back to the JVM as
 ``pa.array([pickled])``, and pyarrow's ``array()`` imports pandas (a dependency of pyspark's SQL
-workers) on its first call. Made after the freeze, that import left about 350 modules and 34,000
-objects (pandas, dateutil, numpy.ma) outside it, and Spark's collection after every later write
-task took 10-65 ms instead of under 1 ms; the driver side's workers, never frozen, took 18-57 ms
-after each call (two per ``save()``). Why that is safe for other code in the worker:
+workers) on its first call: made after the freeze, that import would leave pandas' modules
+outside it, for Spark's collection to walk after every later write task (figures:
+docs/running.md). Why that is safe for other code in the worker:
 
 - nothing else changes: thresholds, ``gc.isenabled()`` and callbacks stay as they are, and
   objects created later (every later task's, any user code's) are collected as before;

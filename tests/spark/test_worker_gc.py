@@ -170,7 +170,7 @@ def test_spark_collection_after_a_write_task_walks_only_that_task(read_first: bo
     """After a write task, pyspark hands the commit message back as ``pa.array([pickled])``,
     whose first call imports pandas through pyarrow: those modules are frozen with the rest
     (at the write task's start, or again after a read task froze first), so Spark's collection
-    after each task walks a few hundred objects, not the 34,000 of pandas' modules."""
+    after each task walks a few hundred objects, not pandas' modules."""
     got = _run(_AFTER_SCRIPT, {REUSE_ENV: "1", **({"READ_FIRST": "1"} if read_first else {})})
     assert got["pandas"]  # a dependency: pyarrow's array() imported it, as in Spark
     assert all(n < 2_000 for n in got["left"]), got["left"]
@@ -201,7 +201,7 @@ print(json.dumps({"left": left, "frozen": gc.get_freeze_count()}))
 def test_the_driver_sides_calls_settle_the_worker_spark_runs_them_in() -> None:
     """Spark runs the data source's planning calls (here ``writer()``, then the writer's
     ``commit``) in reused Python workers too, and collects after each: frozen like an
-    executor's, the collection walks a few hundred objects, not the 40,000 of the imports."""
+    executor's, the collection walks a few hundred objects, not the imports."""
     got = _run(_PLANNER_SCRIPT, {REUSE_ENV: "1"})
     assert got["frozen"] > 10_000
     assert all(n < 2_000 for n in got["left"]), got["left"]
