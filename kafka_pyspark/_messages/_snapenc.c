@@ -22,6 +22,23 @@
 #define HASH_MUL 0x1e35a7bdu
 #define MIN_TABLE 256
 
+/* little-endian loads: one unaligned load each where the CPU is little-endian (the compiler
+ * does not always merge byte-by-byte loads into one) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline uint32_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+#else
 static inline uint32_t load32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -31,6 +48,7 @@ static inline uint64_t load64(const uint8_t *p)
 {
     return (uint64_t)load32(p) | (uint64_t)load32(p + 4) << 32;
 }
+#endif
 
 static inline uint32_t hash(uint32_t bytes, int shift) { return (bytes * HASH_MUL) >> shift; }
 
