@@ -45,7 +45,7 @@ What is measured, all in this run, on this machine:
 * ``...writer_cost_vs_null.paired`` (none, snappy): the same without the sink broker's CPU too
   (its process, ``/proc``): what the writer's side costs per row, as where the broker runs on
   other machines. The sender's kernel still does the loopback's receiving TCP work, which a
-  cluster's network would take off it, so this is still a lower bound there.
+  cluster's network takes off it, so the ratio there is at least this.
 
 The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
 sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,
