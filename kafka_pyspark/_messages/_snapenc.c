@@ -71,6 +71,18 @@ static uint8_t *literal(uint8_t *op, const uint8_t *src, size_t len)
     return op + len;
 }
 
+/* The literal before a match: up to 16 bytes are one 16-byte move after the tag (the bytes past
+ * the literal are overwritten by what follows, or lie past the block's end within its bound;
+ * the search never comes within MARGIN bytes of the input's end, so the move reads inside it) */
+static inline uint8_t *literal_before_match(uint8_t *op, const uint8_t *src, size_t len)
+{
+    if (len > 16)
+        return literal(op, src, len);
+    *op++ = (uint8_t)((len - 1) << 2);
+    memcpy(op, src, 16);
+    return op + len;
+}
+
 static inline uint8_t *copy2(uint8_t *op, size_t offset, size_t len)
 {
     op[0] = (uint8_t)(2 | (len - 1) << 2);
@@ -147,7 +159,7 @@ size_t kp_snappy_compress(const uint8_t *in, size_t n, uint8_t *out, uint16_t *t
             cand = in + table[h];
             table[h] = (uint16_t)(ip - in);
         } while (load32(ip) != load32(cand));
-        op = literal(op, next_emit, (size_t)(ip - next_emit));
+        op = literal_before_match(op, next_emit, (size_t)(ip - next_emit));
         uint64_t x;
         do { /* emit the match, and the next one while a match starts where it ends */
             const uint8_t *base = ip;
