@@ -94,20 +94,28 @@ def test_no_freeze_outside_a_reused_worker_or_when_opted_out(env: dict[str, str]
     }
 
 
+#: what the writer scripts share: a one-column schema, and the writer options for a broker
+_WRITER_SETUP = """
+from pyspark.sql.types import BinaryType, StructField, StructType
+from kafka_pyspark.testing.broker import EmbeddedBroker
+
+schema = StructType([StructField("value", BinaryType())])
+
+def writer_options(broker):
+    return {"broker.list": broker.broker_list_entry, "topic": "t",
+            "delivery.guarantee": "at-least-once"}
+"""
+
 _WRITE_SCRIPT = """
 import gc, importlib.machinery, json, os, sys
 if os.environ.get("AS_DAEMON_CHILD"):  # __main__ as in a worker Spark's daemon forked
     sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
 import tempfile
-from pyspark.sql.types import BinaryType, StructField, StructType
 from kafka_pyspark._spark.write.faces import Kafka07BatchWriter, Kafka07StreamWriter
-from kafka_pyspark.testing.broker import EmbeddedBroker
-
-schema = StructType([StructField("value", BinaryType())])
+""" + _WRITER_SETUP + """
 counts = []
 with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
-    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
-            "delivery.guarantee": "at-least-once"}
+    opts = writer_options(broker)
     writers = [Kafka07BatchWriter(opts, schema, False), Kafka07StreamWriter(opts, schema, False)]
     counts.append(gc.get_freeze_count())
     for writer in writers:  # made on the driver; write() is the task
@@ -135,13 +143,10 @@ import gc, importlib.machinery, json, os, pickle, struct, sys, tempfile
 sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.types import BinaryType, StructField, StructType
 from kafka_pyspark._spark.read.batch import Kafka07BatchReader
 from kafka_pyspark._spark.schema import READ_SCHEMA
 from kafka_pyspark._spark.write.faces import Kafka07BatchWriter
-from kafka_pyspark.testing.broker import EmbeddedBroker
-
-schema = StructType([StructField("value", BinaryType())])
+""" + _WRITER_SETUP + """
 left = []
 with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
     if os.environ.get("READ_FIRST"):
@@ -149,9 +154,7 @@ with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as brok
                                     READ_SCHEMA)
         sum(b.num_rows for b in reader.read(InputPartition(0)))
         gc.collect()  # Spark's, after the task
-    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
-            "delivery.guarantee": "at-least-once"}
-    writer = Kafka07BatchWriter(opts, schema, False)  # made on the driver
+    writer = Kafka07BatchWriter(writer_options(broker), schema, False)  # made on the driver
     for _ in range(2):
         # as Spark's Arrow stream gives them (pa.array() would import pandas before the task)
         offsets, data = pa.py_buffer(struct.pack("<11i", *range(11))), pa.py_buffer(b"v" * 10)
@@ -179,15 +182,11 @@ def test_spark_collection_after_a_write_task_walks_only_that_task(read_first: bo
 _PLANNER_SCRIPT = """
 import gc, importlib.machinery, json, pickle, sys, tempfile
 sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
-from pyspark.sql.types import BinaryType, StructField, StructType
 from kafka_pyspark._spark.source import Kafka07DataSource
-from kafka_pyspark.testing.broker import EmbeddedBroker
-
-schema = StructType([StructField("value", BinaryType())])
+""" + _WRITER_SETUP + """
 left = []
 with tempfile.TemporaryDirectory() as logs, EmbeddedBroker(log_dir=logs) as broker:
-    opts = {"broker.list": broker.broker_list_entry, "topic": "t",
-            "delivery.guarantee": "at-least-once"}
+    opts = writer_options(broker)
     for _ in range(2):  # two save()s planned in one reused worker
         writer = pickle.loads(pickle.dumps(Kafka07DataSource(dict(opts)).writer(schema, False)))
         writer.commit([])  # (Spark commits in another call, in a worker like this one)
