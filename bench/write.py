@@ -68,7 +68,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
@@ -415,14 +415,20 @@ def busy_cpu_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def _stat_cpu_ticks(stat: str) -> int:
+    """User + system clock ticks from a ``/proc/<pid>[/task/<tid>]/stat`` line."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def process_cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system, all threads) process ``pid`` has used; NaN where unknown."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+            ticks = _stat_cpu_ticks(f.read())
     except OSError:
         return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def jit_cpu_seconds(spark: Any) -> float:
@@ -438,8 +444,7 @@ def jit_cpu_seconds(spark: Any) -> float:
             with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/stat") as f:
                 stat = f.read()
                 if "Compiler" in stat[stat.index("(") + 1:stat.rindex(")")]:
-                    fields = stat.rsplit(")", 1)[1].split()
-                    total += int(fields[11]) + int(fields[12])
+                    total += _stat_cpu_ticks(stat)
     except OSError:
         return float("nan")
     return total / os.sysconf("SC_CLK_TCK")
@@ -462,6 +467,12 @@ class SparkRun:
         """Busy CPU per row without the JIT compiler's (which compiles Spark's code in some
         saves and not in others, whichever writer runs them)."""
         return self.cpu_ns - self.jit_ns
+
+
+def paired(runs: list[SparkRun], nulls: list[SparkRun],
+           ratio: Callable[[SparkRun, SparkRun], float]) -> float:
+    """``ratio(run, null writer's run)`` per round, median over the rounds, in percent."""
+    return 100 * statistics.median(ratio(r, n) for r, n in zip(runs, nulls, strict=True))
 
 
 def spark_write_once(spark: Any, n: int, fmt: str, options: dict[str, str],
@@ -552,25 +563,21 @@ def run(recorder: Recorder) -> None:
             )
             recorder.record(
                 f"write.spark.{codec}.vs_null.paired",
-                100 * statistics.median(
-                    r.rate / n.rate for r, n in zip(rounds[codec], rounds["null"], strict=True)),
+                paired(rounds[codec], rounds["null"], lambda r, n: r.rate / n.rate),
                 "%", note=f"median over {SPARK_ROUNDS} rounds of this codec's rate / the null "
                 "writer's in the same round (less exposed to the machine's speed drifting)",
             )
             recorder.record(
                 f"write.spark.{codec}.cost_vs_null.paired",
-                100 * statistics.median(
-                    n.cost_ns / r.cost_ns
-                    for r, n in zip(rounds[codec], rounds["null"], strict=True)),
+                paired(rounds[codec], rounds["null"], lambda r, n: n.cost_ns / r.cost_ns),
                 "%", note=f"median over {SPARK_ROUNDS} rounds of the null writer's busy CPU per "
                 "row / this codec's, both without the JIT compiler's: with both cores busy, the "
                 "rate ratio this costs allow",
             )
             recorder.record(
                 f"write.spark.{codec}.writer_cost_vs_null.paired",
-                100 * statistics.median(
-                    n.cost_ns / (r.cost_ns - r.sink_ns)
-                    for r, n in zip(rounds[codec], rounds["null"], strict=True)),
+                paired(rounds[codec], rounds["null"],
+                       lambda r, n: n.cost_ns / (r.cost_ns - r.sink_ns)),
                 "%", note=f"median over {SPARK_ROUNDS} rounds, as cost_vs_null without the sink "
                 "broker's CPU (on a cluster the broker runs elsewhere; the loopback's receiving "
                 "TCP work is still in the sender's kernel)",
@@ -604,9 +611,7 @@ def run(recorder: Recorder) -> None:
         )
         recorder.record(
             "write.spark.gzip.deflate_bound.paired",
-            100 * statistics.median(
-                r.rate / deflate_bound(n)
-                for r, n in zip(rounds["gzip"], rounds["null"], strict=True)),
+            paired(rounds["gzip"], rounds["null"], lambda r, n: r.rate / deflate_bound(n)),
             "%", note=f"median over {SPARK_ROUNDS} rounds of gzip's rate / the bound from the "
             "null writer's CPU per row in the same round",
         )
