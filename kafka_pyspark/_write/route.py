@@ -66,17 +66,31 @@ class RandomRuns:
 
     def take(self, n: int) -> Ids:
         """Target ids for the next ``n`` keyless rows."""
-        out = np.empty(n, dtype=np.int64)
+        targets, bounds = self.take_runs(n)
+        return np.repeat(targets, np.diff(bounds))
+
+    def take_runs(self, n: int) -> tuple[Ids, Ids]:
+        """The next ``n`` keyless rows as runs: ``(targets, bounds)``, rows
+        ``bounds[i]:bounds[i + 1]`` to ``targets[i]``; a run's neighbours go elsewhere
+        (consecutive runs to one target are one), so it is :meth:`take`'s rows, run-length
+        encoded, without an array per row."""
         head = min(n, self._left)
-        out[:head] = self._current
         self._left -= head
         rest = n - head
-        if rest:
-            picks = self._next_picks(-(-rest // self._block))
-            out[head:] = self._ids[np.repeat(picks, self._block)[:rest]]
-            self._current = int(out[-1])
-            self._left = -rest % self._block
-        return out
+        if not rest:
+            lone = np.array([self._current] if head else [], dtype=np.int64)
+            return lone, np.array([0, head] if head else [0], dtype=np.int64)
+        k = -(-rest // self._block)
+        targets = self._ids[self._next_picks(k)]
+        ends = head + self._block * np.arange(1, k + 1, dtype=np.int64)
+        ends[-1] = n
+        if head:
+            targets = np.concatenate([[self._current], targets])
+            ends = np.concatenate([[head], ends])
+        self._current = int(targets[-1])
+        self._left = -rest % self._block
+        keep = np.flatnonzero(np.append(targets[1:] != targets[:-1], True))
+        return targets[keep], np.concatenate([[0], ends[keep]]).astype(np.int64)
 
 
 class Router:
@@ -114,6 +128,10 @@ class Router:
     def keyless(self, topic: str, n: int) -> Ids:
         """Targets for ``n`` rows of ``topic`` with no key and no explicit target."""
         return self._random_runs(topic).take(n)
+
+    def keyless_runs(self, topic: str, n: int) -> tuple[Ids, Ids]:
+        """:meth:`keyless` as runs (:meth:`RandomRuns.take_runs`)."""
+        return self._random_runs(topic).take_runs(n)
 
     def route(self, batch: pa.RecordBatch, base: int) -> Ids:
         """A target id per row of ``batch`` (its first row is row ``base`` of the task)."""

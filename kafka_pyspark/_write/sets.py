@@ -76,7 +76,15 @@ class SetBuilder:
         self._digests = digests
 
     def add_in_order(self, values: pa.Array, dest: Rows, base: int) -> None:
-        """Rows whose targets come in runs (keyless rows): zero-copy slices, in order.
+        """Rows whose targets come in runs (keyless rows), one target per row: as
+        :meth:`add_runs` with the runs of ``dest``."""
+        starts = np.flatnonzero(np.diff(dest)) + 1
+        bounds = np.concatenate([[0], starts, [len(dest)]]).astype(np.int64)
+        self.add_runs(values, dest[bounds[:-1]] if len(dest) else dest, bounds, base)
+
+    def add_runs(self, values: pa.Array, targets: Rows, bounds: Rows, base: int) -> None:
+        """Rows in runs (keyless rows): rows ``bounds[i]:bounds[i + 1]`` go to ``targets[i]``,
+        zero-copy slices, in order.
 
         A run whose target has nothing buffered is cut into sets straight away, and the sets
         of consecutive such runs are encoded in one encoder call (keyless runs are
@@ -84,11 +92,22 @@ class SetBuilder:
         sets in row order: a run that must join buffered rows first sends the runs before
         it."""
         rows = np.arange(base, base + len(values), dtype=np.int64)
-        bounds = [0, *(np.flatnonzero(np.diff(dest)) + 1).tolist(), len(values)]
         size = self.opts.batch_size
+        lengths = np.diff(bounds)
+        tail = lengths % size
+        busy = [t for t, pend in self._pending.items() if pend.count]
+        if len(targets) and not tail[:-1].any() and not np.isin(targets, busy).any():
+            # every run but the last is whole sets, and no target waits for buffered rows
+            full = int(bounds[-1] - tail[-1])
+            self._encode_whole(values, rows, np.repeat(targets, lengths // size),
+                               int(bounds[0]), full)
+            if full < bounds[-1]:
+                target = int(targets[-1])
+                self._append(target, values.slice(full), rows[full:])
+            return
         span: list[tuple[int, int, int]] = []  # (target, lo, hi): runs ready, back to back
-        for lo, hi in itertools.pairwise(bounds):
-            target = int(dest[lo])
+        for target, lo, hi in zip(targets.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(),
+                                  strict=True):
             pend = self._pending.get(target)
             # rows cut into sets now: whole sets' worth, unless rows wait in the buffer first
             full = 0 if pend is not None and pend.count else (hi - lo) - (hi - lo) % size
@@ -99,6 +118,25 @@ class SetBuilder:
                 span = []
                 self._append(target, values.slice(lo + full, hi - lo - full), rows[lo + full:hi])
         self._encode_span(values, rows, span)
+
+    def _encode_whole(self, values: pa.Array, rows: Rows, set_targets: Rows, lo: int,
+                      hi: int) -> None:
+        """Rows [lo, hi), ``batch.size`` rows to a set, set ``j`` to ``set_targets[j]``: all
+        in one encoder call when every set fits as it is, else as :meth:`_encode_span` cuts
+        them."""
+        if lo >= hi:
+            return
+        size = self.opts.batch_size
+        offsets = value_offsets(values)
+        cuts = np.arange(lo, hi + 1, size, dtype=np.int64)
+        weights = np.diff(offsets[cuts])
+        if self.opts.codec == "none":
+            weights += MESSAGE_OVERHEAD * size
+        if int(weights.max()) > min(map(self._weight_limit, set(set_targets.tolist()))):
+            self._encode_span(values, rows, [(int(t), int(a), int(a) + size) for t, a in
+                                             zip(set_targets, cuts[:-1], strict=True)])
+            return
+        self._encode_cuts(values, offsets, rows, set_targets.tolist(), cuts.tolist())
 
     def add_grouped(self, values: pa.Array, dest: Rows, base: int) -> None:
         """Rows with any targets: grouped by target (stable: each keeps its input order)."""
@@ -157,9 +195,15 @@ class SetBuilder:
         offsets = value_offsets(values)
         cuts = [(target, a, b) for target, lo, hi in span
                 for a, b in self._cut(target, offsets, lo, hi)]
-        if not cuts:
-            return
-        bounds = [lo for _, lo, _ in cuts] + [cuts[-1][2]]
+        if cuts:
+            self._encode_cuts(values, offsets, rows, [target for target, _, _ in cuts],
+                              [lo for _, lo, _ in cuts] + [cuts[-1][2]])
+
+    def _encode_cuts(self, values: pa.Array, offsets: Rows, rows: Rows, targets: list[int],
+                     bounds: list[int]) -> None:
+        """Set ``j`` (rows ``bounds[j]:bounds[j + 1]``, back to back) to ``targets[j]``: one
+        encoder call, then queued (one at a time, split or refused, if some set is too large
+        for its topic)."""
         crcs = np.empty(bounds[-1] - bounds[0], dtype=np.uint32) if self._digests else None
         sets = self._encode_many(values, bounds, compression=self.opts.codec,
                                  level=self.opts.compression_level, crcs_out=crcs)
@@ -169,15 +213,16 @@ class SetBuilder:
             first = bounds[0]
             if crcs is not None:
                 crcs = crcs.astype(">u4")  # once for all the sets' digests (digest.py)
-            for (target, lo, hi), data in zip(cuts, sets, strict=True):
+            for target, (lo, hi), data in zip(targets, itertools.pairwise(bounds), sets,
+                                                strict=True):
                 self._emit(target, values.slice(lo, hi - lo), rows[lo:hi], data,
                            None if crcs is None else crcs[lo - first:hi - first])
             return
-        counts = [hi - lo for _, lo, hi in cuts]
+        counts = [hi - lo for lo, hi in itertools.pairwise(bounds)]
         digests = None
         if crcs is not None:
             digests = set_digests(crcs, counts, self._inner_bytes(offsets, bounds, lengths))
-        self._queue([target for target, _, _ in cuts], sets, counts, digests)
+        self._queue(targets, sets, counts, digests)
 
     def _inner_bytes(self, offsets: Rows, bounds: list[int], lengths: list[int]) -> list[int]:
         """Per set (rows ``bounds[i]`` to ``bounds[i + 1]`` of values with these Arrow
@@ -188,14 +233,20 @@ class SetBuilder:
         inner: list[int] = (np.diff(offsets[bounds]) + MESSAGE_OVERHEAD * np.diff(bounds)).tolist()
         return inner
 
-    def _cut(self, target: int, offsets: Rows, lo: int, hi: int) -> Iterator[tuple[int, int]]:
-        """Rows [lo, hi) of values with these Arrow ``offsets`` in runs of batch.size rows;
-        uncompressed, also runs whose encoded set fits one request; compressed, runs of at
-        most MAX_COMPRESS_INPUT payload bytes."""
+    def _weight_limit(self, target: int) -> int:
+        """The most a set for ``target`` may weigh (:meth:`_cut`): uncompressed, its encoded
+        bytes fit one request; compressed, its payload bytes are at most
+        MAX_COMPRESS_INPUT."""
         if self.opts.codec == "none":
-            limit = set_limit(self._limits.request_bytes, self.targets[target][0])
-            return cut_runs(offsets, lo, hi, self.opts.batch_size, limit, MESSAGE_OVERHEAD)
-        return cut_runs(offsets, lo, hi, self.opts.batch_size, MAX_COMPRESS_INPUT)
+            return set_limit(self._limits.request_bytes, self.targets[target][0])
+        return MAX_COMPRESS_INPUT
+
+    def _cut(self, target: int, offsets: Rows, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """Rows [lo, hi) of values with these Arrow ``offsets`` in runs of batch.size rows no
+        heavier than :meth:`_weight_limit`."""
+        per_message = MESSAGE_OVERHEAD if self.opts.codec == "none" else 0
+        return cut_runs(offsets, lo, hi, self.opts.batch_size, self._weight_limit(target),
+                        per_message)
 
     def _emit(self, target: int, values: pa.Array, rows: Rows,
               data: bytes | memoryview | None = None,

@@ -190,8 +190,8 @@ class TaskWriter:
         self._rows_seen += batch.num_rows
         if lay.topic is None and lay.key is None and lay.broker is None:
             assert self.opts.topic is not None
-            dest = self._router.keyless(self.opts.topic, batch.num_rows)
-            self._sets.add_in_order(values, dest, base)
+            targets, bounds = self._router.keyless_runs(self.opts.topic, batch.num_rows)
+            self._sets.add_runs(values, targets, bounds, base)
         else:
             self._sets.add_grouped(values, self._router.route(batch, base), base)
 

@@ -20,7 +20,8 @@ from kafka_pyspark._options import parse_write_options_only
 from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.rows import Targets
 from kafka_pyspark._write.sets import SetBuilder
-from kafka_pyspark._write.sizes import SizeLimits
+from kafka_pyspark._wire import MULTIPRODUCE_HEADER_SIZE, produce_item_size
+from kafka_pyspark._write.sizes import MESSAGE_OVERHEAD, SizeLimits
 
 BATCH = 4
 
@@ -110,3 +111,24 @@ def test_full_runs_to_empty_buffers_take_one_encoder_call_per_batch() -> None:
     assert rec.calls == 3
     assert len(rec.sets) == 15
     assert [t for t, _, _ in rec.sets[:5]] == [0, 1, 2, 1, 0]
+
+
+def test_whole_runs_too_large_for_a_request_are_cut_by_bytes() -> None:
+    # uncompressed, a set must fit one request: here three 10-byte messages (20 bytes each) do,
+    # a full run of four does not, so each run of BATCH rows becomes a set of as many rows as
+    # fit, then one of the rest
+    rec = _Recorder("none")
+    room = 3 * (10 + MESSAGE_OVERHEAD)
+    rec.builder._limits = SizeLimits(
+        1_000_000, MULTIPRODUCE_HEADER_SIZE + produce_item_size(len("t"), 0) + room
+    )
+    values = pa.array([b"%010d" % i for i in range(3 * BATCH)])
+    dest = np.repeat(np.array([0, 1, 0], np.int64), BATCH)
+    rec.builder.add_in_order(values, dest, 0)
+    rows = values.to_pylist()
+    cuts = [rows[j:j + 3] if n == 3 else rows[j + 3:j + 4]
+            for j in range(0, len(rows), BATCH) for n in (3, 1)]
+    assert [(t, m) for t, _, m in rec.sets] == [(0, 3), (0, 1), (1, 3), (1, 1), (0, 3), (0, 1)]
+    assert [data for _, data, _ in rec.sets] == [
+        encode_message_set_arrow(pa.array(c, pa.binary())) for c in cuts
+    ]

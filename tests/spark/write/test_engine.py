@@ -164,6 +164,23 @@ def test_random_runs_continue_across_calls() -> None:
         assert len(set(got[j : j + 4].tolist())) == 1
 
 
+def test_random_runs_as_runs_do_not_depend_on_the_calls() -> None:
+    # the same rows whatever the calls' sizes; each call's runs are maximal (neighbours differ)
+    ids = np.array([10, 11, 12], dtype=np.int64)
+    whole = RandomRuns(ids, 4, np.random.default_rng(5)).take_runs(40)
+    per_row = np.repeat(whole[0], np.diff(whole[1]))
+    runs = RandomRuns(ids, 4, np.random.default_rng(5))
+    parts = []
+    for n in (3, 0, 6, 1, 2, 17, 11):
+        targets, bounds = runs.take_runs(n)
+        assert bounds[0] == 0 and bounds[-1] == n and len(bounds) == len(targets) + 1
+        assert (targets[1:] != targets[:-1]).all() and (np.diff(bounds) > 0).all()
+        parts.append(np.repeat(targets, np.diff(bounds)))
+    assert np.concatenate(parts).tolist() == per_row.tolist()
+    for j in range(0, 40, 4):  # runs of 4 whatever the call sizes
+        assert len(set(per_row[j : j + 4].tolist())) == 1
+
+
 def test_the_plan_carries_the_parsed_cluster_options(broker: EmbeddedBroker) -> None:
     options = {"broker.list": broker.broker_list_entry, "topic": "carried",
                "socket.timeout.ms": "4321"}
