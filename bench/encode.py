@@ -17,7 +17,7 @@ cut into sets of ``SET_SIZE`` (the writer's default ``batch.size``), one core, n
   (one CRC call per payload, what CPUs without AVX-512 carry-less multiply run), interleaved
   too; only where the lanes run.
 * ``produce.realistic.<codec>``: encoding plus ``client.Producer`` (send every set, MULTIPRODUCE
-  of the writer's request size, delivery barrier) to the sink broker of :mod:`bench.write`,
+  of the writer's request size, delivery barrier) to the sink broker of :mod:`bench.sink`,
   against the same limit.
 """
 
@@ -118,7 +118,7 @@ def _per_payload(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def run(recorder: Recorder) -> None:
-    from bench.write import Sink
+    from bench.sink import Sink
     from kafka_pyspark._messages.encode import ENCODE_LANES, ENGINE, encode_message_sets_arrow
     from kafka_pyspark._shared.defaults import MAX_MESSAGE_SIZE
     from kafka_pyspark._write.sizes import request_limit

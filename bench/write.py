@@ -28,6 +28,11 @@ What is measured, all in this run, on this machine:
   that)``: a null writer moves no byte, a writer to a broker on the same 2 cores must. Informative
   (the target is against the null writer); what the bound leaves to the writer is the encode
   pass, routing and batching.
+* ``write.spark.trip_<codec>`` (none, snappy): a writer that only encodes and sends (one encoder
+  call per Arrow batch, the sets handed to a ``Producer`` for the sink; :mod:`bench.sink`'s
+  ``bench_trip``), measured in the same rounds: ``...vs_null.paired`` is what these 2 cores
+  leave any writer that moves the bytes, ``write.spark.<codec>.vs_trip.paired`` what kafka07's
+  routing, batching, checks and delivery cost on top.
 * ``write.spark.gzip.deflate_bound``: Spark's gzip rate against the most deflate allows on
   these 2 cores: ``2 / (cpu_per_row(null) + 1 / libdeflate rate on one core)``, Spark's own
   CPU per row (it does not go away) plus libdeflate's deflate of the same bytes at the encoder's
@@ -47,35 +52,26 @@ What is measured, all in this run, on this machine:
   other machines. The sender's kernel still does the loopback's receiving TCP work, which a
   cluster's network takes off it, so the ratio there is at least this.
 
-The broker is a *sink* (a separate process that reads PRODUCE requests, splices their message
-sets into /dev/null without copying them, answers OFFSETS with the bytes received per partition,
-as a broker's log end, and probing FETCHes): the figures are the writer's, not a broker's. On a
-cluster the broker runs on other machines; here it shares the 2 cores, so it is made as cheap
-as it can be, and its CPU is reported. The embedded test broker validates every CRC in Python
-and would be the bottleneck.
+The broker is the sink of :mod:`bench.sink`: the figures are the writer's, not a broker's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib
 import os
-import socket
 import statistics
-import struct
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from multiprocessing import get_context
 from typing import Any
 
 import pyarrow as pa
 
 from bench.results import Recorder, best_time
+from bench.sink import Sink, trip_source
 from bench.spark_sources import spark_session
 
 VALUE_SIZE = 200
@@ -102,159 +98,10 @@ def warm_up(spark: Any, configs: Iterable[tuple[str, dict[str, str]]]) -> None:
             spark_write_once(spark, WARM_UP_ROWS, fmt, opts)
     for fmt, opts in configs:
         spark_write_once(spark, 200_000, fmt, opts)
+
+
 BARE_ROWS = 1_000_000
 TOPIC = "bench-write"
-SINK_PARTITIONS = 2
-
-_INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
-
-
-# --- a sink broker ----------------------------------------------------------------------------
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
-    out = sock.recv(n, socket.MSG_WAITALL)
-    return out if len(out) == n else None
-
-
-class _Drain:
-    """Discards socket bytes without copying them to user space: spliced into a pipe and from
-    there into /dev/null (Linux; elsewhere read into a scratch buffer)."""
-
-    def __init__(self) -> None:
-        self.scratch = memoryview(bytearray(1 << 20))
-        self.pipe: tuple[int, int] | None = None
-        if hasattr(os, "splice"):
-            r, w = os.pipe()
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
-            self.pipe = (r, w)
-            self.null = os.open(os.devnull, os.O_WRONLY)
-
-    def discard(self, sock: socket.socket, n: int) -> bool:
-        if self.pipe is None:
-            while n:
-                k = sock.recv_into(self.scratch, min(n, len(self.scratch)))
-                if not k:
-                    return False
-                n -= k
-            return True
-        r, w = self.pipe
-        while n:
-            k = os.splice(sock.fileno(), w, n)
-            if not k:
-                return False
-            n -= k
-            while k:
-                k -= os.splice(r, self.null, k)
-        return True
-
-    def close(self) -> None:
-        if self.pipe is not None:
-            for fd in (*self.pipe, self.null):
-                os.close(fd)
-
-
-_ENDS: dict[tuple[bytes, int], int] = {}  # (topic, partition) -> log end (bytes received)
-_ENDS_LOCK = threading.Lock()
-
-
-def _discard_items(sock: socket.socket, count: int, drain: _Drain) -> bool:
-    """Read ``count`` PRODUCE items (topic, partition, message set), discarding the sets but
-    counting their bytes into the partition's log end (OFFSETS answers it, as a broker does)."""
-    for _ in range(count):
-        head = _recv_exact(sock, 2)
-        if head is None:
-            return False
-        (tlen,) = _INT16.unpack(head)
-        rest = _recv_exact(sock, tlen + 8)
-        if rest is None:
-            return False
-        partition, size = struct.unpack_from(">ii", rest, tlen)
-        if not drain.discard(sock, size):
-            return False
-        with _ENDS_LOCK:
-            key = (rest[:tlen], partition)
-            _ENDS[key] = _ENDS.get(key, 0) + size
-    return True
-
-
-def _serve(sock: socket.socket) -> None:
-    # Message sets are spliced to /dev/null: the sink takes as little of the machine's CPU
-    # from the writer it measures as it can (a broker would run on another machine).
-    drain = _Drain()
-    with sock:
-        try:
-            _answer(sock, drain)
-        finally:
-            drain.close()
-
-
-def _answer(sock: socket.socket, drain: _Drain) -> None:
-    while True:
-        head = _recv_exact(sock, 6)  # int32 length, int16 request type
-        if head is None:
-            return
-        length, rtype = struct.unpack(">ih", head)
-        if rtype == 0:  # PRODUCE: no answer
-            if not _discard_items(sock, 1, drain):
-                return
-            continue
-        if rtype == 3:  # MULTIPRODUCE: no answer
-            count = _recv_exact(sock, 2)
-            if count is None or not _discard_items(sock, _INT16.unpack(count)[0], drain):
-                return
-            continue
-        body = _recv_exact(sock, length - 2)
-        if body is None:
-            return
-        (tlen,) = _INT16.unpack_from(body, 0)
-        (partition,) = _INT32.unpack_from(body, 2 + tlen)
-        if rtype == 4:  # OFFSETS: the log end (bytes received for that partition)
-            with _ENDS_LOCK:
-                end = _ENDS.get((body[2 : 2 + tlen], partition), 0)
-            sock.sendall(struct.pack(">ihiq", 2 + 4 + 8, 0, 1, end))
-        elif rtype == 1:  # FETCH max size 0: probing partitions
-            error = 0 if 0 <= partition < SINK_PARTITIONS else 3
-            sock.sendall(struct.pack(">ih", 2, error))
-        else:
-            return
-
-
-def _sink_main(port_pipe: Any) -> None:
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    port_pipe.send(listener.getsockname()[1])
-    while True:
-        conn, _ = listener.accept()
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        threading.Thread(target=_serve, args=(conn,), daemon=True).start()
-
-
-class Sink:
-    """The sink broker in its own process (so it does not share the benchmark's GIL)."""
-
-    def __enter__(self) -> Sink:
-        ctx = get_context("spawn")
-        parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_sink_main, args=(child,), daemon=True)
-        self.process.start()
-        if not parent.poll(30):
-            raise RuntimeError("the sink broker did not start")
-        self.port = int(parent.recv())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.join(10)
-
-    @property
-    def broker_list(self) -> str:
-        return f"0:127.0.0.1:{self.port}"
-
 
 # --- data ---------------------------------------------------------------------------------
 
@@ -510,7 +357,7 @@ def run(recorder: Recorder) -> None:
                             note="encode + MULTIPRODUCE + barrier, one Python loop, one core")
         recorder.record("write.zlib", zlib_rate, "rows/s",
                         note="zlib level 6 over the same 200-message sets, one core")
-        spark = spark_session("bench-write", _null_source())
+        spark = spark_session("bench-write", _null_source(), trip_source())
         configs: dict[str, tuple[str, dict[str, str]]] = {"null": ("bench_null", {})}
         for codec in ("none", "snappy", "gzip"):
             configs[codec] = (
@@ -522,6 +369,10 @@ def run(recorder: Recorder) -> None:
                     "batch.size": str(BATCH_SIZE),
                 },
             )
+        for codec in ("none", "snappy"):
+            configs[f"trip_{codec}"] = ("bench_trip", {"port": str(sink.port), "topic": TOPIC,
+                                                       "codec": codec,
+                                                       "batch.size": str(BATCH_SIZE)})
         best: dict[str, SparkRun] = {}
         rounds: dict[str, list[SparkRun]] = {name: [] for name in configs}
         try:
@@ -581,6 +432,24 @@ def run(recorder: Recorder) -> None:
                 "%", note=f"median over {SPARK_ROUNDS} rounds, as cost_vs_null without the sink "
                 "broker's CPU (on a cluster the broker runs elsewhere; the loopback's receiving "
                 "TCP work is still in the sender's kernel)",
+            )
+            trip = rounds[f"trip_{codec}"]
+            recorder.record(
+                f"write.spark.trip_{codec}.vs_null.paired",
+                paired(trip, rounds["null"], lambda r, n: r.rate / n.rate),
+                "%", note="the same for a writer that only encodes and sends (bench.sink's "
+                "bench_trip): what these 2 cores leave any writer that moves the bytes",
+            )
+            recorder.record(
+                f"write.spark.trip_{codec}.cost_vs_null.paired",
+                paired(trip, rounds["null"], lambda r, n: n.cost_ns / r.cost_ns),
+                "%", note="as cost_vs_null, for that writer",
+            )
+            recorder.record(
+                f"write.spark.{codec}.vs_trip.paired",
+                paired(rounds[codec], trip, lambda r, t: r.rate / t.rate),
+                "%", note="median over the rounds of kafka07's rate / that writer's: what "
+                "routing, batching, checks and delivery cost",
             )
             recorder.record(f"write.send.{codec}.cpu_per_row", send_cpu[codec] * 1e9, "ns",
                             note="handing the encoded sets to the sink on loopback: producer, "

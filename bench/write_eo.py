@@ -40,8 +40,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench.results import Recorder
+from bench.sink import Sink
 from bench.spark_sources import spark_session
-from bench.write import BATCH_SIZE, SPARK_ROWS, TOPIC, Sink, spark_write_once, warm_up
+from bench.write import BATCH_SIZE, SPARK_ROWS, TOPIC, spark_write_once, warm_up
 
 ROWS = SPARK_ROWS
 #: interleaved rounds (a pair each: exactly-once, then at-least-once); more than write.py's,
