@@ -17,10 +17,10 @@ import pytest
 
 from kafka_pyspark._messages import encode_message_set_arrow
 from kafka_pyspark._options import parse_write_options_only
+from kafka_pyspark._wire import MULTIPRODUCE_HEADER_SIZE, produce_item_size
 from kafka_pyspark._write.digest import SetDigest
 from kafka_pyspark._write.rows import Targets
 from kafka_pyspark._write.sets import SetBuilder
-from kafka_pyspark._wire import MULTIPRODUCE_HEADER_SIZE, produce_item_size
 from kafka_pyspark._write.sizes import MESSAGE_OVERHEAD, SizeLimits
 
 BATCH = 4
