@@ -3,7 +3,9 @@ splices their message sets into /dev/null without copying them, answers OFFSETS 
 received per partition (as a broker's log end) and probing FETCHes. What the benches measure is
 the writer's, not a broker's. On a cluster the broker runs on other machines; here it shares the
 2 cores, so it is made as cheap as it can be, and its CPU is reported. The embedded test broker
-validates every CRC in Python and would be the bottleneck."""
+validates every CRC in Python and would be the bottleneck.
+
+Also :func:`trip_source`, the Spark writer to this sink that only encodes and sends."""
 
 from __future__ import annotations
 
@@ -22,9 +24,6 @@ SINK_PARTITIONS = 2
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
-
-
-# --- a sink broker ----------------------------------------------------------------------------
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -207,12 +206,20 @@ def trip_source() -> Any:
                 prod.flush()
             return WriterCommitMessage()
 
+        def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
+
     class TripSink(DataSource):
         @classmethod
         def name(cls) -> str:
             return "bench_trip"
 
         def writer(self, schema: Any, overwrite: bool) -> TripWriter:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
             return TripWriter(self.options)
 
     return TripSink
