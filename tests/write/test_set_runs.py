@@ -74,6 +74,7 @@ def _expected(codec: str, per_target: dict[int, list[bytes]]) -> dict[int, list[
         [[(0, 3), (1, 4), (0, 5), (2, 9)], [(2, 3), (0, 1), (1, 8), (0, 2)]],
         [[(0, 10)], [(0, 2), (1, 4), (0, 4)], [(0, 6)]],
         [[(1, 1), (2, 1), (1, 1)], [(1, 12), (2, 4), (1, 3)]],
+        [[(0, 4), (1, 4), (0, 6)], [(0, 2), (2, 4), (1, 8)], [(2, 4), (0, 5)]],
     ],
 )
 def test_each_target_gets_its_rows_in_order_in_sets_of_batch_size(
