@@ -15,9 +15,11 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from multiprocessing import get_context
 from typing import Any
+
+from bench.spark_sources import settled_arrow_sink
 
 #: partitions of every topic, as the sink answers a probing FETCH
 SINK_PARTITIONS = 2
@@ -174,52 +176,25 @@ def trip_source() -> Any:
     encoder call (sets of ``batch.size`` consecutive rows), each set handed to a ``Producer``
     for this sink (options ``port``, ``topic``, ``codec``, ``batch.size``), the partitions in
     turn, the delivery barrier at the end. No routing, buffering, size checks or records: what
-    a writer that moves these bytes to a broker on the same cores cannot avoid. A local class:
-    cloudpickle ships it by value, so workers need not import bench."""
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    a writer that moves these bytes to a broker on the same cores cannot avoid."""
+    def encode_and_send(o: Mapping[str, str], batches: Iterator[Any]) -> None:
+        from kafka_pyspark._messages import encode_message_sets_arrow
+        from kafka_pyspark._shared import defaults
+        from kafka_pyspark._write.sizes import request_limit
+        from kafka_pyspark.client import Producer
 
-    class TripWriter(DataSourceArrowWriter):
-        def __init__(self, options: Mapping[str, str]) -> None:
-            self.options = options
+        topic, codec, size = o["topic"], o["codec"], int(o["batch.size"])
+        with Producer({0: ("127.0.0.1", int(o["port"]))},
+                      buffer_size=defaults.WRITE_SOCKET_BUFFER_SIZE,
+                      max_request_size=request_limit(defaults.MAX_MESSAGE_SIZE)) as prod:
+            partition = 0
+            for batch in batches:
+                n = batch.num_rows
+                cuts = [*range(0, n, size), n]
+                sets = encode_message_sets_arrow(batch.column(0), cuts, compression=codec)
+                for data in sets:
+                    prod.send(0, topic, partition, data)
+                    partition = (partition + 1) % SINK_PARTITIONS
+            prod.flush()
 
-        def write(self, iterator: Any) -> WriterCommitMessage:
-            from kafka_pyspark._messages import encode_message_sets_arrow
-            from kafka_pyspark._shared import defaults
-            from kafka_pyspark._spark import worker_gc
-            from kafka_pyspark._write.sizes import request_limit
-            from kafka_pyspark.client import Producer
-
-            worker_gc.settle(writing=True)  # as kafka07's writer does
-            o = self.options
-            topic, codec, size = o["topic"], o["codec"], int(o["batch.size"])
-            with Producer({0: ("127.0.0.1", int(o["port"]))},
-                          buffer_size=defaults.WRITE_SOCKET_BUFFER_SIZE,
-                          max_request_size=request_limit(defaults.MAX_MESSAGE_SIZE)) as prod:
-                partition = 0
-                for batch in iterator:
-                    n = batch.num_rows
-                    cuts = [*range(0, n, size), n]
-                    sets = encode_message_sets_arrow(batch.column(0), cuts, compression=codec)
-                    for data in sets:
-                        prod.send(0, topic, partition, data)
-                        partition = (partition + 1) % SINK_PARTITIONS
-                prod.flush()
-            return WriterCommitMessage()
-
-        def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-            from kafka_pyspark._spark import worker_gc
-
-            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
-
-    class TripSink(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench_trip"
-
-        def writer(self, schema: Any, overwrite: bool) -> TripWriter:
-            from kafka_pyspark._spark import worker_gc
-
-            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
-            return TripWriter(self.options)
-
-    return TripSink
+    return settled_arrow_sink("bench_trip", encode_and_send)

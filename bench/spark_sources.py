@@ -1,12 +1,13 @@
 """Spark helpers shared by the benches: the local session, a null source over Arrow IPC files,
-one timed ``load().write.format("noop")`` query, and the best of interleaved rounds of them."""
+one timed ``load().write.format("noop")`` query, the best of interleaved rounds of them, and
+Arrow writers that settle their workers' heap where kafka07's writer does."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +161,43 @@ def file_null_stream_source(name: str, schema: Any) -> Any:
             return StreamReader(dict(self.options))
 
     return StreamSource
+
+
+def settled_arrow_sink(
+    name: str, write: Callable[[Mapping[str, str], Iterator[Any]], None]
+) -> Any:
+    """A data source ``name`` whose Arrow writer runs ``write(options, batches)`` per task, its
+    workers' heap frozen where kafka07's writer freezes it (creating the writer and committing,
+    on the driver's side; each task), so Spark's collections after those calls cost it what they
+    cost kafka07 (the ratios are about the writing). Local classes: cloudpickle ships them, and a
+    ``write`` defined in a function, by value, so workers need not import bench."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class SettledWriter(DataSourceArrowWriter):
+        def __init__(self, options: Mapping[str, str]) -> None:
+            self.options = options
+
+        def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle(writing=True)
+            write(self.options, iterator)
+            return WriterCommitMessage()
+
+        def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
+
+    class SettledSink(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def writer(self, schema: Any, overwrite: bool) -> SettledWriter:
+            from kafka_pyspark._spark import worker_gc
+
+            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
+            return SettledWriter(self.options)
+
+    return SettledSink

@@ -66,7 +66,7 @@ import statistics
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +74,7 @@ import pyarrow as pa
 
 from bench.results import Recorder, best_time
 from bench.sink import Sink, trip_source
-from bench.spark_sources import spark_session
+from bench.spark_sources import settled_arrow_sink, spark_session
 
 VALUE_SIZE = 200
 BATCH_SIZE = 200
@@ -217,38 +217,14 @@ def libdeflate_pass(batches: list[pa.RecordBatch]) -> Callable[[], Any]:
 
 
 def _null_source() -> Any:
-    """A local class: cloudpickle ships it by value, so workers need not import bench."""
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    """``bench_null``: a writer that only counts the Arrow rows it is given."""
 
-    class NullWriter(DataSourceArrowWriter):
-        def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-            # as kafka07's writer does: a reused worker's heap frozen, so Spark's collection
-            # after each task is as cheap here (the ratio is about our work)
-            from kafka_pyspark._spark import worker_gc
+    def count(options: Mapping[str, str], batches: Iterator[pa.RecordBatch]) -> None:
+        n = 0
+        for batch in batches:
+            n += batch.num_rows
 
-            worker_gc.settle(writing=True)
-            n = 0
-            for batch in iterator:
-                n += batch.num_rows
-            return WriterCommitMessage()
-
-        def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-            from kafka_pyspark._spark import worker_gc
-
-            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
-
-    class NullSink(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench_null"
-
-        def writer(self, schema: Any, overwrite: bool) -> NullWriter:
-            from kafka_pyspark._spark import worker_gc
-
-            worker_gc.settle()  # as kafka07's: Spark runs it in a reused worker too
-            return NullWriter()
-
-    return NullSink
+    return settled_arrow_sink("bench_null", count)
 
 
 def busy_cpu_seconds() -> float:
