@@ -14,9 +14,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def spark_session(app: str, *sources: Any) -> Any:
-    """The benches' ``local[2]`` session (settings from ``spark-conf/``, workers on this
-    interpreter), with kafka07 and the data source classes ``sources`` registered."""
+def spark_session(app: str, *sources: Any, master: str = "local[2]") -> Any:
+    """The benches' session (``local[2]`` unless told; settings from ``spark-conf/``, workers
+    on this interpreter), with kafka07 and the data source classes ``sources`` registered."""
     os.environ.setdefault("SPARK_CONF_DIR", str(ROOT / "spark-conf"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -24,7 +24,7 @@ def spark_session(app: str, *sources: Any) -> Any:
 
     from kafka_pyspark import register
 
-    spark = SparkSession.builder.master("local[2]").appName(app).getOrCreate()
+    spark = SparkSession.builder.master(master).appName(app).getOrCreate()
     register(spark)
     for source in sources:
         spark.dataSource.register(source)

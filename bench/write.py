@@ -227,13 +227,17 @@ def _null_source() -> Any:
     return settled_arrow_sink("bench_null", count)
 
 
-def busy_cpu_seconds() -> float:
-    """CPU seconds the whole machine has spent busy (every core; not idle, not waiting on I/O),
-    from ``/proc/stat``; NaN where there is none."""
+def busy_cpu_seconds(cpu: int | None = None) -> float:
+    """CPU seconds the whole machine (or CPU number ``cpu``) has spent busy (not idle, not
+    waiting on I/O), from ``/proc/stat``; NaN where there is none."""
+    label = "cpu" if cpu is None else f"cpu{cpu}"
     try:
         with open("/proc/stat") as f:
-            ticks = [int(x) for x in f.readline().split()[1:]]
+            line = next((ln for ln in f if ln.split(maxsplit=1)[0] == label), "")
+        ticks = [int(x) for x in line.split()[1:]]
     except OSError:
+        return float("nan")
+    if len(ticks) < 5:
         return float("nan")
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
@@ -298,23 +302,62 @@ def paired(runs: list[SparkRun], nulls: list[SparkRun],
     return 100 * statistics.median(ratio(r, n) for r, n in zip(runs, nulls, strict=True))
 
 
+def spark_configs(sink: Sink) -> dict[str, tuple[str, dict[str, str]]]:
+    """The measured writers by name, as ``(format, options)``: the null writer, kafka07 with
+    each codec to ``sink``, and the trip writer (none, snappy)."""
+    configs: dict[str, tuple[str, dict[str, str]]] = {"null": ("bench_null", {})}
+    for codec in ("none", "snappy", "gzip"):
+        configs[codec] = ("kafka07", {"broker.list": sink.broker_list, "topic": TOPIC,
+                                      "compression.codec": codec,
+                                      "batch.size": str(BATCH_SIZE)})
+    for codec in ("none", "snappy"):
+        configs[f"trip_{codec}"] = ("bench_trip", {"port": str(sink.port), "topic": TOPIC,
+                                                   "codec": codec, "batch.size": str(BATCH_SIZE)})
+    return configs
+
+
+def deflate_bound(null: SparkRun, deflate_rate: float, cores: int = 2) -> float:
+    """The most deflate allows ``cores`` cores: Spark's own CPU per row (the null writer's) plus
+    libdeflate's, nothing else (module docstring)."""
+    return cores / (null.cpu_ns / 1e9 + 1 / deflate_rate)
+
+
 def spark_write_once(spark: Any, n: int, fmt: str, options: dict[str, str],
-                     sink_pid: int | None = None) -> SparkRun:
-    """One ``save()`` of ``n`` rows, measured."""
+                     sink_pid: int | None = None, on_cpu: int | None = None) -> SparkRun:
+    """One ``save()`` of ``n`` rows, measured: the busy CPU is the machine's (2 cores), or CPU
+    number ``on_cpu``'s alone where Spark is pinned to it."""
     df = spark.range(n, numPartitions=2).selectExpr(_value_sql())
     w = df.write.format(fmt).mode("append")
     for k, v in options.items():
         w = w.option(k, v)
-    cpu = busy_cpu_seconds()
+    cpu = busy_cpu_seconds(on_cpu)
     sink = process_cpu_seconds(sink_pid) if sink_pid else 0.0
     jit = jit_cpu_seconds(spark)
     start = time.perf_counter()
     w.save()
     wall = time.perf_counter() - start
-    busy = busy_cpu_seconds() - cpu
+    busy = busy_cpu_seconds(on_cpu) - cpu
     sink = (process_cpu_seconds(sink_pid) if sink_pid else 0.0) - sink
     jit = jit_cpu_seconds(spark) - jit
-    return SparkRun(n / wall, busy / n * 1e9, busy / wall / 2, sink / n * 1e9, jit / n * 1e9)
+    cores = 2 if on_cpu is None else 1
+    return SparkRun(n / wall, busy / n * 1e9, busy / wall / cores, sink / n * 1e9, jit / n * 1e9)
+
+
+def interleaved_rounds(spark: Any, configs: Mapping[str, tuple[str, dict[str, str]]],
+                       sink_pid: int, deflate: Callable[[], Any], deflate_rates: list[float],
+                       on_cpu: int | None = None) -> dict[str, list[SparkRun]]:
+    """The warm-up, then :data:`SPARK_ROUNDS` rounds of one save of each configuration:
+    interleaved, since a shared machine's load shifts over minutes, and this keeps it from
+    favouring whichever configuration ran in a quiet moment. libdeflate's rate (the gzip
+    bound's) is measured again after each round into ``deflate_rates``, as the machine's speed
+    drifts."""
+    warm_up(spark, configs.values())
+    rounds: dict[str, list[SparkRun]] = {name: [] for name in configs}
+    for _ in range(SPARK_ROUNDS):
+        for name, (fmt, opts) in configs.items():
+            rounds[name].append(spark_write_once(spark, SPARK_ROWS, fmt, opts, sink_pid, on_cpu))
+        deflate_rates.append(BARE_ROWS / best_time(deflate, repeat=1))
+    return rounds
 
 
 def run(recorder: Recorder) -> None:
@@ -335,38 +378,12 @@ def run(recorder: Recorder) -> None:
         recorder.record("write.zlib", zlib_rate, "rows/s",
                         note="zlib level 6 over the same 200-message sets, one core")
         spark = spark_session("bench-write", _null_source(), trip_source())
-        configs: dict[str, tuple[str, dict[str, str]]] = {"null": ("bench_null", {})}
-        for codec in ("none", "snappy", "gzip"):
-            configs[codec] = (
-                "kafka07",
-                {
-                    "broker.list": sink.broker_list,
-                    "topic": TOPIC,
-                    "compression.codec": codec,
-                    "batch.size": str(BATCH_SIZE),
-                },
-            )
-        for codec in ("none", "snappy"):
-            configs[f"trip_{codec}"] = ("bench_trip", {"port": str(sink.port), "topic": TOPIC,
-                                                       "codec": codec,
-                                                       "batch.size": str(BATCH_SIZE)})
-        best: dict[str, SparkRun] = {}
-        rounds: dict[str, list[SparkRun]] = {name: [] for name in configs}
+        configs = spark_configs(sink)
         try:
-            warm_up(spark, configs.values())
-            # Interleaved rounds, best of each: a shared machine's load shifts over minutes,
-            # and this keeps it from favouring whichever configuration ran in a quiet moment.
-            for _ in range(SPARK_ROUNDS):
-                for name, (fmt, opts) in configs.items():
-                    run = spark_write_once(spark, SPARK_ROWS, fmt, opts, sink.process.pid)
-                    rounds[name].append(run)
-                    if name not in best or run.rate > best[name].rate:
-                        best[name] = run
-                # the deflate bound's own rate, measured again in each round: the machine's
-                # speed drifts over minutes, and gzip's ratio is against this
-                deflate_rates.append(BARE_ROWS / best_time(deflate, repeat=1))
+            rounds = interleaved_rounds(spark, configs, sink_pid, deflate, deflate_rates)
         finally:
             spark.stop()
+        best = {name: max(runs, key=lambda r: r.rate) for name, runs in rounds.items()}
         recorder.record("write.spark.null", best["null"].rate, "rows/s",
                         note="Spark ceiling: a writer that only counts Arrow rows")
         for name, run in best.items():
@@ -448,10 +465,6 @@ def run(recorder: Recorder) -> None:
             "write.spark.gzip.per_core", best["gzip"].rate / 2, "rows/s", limit=zlib_rate,
             note="Spark's rate per core (local[2]) against zlib on one core",
         )
-        def deflate_bound(null: SparkRun, deflate_rate: float) -> float:
-            """Spark's own CPU per row plus deflate's, on 2 cores (module docstring)."""
-            return 2 / (null.cpu_ns / 1e9 + 1 / deflate_rate)
-
         fastest = max(deflate_rates)
         recorder.record(
             "write.spark.gzip.deflate_bound", best["gzip"].rate, "rows/s",
