@@ -55,6 +55,7 @@ What is measured, all in this run, on this machine:
   cluster's network takes off it, so the ratio there is at least this.
 
 The broker is the sink of :mod:`bench.sink`: the figures are the writer's, not a broker's.
+:mod:`bench.write_core` measures the same writers per executor core, the sink on another core.
 """
 
 from __future__ import annotations

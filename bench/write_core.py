@@ -88,9 +88,9 @@ def _measure(executor_cpu: int, broker_cpu: int) -> tuple[dict[str, list[SparkRu
 
 
 def run(recorder: Recorder) -> None:
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if len(cpus) < 2:
-        print("   skipped: needs 2 CPUs, one for Spark and one for the broker")
+        print("   skipped: needs 2 CPUs it can pin to (Linux), one for Spark, one for the broker")
         return
     rounds, deflate_rates = _measure(cpus[0], cpus[1])
     best = {name: max(runs, key=lambda r: r.rate) for name, runs in rounds.items()}
