@@ -15,7 +15,8 @@
  *   - gzip: ONE magic-1 wrapper (ATTRIBUTES 1) whose payload is one gzip member with Java's
  *     header (1f 8b 08 00, mtime 0, xfl 0, os ff), a raw deflate body by libdeflate at `level`,
  *     CRC32 and ISIZE little-endian;
- *   an empty set is zero bytes. Sets are written back to back into one bytes object; `ends`
+ *   an empty set is zero bytes. Sets are written back to back into one output (a new bytes
+ * object, or a buffer the caller gives: encode.py's reused ones, see output()); `ends`
  * (k + 1 int64) says where each one starts and ends, so Python hands out views of it (each set
  * is written once; the socket takes it from there).
  *
@@ -218,8 +219,6 @@ static int parse(PyObject *args, views_t *v, job_t *j, PyObject **into)
         return -1;
     if (crcs != Py_None && PyObject_GetBuffer(crcs, &v->crcs, PyBUF_WRITABLE) < 0)
         return -1;
-    if (*into != Py_None && PyObject_GetBuffer(*into, &v->into, PyBUF_WRITABLE) < 0)
-        return -1;
     if (v->offs.len < 8 || v->offs.len % 8 || v->cuts.len < 8 || v->cuts.len % 8)
         return PyErr_SetString(PyExc_ValueError, "offsets and cuts must be int64 arrays"), -1;
     j->rows.offs = (const int64_t *)v->offs.buf;
@@ -233,9 +232,30 @@ static int parse(PyObject *args, views_t *v, job_t *j, PyObject **into)
     return check_job(j, v->data.len, crcs != Py_None ? v->crcs.len : -1);
 }
 
+/* the output: a new bytes object of `room` bytes (into None), or `into` (a writable buffer of at
+ * least `room` bytes), or what `into(room)` returns (a callable: encode.py's pool of reused
+ * buffers), its buffer in v->into */
+static PyObject *output(PyObject *into, size_t room, views_t *v)
+{
+    if (into == Py_None)
+        return PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
+    PyObject *out = PyCallable_Check(into) ? PyObject_CallFunction(into, "n", (Py_ssize_t)room)
+                                           : Py_NewRef(into);
+    if (!out || PyObject_GetBuffer(out, &v->into, PyBUF_WRITABLE) < 0) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if ((size_t)v->into.len < room) {
+        PyErr_Format(PyExc_ValueError, "into: %zu bytes, the sets need room for %zu",
+                     (size_t)v->into.len, room);
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* encode_sets(offsets, data, cuts, magic, codec, level, crcs, into=None) -> (out, ends: int64
- * bytes): out a new bytes object, or `into` (a writable buffer of at least the sets' size, codec
- * none only: encode.py's pool of reused buffers), the sets written from its start */
+ * bytes): the sets written from the start of out (see output()), back to back */
 static PyObject *encode_sets(PyObject *self, PyObject *args)
 {
     views_t v;
@@ -260,11 +280,7 @@ static PyObject *encode_sets(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    if (into != Py_None && (j.codec != CODEC_NONE || (size_t)v.into.len < room)) {
-        PyErr_SetString(PyExc_ValueError, "into: codec none only, and room for every set");
-        goto done;
-    }
-    out = into != Py_None ? Py_NewRef(into) : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)room);
+    out = output(into, room, &v);
     ends = PyBytes_FromStringAndSize(NULL, (j.k + 1) * 8);
     if (!out || !ends)
         goto done;

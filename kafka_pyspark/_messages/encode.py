@@ -36,7 +36,6 @@ from kafka_pyspark._messages.layout import (
     CODEC_NONE,
     CODEC_SNAPPY,
     HEADER_V0,
-    HEADER_V0_SIZE,
     HEADER_V1,
     HEADER_V1_SIZE,
     MAX_MESSAGE_LENGTH,
@@ -64,7 +63,7 @@ _kernel = load_kernel(
     "kafka_pyspark._messages._encode", lambda m: hasattr(m, "encode_sets"), ENCODE_CONSTANTS
 )
 ENGINE = "kernel" if _kernel is not None else "python"
-_OUTPUTS = OutputPool()  # where the kernel writes uncompressed sets (reused memory)
+_OUTPUTS = OutputPool()  # where the kernel writes the sets (reused memory)
 # the messages' CRCs: ISA-L's CRC-32 called from C when python-isal's module has it (the decode
 # kernel's engine too), else libdeflate's
 ENCODE_CRC = "isal" if _kernel is not None and isal_zlib is not None and (
@@ -80,7 +79,6 @@ GZIP_DEFAULT_LEVEL = GZIP_LEVEL
 
 _OVERHEAD = MIN_LENGTH_BY_MAGIC  # LENGTH - payload size, per magic
 _MAX_PAYLOAD = {m: MAX_MESSAGE_LENGTH - o for m, o in _OVERHEAD.items()}
-_HEADER_SIZE = {0: HEADER_V0_SIZE, 1: HEADER_V1_SIZE}
 
 
 def _check_magic(magic: int) -> None:
@@ -206,7 +204,7 @@ def encode_message_sets_arrow(
     with each (inner) message's CRC32 in row order (the sets' digests are computed from them).
 
     With the compiled kernel (:data:`ENGINE` ``"kernel"``) the sets are memoryviews of one
-    buffer (uncompressed: a reused one, :mod:`.outputs`; valid as long as the view is held),
+    buffer (a reused one, :mod:`.outputs`; valid as long as the view is held),
     else bytes; the same bytes either way for
     none and snappy; gzip bodies differ (libdeflate's deflate, not zlib's) but hold the same
     messages.
@@ -290,16 +288,14 @@ def _kernel_sets(
     pooled: bool = False,
 ) -> tuple[bytes | Buffer, npt.NDArray[np.int64]]:
     """All sets of ``rows`` (``cuts`` from 0; ``base``: the first row's index, for errors) by
-    the kernel: the bytes (``pooled`` and uncompressed: in a buffer of :data:`_OUTPUTS`) and
+    the kernel: the bytes (``pooled``: in a buffer of :data:`_OUTPUTS`) and
     where each set starts and ends in them. The errors are raised here, as the pure path
     raises them."""
     assert _kernel is not None
     _, offsets, data = _column(rows, base)
-    into = None
-    if pooled and cid == CODEC_NONE:
-        rows_in = int(cuts[-1] - cuts[0])
-        size = int(offsets[cuts[-1]] - offsets[cuts[0]]) + rows_in * _HEADER_SIZE[magic]
-        into = _OUTPUTS.take(size)
+    # pooled: the kernel asks the pool for a buffer of the room the sets need (compressed:
+    # their bound), instead of a fresh bytes object whose pages the sets would fault in
+    into = _OUTPUTS.take if pooled else None
     try:
         out, at = _kernel.encode_sets(
             offsets, b"" if data is None else data, cuts, magic, cid,

@@ -3,7 +3,8 @@
 sanitizers from MODULE_PATH and calls its entry point on random columns (payloads of every
 size class the fold lanes and the per-payload path meet, the data buffer exactly the payloads'
 bytes, so a read past it is a sanitizer report), with the lanes on and off, every codec and
-magic, into a new buffer and into an exactly-sized one; each result checked against zlib's CRCs
+magic, into a new buffer, an exactly-sized one and one of exactly the room the module asks
+for (every codec); each result checked against zlib's CRCs
 and the pure-Python encoder. Prints ``sanitized ok`` and the lanes' state when done."""
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def main(path: str, seed: int, calls: int) -> None:
     kernel: object = _module(path)
     lanes = kernel.frame_lanes(1)  # type: ignore[attr-defined]
     rnd = random.Random(seed)
+    asked: list[int] = []
+
+    def take(room: int) -> np.ndarray:
+        asked.append(room)
+        return np.empty(room, np.uint8)  # exactly the room asked for
+
     for call in range(calls):
         n = rnd.randrange(0, 120)
         values = [rnd.randbytes(_size(rnd)) for _ in range(n)]
@@ -55,6 +62,12 @@ def main(path: str, seed: int, calls: int) -> None:
                 kernel.encode_sets(  # type: ignore[attr-defined]
                     offsets, data, np.array(cuts, np.int64), magic, codec, 6, None, into)
                 assert into.tobytes() == bytes(out)
+            asked.clear()
+            got, _ = kernel.encode_sets(  # type: ignore[attr-defined]
+                offsets, data, np.array(cuts, np.int64), magic, codec, 6, None, take)
+            assert got[:len(out)].tobytes() == bytes(out), call
+            assert asked == [len(got)] and (asked[0] == len(out) if codec == 0
+                                            else asked[0] >= len(out)), call
         assert outs[0] == outs[1], call
         assert crcs.tolist() == [zlib.crc32(v) for v in values], call
         at = np.frombuffer(ends, np.int64).tolist()

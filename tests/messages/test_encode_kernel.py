@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pytest
 from _encoded import assert_same_sets, decoded
@@ -204,6 +205,44 @@ def test_entry_point_checks_its_arguments() -> None:
     with pytest.raises(BufferError):
         kernel.encode_sets(np.zeros(2, np.int64), b"ab", np.zeros(2, np.int64), 1, 0, 6,
                            b"\0" * 8)  # crcs must be writable
+
+
+def test_entry_point_output_buffers() -> None:
+    """``into``: a writable buffer of at least the room the sets need, or a callable asked for
+    that room (encode.py's pool); every codec writes the same bytes there as into a new
+    bytes object, and a buffer too small, read-only, or a failing callable is refused."""
+    kernel = encode._kernel
+    assert kernel is not None
+    values = [bytes(range(i % 256)) * (i % 7) for i in range(500)]
+    offs = np.cumsum([0, *map(len, values)]).astype(np.int64)
+    data, cuts = b"".join(values), np.array([0, 200, 400, 500], np.int64)
+    asked: list[int] = []
+
+    def take(room: int) -> npt.NDArray[np.uint8]:
+        asked.append(room)
+        return np.full(room, 0xAA, np.uint8)
+
+    for codec in (0, 1, 2):
+        fresh, ends = kernel.encode_sets(offs, data, cuts, 1, codec, 6, None)
+        size = np.frombuffer(ends, np.int64)[-1]
+        asked.clear()
+        got, got_ends = kernel.encode_sets(offs, data, cuts, 1, codec, 6, None, take)
+        assert got_ends == ends and got[:size].tobytes() == fresh
+        assert len(asked) == 1
+        assert asked[0] == size if codec == 0 else asked[0] >= size
+        exact = np.zeros(asked[0], np.uint8)
+        assert kernel.encode_sets(offs, data, cuts, 1, codec, 6, None, exact)[0] is exact
+        assert exact[:size].tobytes() == fresh
+        with pytest.raises(ValueError, match="room for"):
+            kernel.encode_sets(offs, data, cuts, 1, codec, 6, None, np.zeros(asked[0] - 1,
+                                                                              np.uint8))
+        with pytest.raises(ValueError, match="room for"):
+            kernel.encode_sets(offs, data, cuts, 1, codec, 6, None,
+                               lambda room: np.zeros(room - 1, np.uint8))
+        with pytest.raises(BufferError):
+            kernel.encode_sets(offs, data, cuts, 1, codec, 6, None, lambda room: b"\0" * room)
+        with pytest.raises(ZeroDivisionError):
+            kernel.encode_sets(offs, data, cuts, 1, codec, 6, None, lambda room: 1 // 0)
 
 
 def test_crc_engine() -> None:

@@ -8,6 +8,7 @@ import gc
 import numpy as np
 import pyarrow as pa
 import pytest
+from _encoded import assert_same_sets
 
 from kafka_pyspark._messages import encode
 from kafka_pyspark._messages.outputs import OutputPool
@@ -35,17 +36,21 @@ def test_a_buffer_in_use_is_not_handed_out_again() -> None:
 
 
 @pytest.mark.skipif(encode.ENGINE != "kernel", reason="the encode kernel is not built")
-def test_sets_held_stay_intact_while_later_sets_are_encoded() -> None:
+@pytest.mark.parametrize("codec", ["none", "snappy", "gzip"])
+def test_sets_held_stay_intact_while_later_sets_are_encoded(codec: str) -> None:
     rnd = np.random.default_rng(3)
     batches = [pa.array([rnd.bytes(int(n)) for n in rnd.integers(0, 400, 500)])
                for _ in range(40)]
     held = []
     for batch in batches:
-        sets = encode.encode_message_sets_arrow(batch, [0, 200, 500])
+        sets = encode.encode_message_sets_arrow(batch, [0, 200, 500], compression=codec)
+        assert all(isinstance(s, memoryview) for s in sets)  # views of a pooled buffer
         held.append((batch, sets))
         if len(held) > 5:
             held.pop(0)  # dropped: its buffer is free again
         for old_batch, old_sets in held:
-            want = [encode.encode_message_set(old_batch.slice(0, 200).to_pylist()),
-                    encode.encode_message_set(old_batch.slice(200).to_pylist())]
-            assert [bytes(s) for s in old_sets] == want
+            want = [encode.encode_message_set(old_batch.slice(0, 200).to_pylist(),
+                                              compression=codec),
+                    encode.encode_message_set(old_batch.slice(200).to_pylist(),
+                                              compression=codec)]
+            assert_same_sets(old_sets, want, codec)
