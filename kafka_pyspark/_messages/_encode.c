@@ -358,7 +358,7 @@ static PyMethodDef methods[] = {
     {"frame_lanes", frame_lanes, METH_O,
      "frame_lanes(on) -> bool: CRC lanes on (1), off (0) or as they are (-1); whether on"},
     {"encode_sets", encode_sets, METH_VARARGS,
-     "encode_sets(offsets, data, cuts, magic, codec, level, crcs) -> (sets, ends)"},
+     "encode_sets(offsets, data, cuts, magic, codec, level, crcs, into=None) -> (sets, ends)"},
     {"crc_engine_at", crc_engine_at, METH_O,
      "crc_engine_at(address) -> bool: use the CRC-32 function at address if it is zlib's"},
     {"deflate_sets", deflate_sets, METH_VARARGS,
