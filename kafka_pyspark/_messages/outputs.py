@@ -3,13 +3,11 @@
 The encode pass writes each byte of a set once (uncompressed: header, payload, CRC; compressed:
 the wrapper and its compressed payload). When that write lands in memory the process has just
 been given by the system (a fresh allocation of a few megabytes, returned to the system when
-freed), the page faults cost more than the copy itself: measured on realistic values, 10,000
-rows a call, 31 ms per 200,000 rows into fresh memory against 22 ms into reused memory, on a
-loaded 2-core machine. So the sets are written into buffers kept here (the kernel asks for
-the room the sets need: for compressed ones, their bound), and handed out as memoryviews of
-them; a buffer is taken again only once nothing refers to it (no view of it is alive:
-CPython's reference count says so), so a set waiting in the Producer's buffer is never
-overwritten.
+freed), the page faults cost more than the copy itself (docs/writing.md, "What moved it"). So
+the sets are written into buffers kept here (the kernel asks for the room the sets need: for
+compressed ones, their bound), and handed out as memoryviews of them; a buffer is taken again
+only once nothing refers to it (no view of it is alive: CPython's reference count says so), so a
+set waiting in the Producer's buffer is never overwritten.
 
 At most :data:`KEEP` buffers of at most :data:`MAX_POOLED` bytes each are kept (a bound on
 the memory held: 64 MiB); a larger output gets a buffer of its own, freed with its views.
