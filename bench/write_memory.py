@@ -8,7 +8,8 @@ bytes), exactly-once with its records in a directory store, once per codec, on t
 JVM (the workers that run the write tasks and the sink's driver-side calls, which keep the
 encoder's reused output buffers, the producers' sockets and the records' clients between
 micro-batches) and of this driver process are sampled, each sample tagged with the last
-finished micro-batch. Whatever a micro-batch left behind would grow with their count.
+finished micro-batch. Whatever a micro-batch left behind would grow with their count. The
+queries' progress must show every row of the micro-batches written, or the bench fails.
 
 Rows (MiB):
 
@@ -140,9 +141,14 @@ def _stream(spark: Any, sink: Sink, codec: str, tmp: Path) -> Sampler:
             if query.exception() is not None or not query.isActive:
                 raise RuntimeError(f"the {codec} stream stopped: {query.exception()}")
             time.sleep(SAMPLE_SECONDS)
+        written = sum(int(p["numInputRows"]) for p in query.recentProgress
+                      if int(p["batchId"]) < MICRO_BATCHES)
     finally:
         query.stop()
         sampler.stop()
+    if written != MICRO_BATCHES * ROWS_PER_BATCH:  # the rows were written, not skipped
+        raise RuntimeError(f"the {codec} stream wrote {written:,} rows in {MICRO_BATCHES} "
+                           f"micro-batches, expected {MICRO_BATCHES * ROWS_PER_BATCH:,}")
     return sampler
 
 
