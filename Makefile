@@ -57,9 +57,10 @@ CODEC_TESTS := tests/messages tests/formats
 
 # `-m "not faults"`: the exactly-once sink's whole fault matrix (one Spark driver subprocess or
 # two per scenario, tests/reliability/test_exactly_once.py) runs in `make test-reliability`;
-# `make test` keeps its cheapest scenarios (docs/reliability.md has the times)
+# `make test` keeps its cheapest scenarios (docs/reliability.md has the times); the slowest
+# tests are listed after the run, as the suite must stay under 15 minutes on 2 cores
 test: setup
-	$(PY) -m pytest -q tests -m "not faults"
+	$(PY) -m pytest -q tests -m "not faults" --durations=25
 	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
 # The Spark-facing tests again on the oldest pyspark the connector supports (pyproject's spark
