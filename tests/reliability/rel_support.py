@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,21 @@ def read_sink(spark: SparkSession, sink: Path) -> list[bytes]:
     if not sink.exists() or not any(sink.glob("*.parquet")):
         return []
     return [bytes(r["value"]) for r in spark.read.parquet(str(sink)).select("value").collect()]
+
+
+def drain(
+    spark: SparkSession, query: StreamingQuery, sink: Path, count: int, timeout: float = 30.0
+) -> list[bytes]:
+    """The sink's values once it holds at least ``count`` of them (or what it holds after
+    ``timeout`` seconds), the query driven on meanwhile: rows a stream holds back while their
+    broker is not registered arrive once it is again, not in the micro-batch that follows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        query.processAllAvailable()
+        got = read_sink(spark, sink)
+        if len(got) >= count or time.monotonic() >= deadline:
+            return got
+        time.sleep(0.3)
 
 
 def values(tag: str, n: int, size: int = 24) -> list[bytes]:

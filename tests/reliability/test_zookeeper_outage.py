@@ -4,7 +4,9 @@ ZooKeeper is stopped (JVM terminated), paused (SIGSTOP: connections open, nothin
 or restarted while a query runs, for longer than the stream's ZooKeeper session timeout (2 s
 here). The stream keeps producing exact rows from the last known brokers and partitions, group
 commits wait and catch up when ZooKeeper is back, and an outage longer than
-``zk.outage.max.ms`` fails the query with a clear error.
+``zk.outage.max.ms`` fails the query with a clear error. When the broker's own session
+expires (ZooKeeper up), its partitions leave the registry until it registers again: the
+stream keeps their offsets meanwhile and reads the rows sent in between once they are back.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from rel_support import Recorder, new_chroot, produce, read_sink, stream_query, values
+from _cluster import kazoo_client
+from rel_support import Recorder, drain, new_chroot, produce, read_sink, stream_query, values
 
 from kafka_pyspark._cluster import Registry
 from kafka_pyspark._spark.compat import ReadAllAvailable
@@ -66,18 +69,29 @@ def log_ends(broker: EmbeddedBroker, topic: str) -> dict[tuple[int, int], int]:
     return {(broker.broker_id, p): broker.log_end(topic, p) or 0 for p in range(2)}
 
 
-def fault_begin(zk: Any, fault: str) -> None:
-    if fault == "pause":
-        zk.pause()
-    else:
-        zk.halt()
+def expire_session(broker: EmbeddedBroker, zk: str) -> None:
+    """End the broker's ZooKeeper session from outside (ZooKeeper stays up): open the same
+    session elsewhere and close it. Its ephemeral nodes go; it registers again on a new one."""
+    registrar = broker._zk
+    assert registrar is not None  # the broker registers in ZooKeeper
+    session_id, password = registrar._client.client_id
+    thief = kazoo_client(zk, client_id=(session_id, password))
+    thief.stop()
+    thief.close()
 
 
-def fault_end(zk: Any, fault: str) -> None:
+def fault_begin(server: Any, fault: str) -> None:
     if fault == "pause":
-        zk.resume()
+        server.pause()
     else:
-        zk.start()
+        server.halt()
+
+
+def fault_end(server: Any, fault: str) -> None:
+    if fault == "pause":
+        server.resume()
+    else:
+        server.start()
 
 
 @pytest.mark.spark
@@ -114,7 +128,8 @@ def test_stream_goes_on_through_zookeeper_outage(
         if fault != "restart":
             fault_end(server, fault)
         sent += produce(broker, topic, {0: values("d0", 2), 1: values("d1", 2)})
-        q.processAllAvailable()
+        # a restart may expire the broker's session: see the test below
+        drain(spark, q, tmp_path / "sink", len(sent))
         assert q.exception() is None
         if commit:
             want = log_ends(broker, topic)
@@ -124,6 +139,33 @@ def test_stream_goes_on_through_zookeeper_outage(
     got = read_sink(spark, tmp_path / "sink")
     record(f"ZooKeeper {fault} {OUTAGE_S} s mid-stream"
            + (", commitToGroup" if commit else ""), expected=sent, got=got)
+    assert sorted(got) == sorted(sent)
+
+
+@pytest.mark.spark
+def test_stream_reads_a_broker_again_after_its_session_expired(
+    spark: SparkSession, zk_broker: tuple[Any, str, EmbeddedBroker], tmp_path: Path,
+    record: Recorder,
+) -> None:
+    """The broker's session expires (ZooKeeper up): until it has registered again the stream
+    keeps its offsets and reads nothing new from it; the rows sent in that window arrive once
+    it is back, exactly once."""
+    _server, zk, broker = zk_broker
+    topic = f"e{uuid.uuid4().hex[:8]}"
+    sent = produce(broker, topic, {0: values("a0", 5), 1: values("a1", 5)})
+    broker.wait_for_topic(topic)
+    opts = {**SHORT_ZK, "subscribe": topic, "startingOffsets": "earliest"}
+    q = stream_query(spark, zk, tmp_path / "cp", tmp_path / "sink", **opts)
+    try:
+        q.processAllAvailable()
+        expire_session(broker, zk)
+        sent += produce(broker, topic, {0: values("b0", 3), 1: values("b1", 4)}, "gzip")
+        drain(spark, q, tmp_path / "sink", len(sent))
+        assert q.exception() is None
+    finally:
+        q.stop()
+    got = read_sink(spark, tmp_path / "sink")
+    record("broker's ZooKeeper session expired mid-stream", expected=sent, got=got)
     assert sorted(got) == sorted(sent)
 
 
