@@ -55,12 +55,14 @@ libdeflate-check:
 # the pure-Python path
 CODEC_TESTS := tests/messages tests/formats
 
-# `-m "not faults"`: the exactly-once sink's whole fault matrix (one Spark driver subprocess or
+# `not faults`: the exactly-once sink's whole fault matrix (one Spark driver subprocess or
 # two per scenario, tests/reliability/test_exactly_once.py) runs in `make test-reliability`;
-# `make test` keeps its cheapest scenarios (docs/reliability.md has the times); the slowest
-# tests are listed after the run, as the suite must stay under 15 minutes on 2 cores
+# `make test` keeps its cheapest scenarios (docs/reliability.md has the times). The tests that
+# run Spark in processes of their own (marked own_spark) run beside the others, in a pytest run
+# of their own (tests/lanes.py); the slowest tests are listed after each run, as the suite must
+# stay under 15 minutes on 2 cores
 test: setup
-	$(PY) -m pytest -q tests -m "not faults" --durations=25
+	$(PY) tests/lanes.py --split own_spark --select "not faults" -- -q tests --durations=25
 	KAFKA_PYSPARK_PURE=1 $(PY) -m pytest -q $(CODEC_TESTS)
 
 # The Spark-facing tests again on the oldest pyspark the connector supports (pyproject's spark

@@ -28,7 +28,7 @@ from kafka_pyspark._spark.compat import ADMISSION_CONTROL
 from kafka_pyspark.client import Producer
 from kafka_pyspark.testing.broker import EmbeddedBroker
 
-pytestmark = [pytest.mark.spark, pytest.mark.zk]
+pytestmark = [pytest.mark.spark, pytest.mark.zk, pytest.mark.own_spark]
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "pipeline"

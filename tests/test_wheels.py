@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 DIST_VENV = REPO / ".venv-dist"
 SMOKE = Path(__file__).resolve().parent / "_wheel_smoke.py"
 
-pytestmark = [pytest.mark.spark, pytest.mark.zk]
+pytestmark = [pytest.mark.spark, pytest.mark.zk, pytest.mark.own_spark]
 
 
 @dataclass
@@ -45,13 +45,25 @@ class Dist:
     auditwheel: str
 
 
+#: what a build from a copy of the repository leaves out: environments, caches, builds, and the
+#: in-place compiled kernels (a fresh clone has none)
+NOT_COPIED = (".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
+              ".hypothesis", "*.so", "spark-warehouse", "metastore_db", "bench-results.json")
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """``make dist`` in a copy of the repository: a build writes ``build/`` and the egg-info
+    into its tree, which the other tests read while this one runs (tests/lanes.py)."""
+    import shutil
+
+    tree = tmp_path_factory.mktemp("source") / "kafka_pyspark"
+    shutil.copytree(REPO, tree, ignore=shutil.ignore_patterns(*NOT_COPIED))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
         ["make", "-s", "dist", f"DIST_DIR={out}", f"DIST_PYTHONS={sys.executable}",
          f"DIST_VENV={DIST_VENV}"],
-        cwd=REPO, check=True, capture_output=True, text=True,
+        cwd=tree, check=True, capture_output=True, text=True,
     )
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     (binary,) = out.glob(f"kafka_pyspark-*-{tag}-{tag}-manylinux*.whl")

@@ -89,6 +89,7 @@ def _committed_offsets(checkpoint: Path) -> dict[str, Any] | None:
     return result
 
 
+@pytest.mark.own_spark
 def test_driver_sigkill_mid_stream_resumes_from_checkpoint(
     spark: SparkSession, plain_broker: EmbeddedBroker, tmp_path: Path, record: Recorder
 ) -> None:

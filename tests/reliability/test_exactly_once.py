@@ -36,7 +36,7 @@ from rel_support import Recorder
 if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
-pytestmark = [pytest.mark.spark, pytest.mark.zk]
+pytestmark = [pytest.mark.spark, pytest.mark.zk, pytest.mark.own_spark]
 
 N = 2000
 AT_LEAST_ONCE = {"delivery.guarantee": "at-least-once"}

@@ -162,6 +162,7 @@ def files_under(*roots: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.spark
+@pytest.mark.own_spark
 def test_password_appears_nowhere_spark_shows_or_keeps(
     locked: tuple[str, EmbeddedBroker, str, str], tmp_path: Path, record: Recorder,
 ) -> None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
 
-pytestmark = [pytest.mark.spark, pytest.mark.zk]
+pytestmark = [pytest.mark.spark, pytest.mark.zk, pytest.mark.own_spark]
 
 
 def test_read_write_stream_and_credentials_through_spark_connect(

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.own_spark]
 
 SCRIPT = textwrap.dedent(
     """

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kafka_pyspark.testing.broker import EmbeddedBroker
 
 
-pytestmark = [pytest.mark.spark, pytest.mark.zk]
+pytestmark = [pytest.mark.spark, pytest.mark.zk, pytest.mark.own_spark]
 
 ROWS = 120_000
 WAIT = 120.0
