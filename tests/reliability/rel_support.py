@@ -156,8 +156,6 @@ class BrokerProcess:
 
 def wait_first_task_done(spark: SparkSession, timeout: float = 60.0) -> int:
     """Block until the running job has completed one task; the tasks still to run then."""
-    import time
-
     tracker = spark.sparkContext.statusTracker()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
