@@ -1,8 +1,8 @@
 """Shared helpers of the tests against the embedded cluster: a kazoo session (the tests play a
 0.7.2 broker or consumer in ZooKeeper with it), reading a topic back with the low-level client
 (never through the Spark read path under test), sending to it with the client, an independent
-reference of where Kafka 0.7's ``DefaultPartitioner`` sends a key, and a registered broker that
-never answers.
+reference of where Kafka 0.7's ``DefaultPartitioner`` sends a key, a registered broker that
+never answers, and an embedded broker's session ended from outside.
 """
 
 from __future__ import annotations
@@ -31,6 +31,18 @@ def kazoo_client(connect: str, **options: Any) -> KazooClient:
     client = KazooClient(hosts=connect, timeout=IO_TIMEOUT, **options)
     client.start(timeout=IO_TIMEOUT)
     return client
+
+
+def expire_broker_session(broker: EmbeddedBroker, connect: str) -> None:
+    """End an embedded broker's ZooKeeper session from outside (ZooKeeper stays up): open the
+    same session elsewhere and close it. Its ephemeral nodes go; it registers again on a new
+    session."""
+    registrar = broker._zk
+    assert registrar is not None  # the broker registers in ZooKeeper
+    session_id, password = registrar._client.client_id
+    thief = kazoo_client(connect, client_id=(session_id, password))
+    thief.stop()
+    thief.close()
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _cluster import kazoo_client
+from _cluster import expire_broker_session
 from rel_support import Recorder, drain, new_chroot, produce, read_sink, stream_query, values
 
 from kafka_pyspark._cluster import Registry
@@ -67,17 +67,6 @@ def wait_group(zk: str, group: str, topic: str, want: dict[tuple[int, int], int]
 
 def log_ends(broker: EmbeddedBroker, topic: str) -> dict[tuple[int, int], int]:
     return {(broker.broker_id, p): broker.log_end(topic, p) or 0 for p in range(2)}
-
-
-def expire_session(broker: EmbeddedBroker, zk: str) -> None:
-    """End the broker's ZooKeeper session from outside (ZooKeeper stays up): open the same
-    session elsewhere and close it. Its ephemeral nodes go; it registers again on a new one."""
-    registrar = broker._zk
-    assert registrar is not None  # the broker registers in ZooKeeper
-    session_id, password = registrar._client.client_id
-    thief = kazoo_client(zk, client_id=(session_id, password))
-    thief.stop()
-    thief.close()
 
 
 def fault_begin(server: Any, fault: str) -> None:
@@ -158,7 +147,7 @@ def test_stream_reads_a_broker_again_after_its_session_expired(
     q = stream_query(spark, zk, tmp_path / "cp", tmp_path / "sink", **opts)
     try:
         q.processAllAvailable()
-        expire_session(broker, zk)
+        expire_broker_session(broker, zk)
         sent += produce(broker, topic, {0: values("b0", 3), 1: values("b1", 4)}, "gzip")
         drain(spark, q, tmp_path / "sink", len(sent))
         assert q.exception() is None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from _broker_raw import THREE, Conn, wait_until
-from _cluster import kazoo_client
+from _cluster import expire_broker_session
 from kazoo.client import KazooClient
 
 from kafka_pyspark.cli import main
@@ -204,13 +204,7 @@ def test_session_expiry_reregisters(broker: EmbeddedBroker, zk_connect: str,
     produce(broker, "t")
     broker.wait_for_topic("t")
     owner = kz.get("/brokers/ids/0")[1].ephemeralOwner
-    # expire the broker's session: open the same session elsewhere and close it
-    registrar = broker._zk
-    assert registrar is not None  # the broker registers in ZooKeeper
-    session_id, password = registrar._client.client_id
-    thief = kazoo_client(zk_connect, client_id=(session_id, password))
-    thief.stop()
-    thief.close()
+    expire_broker_session(broker, zk_connect)
 
     def registered_again() -> bool:
         for path in ("/brokers/ids/0", "/brokers/topics/t/0"):
