@@ -44,7 +44,8 @@ TRIGGER = "1 second"
 SAMPLE_SECONDS = 0.1
 CODECS = ("none", "snappy", "gzip")
 TOPIC = "bench-write-memory"
-# 20 digits of the row number, then 0 to 60 eights of filler by the row's hash: 20-500 bytes
+# 20 digits of the row number, then 0 to 60 copies of an 8-byte filler by the row's hash:
+# 20-500 bytes
 _VALUE_SQL = ("CAST(concat(lpad(CAST(value AS STRING), 20, '0'), "
               "repeat('payload-', CAST(pmod(hash(value), 61) AS INT))) AS BINARY) AS value")
 
